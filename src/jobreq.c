@@ -1,0 +1,301 @@
+/*
+ * jobreq.c: a job request as it crosses the API: JSON in, checked fields
+ * out.  Every field is validated here, so the daemon only ever sees a
+ * request that makes sense (it may still not fit).
+ */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmux.h"
+
+#define JOBREQ_MAX_ARGS	4096
+#define JOBREQ_MAX_ENV	8192
+#define JOBREQ_MAX_STR	(128 * 1024)
+
+void
+jobreq_init(struct jobreq *r)
+{
+	memset(r, 0, sizeof *r);
+	r->card = -1;
+	r->ncards = 1;
+	r->priority = 5;
+	r->grace_ms = 10 * 1000;
+}
+
+void
+jobreq_clear(struct jobreq *r)
+{
+	strv_free(r->argv);
+	strv_free(r->env);
+	free(r->cwd);
+	free(r->card_uuid);
+	jobreq_init(r);
+}
+
+/* Returns a NULL-terminated copy of a JSON array of strings, or NULL. */
+static char **
+strv_from_json(json_t *a, const char *field, size_t max, int need_eq,
+    char **cause)
+{
+	char	**v;
+	size_t	  i, n;
+	json_t	 *s;
+
+	if (!json_is_array(a)) {
+		xasprintf(cause, "%s: must be an array of strings", field);
+		return (NULL);
+	}
+	if ((n = json_array_size(a)) > max) {
+		xasprintf(cause, "%s: more than %zu entries", field, max);
+		return (NULL);
+	}
+	v = xcalloc(n + 1, sizeof *v);
+	json_array_foreach(a, i, s) {
+		if (!json_is_string(s) ||
+		    json_string_length(s) > JOBREQ_MAX_STR ||
+		    strlen(json_string_value(s)) != json_string_length(s) ||
+		    (need_eq && strchr(json_string_value(s), '=') == NULL)) {
+			xasprintf(cause, "%s[%zu]: %s", field, i, need_eq ?
+			    "must be a NAME=VALUE string" :
+			    "must be a string without NUL bytes");
+			strv_free(v);
+			return (NULL);
+		}
+		v[i] = xstrdup(json_string_value(s));
+	}
+	return (v);
+}
+
+static int
+share_from_json(json_t *v, u_int *seats, char **cause)
+{
+	double	 d, r;
+
+	if (json_is_string(v))
+		return (parse_share(json_string_value(v), seats, cause));
+	if (!json_is_number(v))
+		goto bad;
+	d = json_number_value(v);
+	if (!(d >= 0 && d <= 1))
+		goto bad;
+	r = nearbyint(d * 100);
+	if (fabs(d * 100 - r) > 1e-6) {
+		xasprintf(cause, "share: %g is finer than steps of 0.01", d);
+		return (-1);
+	}
+	*seats = (u_int)r;
+	return (0);
+bad:
+	xasprintf(cause, "share: must be a number between 0 and 1");
+	return (-1);
+}
+
+static int
+size_from_json(json_t *v, const char *field, uint64_t *out, char **cause)
+{
+	char	*why;
+
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		*out = (uint64_t)json_integer_value(v);
+		return (0);
+	}
+	if (json_is_string(v)) {
+		if (parse_size(json_string_value(v), out, &why) == 0)
+			return (0);
+		xasprintf(cause, "%s: %s", field, why);
+		free(why);
+		return (-1);
+	}
+	xasprintf(cause, "%s: must be a byte count or a size like 20G", field);
+	return (-1);
+}
+
+static int
+int_from_json(json_t *v, const char *field, int64_t min, int64_t max,
+    int64_t *out, char **cause)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < min ||
+	    json_integer_value(v) > max) {
+		xasprintf(cause, "%s: must be an integer from %lld to %lld",
+		    field, (long long)min, (long long)max);
+		return (-1);
+	}
+	*out = json_integer_value(v);
+	return (0);
+}
+
+static int
+flag_from_json(json_t *v, const char *field, int bit, int *flags, char **cause)
+{
+	if (!json_is_boolean(v)) {
+		xasprintf(cause, "%s: must be true or false", field);
+		return (-1);
+	}
+	if (json_is_true(v))
+		*flags |= bit;
+	else
+		*flags &= ~bit;
+	return (0);
+}
+
+static int
+card_from_json(json_t *v, struct jobreq *r, char **cause)
+{
+	if (json_is_null(v))
+		return (0);
+	if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+	    json_integer_value(v) < 1024) {
+		r->card = (int)json_integer_value(v);
+		return (0);
+	}
+	if (json_is_string(v) && json_string_length(v) > 0 &&
+	    json_string_length(v) < 256) {
+		free(r->card_uuid);
+		r->card_uuid = xstrdup(json_string_value(v));
+		return (0);
+	}
+	xasprintf(cause, "card: must be an index or a UUID");
+	return (-1);
+}
+
+static int
+field_from_json(const char *k, json_t *v, struct jobreq *r, char **cause)
+{
+	int64_t	 n;
+
+	if (strcmp(k, "argv") == 0) {
+		strv_free(r->argv);
+		r->argv = strv_from_json(v, k, JOBREQ_MAX_ARGS, 0, cause);
+		return (r->argv == NULL ? -1 : 0);
+	}
+	if (strcmp(k, "env") == 0) {
+		strv_free(r->env);
+		r->env = strv_from_json(v, k, JOBREQ_MAX_ENV, 1, cause);
+		return (r->env == NULL ? -1 : 0);
+	}
+	if (strcmp(k, "cwd") == 0) {
+		if (!json_is_string(v) || json_string_value(v)[0] != '/' ||
+		    json_string_length(v) > 4096 ||
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			xasprintf(cause, "cwd: must be an absolute path");
+			return (-1);
+		}
+		free(r->cwd);
+		r->cwd = xstrdup(json_string_value(v));
+		return (0);
+	}
+	if (strcmp(k, "share") == 0)
+		return (share_from_json(v, &r->seats, cause));
+	if (strcmp(k, "mem") == 0)
+		return (size_from_json(v, k, &r->mem, cause));
+	if (strcmp(k, "card") == 0)
+		return (card_from_json(v, r, cause));
+	if (strcmp(k, "cards") == 0) {
+		if (int_from_json(v, k, 1, 64, &n, cause) != 0)
+			return (-1);
+		r->ncards = (u_int)n;
+		return (0);
+	}
+	if (strcmp(k, "priority") == 0) {
+		if (int_from_json(v, k, 0, 9, &n, cause) != 0)
+			return (-1);
+		r->priority = (u_int)n;
+		return (0);
+	}
+	if (strcmp(k, "grace_ms") == 0)
+		return (int_from_json(v, k, 0, 86400000, &r->grace_ms, cause));
+	if (strcmp(k, "timeout_ms") == 0)
+		return (int_from_json(v, k, 0, 86400000LL * 365,
+		    &r->timeout_ms, cause));
+	if (strcmp(k, "burst") == 0)
+		return (flag_from_json(v, k, JOB_BURST, &r->flags, cause));
+	if (strcmp(k, "preemptible") == 0)
+		return (flag_from_json(v, k, JOB_PREEMPTIBLE, &r->flags, cause));
+	if (strcmp(k, "requeue") == 0)
+		return (flag_from_json(v, k, JOB_REQUEUE, &r->flags, cause));
+	if (strcmp(k, "no_wait") == 0)
+		return (flag_from_json(v, k, JOB_NOWAIT, &r->flags, cause));
+	xasprintf(cause, "%s: unknown field", k);
+	return (-1);
+}
+
+/*
+ * Fills r (initialised by the caller) from a JSON object.  Returns -1 with
+ * *cause naming the field on the first bad one; r must then be cleared.
+ */
+int
+jobreq_from_json(json_t *o, struct jobreq *r, char **cause)
+{
+	const char	*k;
+	json_t		*v;
+	int		 have_cards = 0;
+
+	if (!json_is_object(o)) {
+		xasprintf(cause, "the request must be a JSON object");
+		return (-1);
+	}
+	json_object_foreach(o, k, v) {
+		if (field_from_json(k, v, r, cause) != 0)
+			return (-1);
+		if (strcmp(k, "cards") == 0)
+			have_cards = 1;
+	}
+	if (r->argv == NULL || r->argv[0] == NULL || *r->argv[0] == '\0') {
+		xasprintf(cause, "argv: a command is needed");
+		return (-1);
+	}
+	if (r->seats == 0) {
+		if (r->mem != 0 || r->card != -1 || r->card_uuid != NULL ||
+		    (have_cards && r->ncards != 0)) {
+			xasprintf(cause, "share: a job with share 0 has no card "
+			    "(it cannot ask for memory or a card)");
+			return (-1);
+		}
+		r->ncards = 0;
+	}
+	return (0);
+}
+
+/* Returns the request as a JSON object; the caller owns the reference. */
+json_t *
+jobreq_to_json(const struct jobreq *r)
+{
+	json_t	*o, *a;
+	size_t	 i;
+
+	o = json_object();
+	a = json_array();
+	for (i = 0; r->argv != NULL && r->argv[i] != NULL; i++)
+		json_array_append_new(a, json_string(r->argv[i]));
+	json_object_set_new(o, "argv", a);
+	if (r->env != NULL) {
+		a = json_array();
+		for (i = 0; r->env[i] != NULL; i++)
+			json_array_append_new(a, json_string(r->env[i]));
+		json_object_set_new(o, "env", a);
+	}
+	if (r->cwd != NULL)
+		json_object_set_new(o, "cwd", json_string(r->cwd));
+	json_object_set_new(o, "share", json_real(r->seats / 100.0));
+	if (r->mem != 0)
+		json_object_set_new(o, "mem", json_integer((json_int_t)r->mem));
+	if (r->card_uuid != NULL)
+		json_object_set_new(o, "card", json_string(r->card_uuid));
+	else if (r->card != -1)
+		json_object_set_new(o, "card", json_integer(r->card));
+	if (r->seats != 0)
+		json_object_set_new(o, "cards", json_integer(r->ncards));
+	json_object_set_new(o, "priority", json_integer(r->priority));
+	json_object_set_new(o, "grace_ms", json_integer(r->grace_ms));
+	if (r->timeout_ms != 0)
+		json_object_set_new(o, "timeout_ms",
+		    json_integer(r->timeout_ms));
+	json_object_set_new(o, "burst", json_boolean(r->flags & JOB_BURST));
+	json_object_set_new(o, "preemptible",
+	    json_boolean(r->flags & JOB_PREEMPTIBLE));
+	json_object_set_new(o, "requeue", json_boolean(r->flags & JOB_REQUEUE));
+	json_object_set_new(o, "no_wait", json_boolean(r->flags & JOB_NOWAIT));
+	return (o);
+}

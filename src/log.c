@@ -1,0 +1,126 @@
+/* log.c: one line per event, off by default; -v turns debug on. */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gmux.h"
+
+static FILE	*log_file;
+static int	 log_lvl;	/* 0 warnings only, 1 info, 2 debug */
+
+void
+log_open(int level, const char *path)
+{
+	log_lvl = level;
+	if (path == NULL)
+		return;
+	log_close();
+	if ((log_file = fopen(path, "ae")) == NULL)
+		return;
+	setvbuf(log_file, NULL, _IOLBF, 0);
+}
+
+void
+log_close(void)
+{
+	if (log_file != NULL)
+		fclose(log_file);
+	log_file = NULL;
+}
+
+int
+log_level(void)
+{
+	return (log_lvl);
+}
+
+static void
+log_vwrite(const char *prefix, const char *fmt, va_list ap, const char *err)
+{
+	FILE		*f = log_file != NULL ? log_file : stderr;
+	struct timespec	 ts;
+	struct tm	 tm;
+	char		 when[32];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof when, "%H:%M:%S", &tm);
+	fprintf(f, "%s.%03ld gmux[%ld] %s", when, ts.tv_nsec / 1000000L,
+	    (long)getpid(), prefix);
+	vfprintf(f, fmt, ap);
+	if (err != NULL)
+		fprintf(f, ": %s", err);
+	fputc('\n', f);
+}
+
+void
+log_debug(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (log_lvl < 2)
+		return;
+	va_start(ap, fmt);
+	log_vwrite("", fmt, ap, NULL);
+	va_end(ap);
+}
+
+void
+log_info(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (log_lvl < 1)
+		return;
+	va_start(ap, fmt);
+	log_vwrite("", fmt, ap, NULL);
+	va_end(ap);
+}
+
+void
+log_warn(const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 saved = errno;
+
+	va_start(ap, fmt);
+	log_vwrite("warning: ", fmt, ap, strerror(saved));
+	va_end(ap);
+	errno = saved;
+}
+
+void
+log_warnx(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	log_vwrite("warning: ", fmt, ap, NULL);
+	va_end(ap);
+}
+
+void
+fatal(const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 saved = errno;
+
+	va_start(ap, fmt);
+	log_vwrite("fatal: ", fmt, ap, strerror(saved));
+	va_end(ap);
+	exit(1);
+}
+
+void
+fatalx(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	log_vwrite("fatal: ", fmt, ap, NULL);
+	va_end(ap);
+	exit(1);
+}

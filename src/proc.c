@@ -1,0 +1,94 @@
+/*
+ * proc.c: running a vendor tool and capturing what it prints, with a time
+ * limit, so a hung nvidia-smi cannot hang the daemon's start.
+ */
+
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmux.h"
+
+#define PROC_MAX_OUTPUT	(16 * 1024 * 1024)
+
+static void
+proc_child(char *const *argv, int out)
+{
+	int	 null;
+
+	if ((null = open("/dev/null", O_RDWR)) != -1) {
+		dup2(null, 0);
+		dup2(null, 2);
+	}
+	dup2(out, 1);
+	closefrom(3);
+	execvp(argv[0], argv);
+	_exit(127);
+}
+
+/*
+ * Runs argv and returns its standard output, NUL-terminated (the caller
+ * frees it), or NULL if it could not be run or ran past timeout_ms.  The
+ * exit status goes to *status (-1 if killed).
+ */
+char *
+proc_output(char *const *argv, int timeout_ms, int *status)
+{
+	int	 p[2], ws;
+	pid_t	 pid;
+	char	*buf = NULL;
+	size_t	 used = 0, size = 0;
+	ssize_t	 n;
+	int64_t	 deadline = clock_mono_ms() + timeout_ms;
+	struct pollfd pfd;
+
+	*status = -1;
+	if (pipe2(p, O_CLOEXEC) == -1)
+		return (NULL);
+	if ((pid = fork()) == -1) {
+		close(p[0]);
+		close(p[1]);
+		return (NULL);
+	}
+	if (pid == 0)
+		proc_child(argv, p[1]);
+	close(p[1]);
+	pfd.fd = p[0];
+	pfd.events = POLLIN;
+	for (;;) {
+		int64_t left = deadline - clock_mono_ms();
+		if (left <= 0 || used > PROC_MAX_OUTPUT) {
+			kill(pid, SIGKILL);
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		if (poll(&pfd, 1, (int)left) <= 0)
+			continue;
+		if (used + 4097 > size) {
+			size = size ? size * 2 : 8192;
+			buf = xrealloc(buf, size);
+		}
+		n = read(p[0], buf + used, size - used - 1);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		used += (size_t)n;
+	}
+	close(p[0]);
+	while (waitpid(pid, &ws, 0) == -1 && errno == EINTR)
+		;
+	if (buf != NULL) {
+		buf[used] = '\0';
+		if (WIFEXITED(ws))
+			*status = WEXITSTATUS(ws);
+	}
+	return (buf);
+}

@@ -1,0 +1,444 @@
+/* util.c: parsing and formatting of sizes, shares and durations; files. */
+
+#include <sys/stat.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmux.h"
+
+/*
+ * Sizes are binary: 20G is 20 GiB.  "20G", "20GB", "20GiB", "512M", "1.5G"
+ * and a plain byte count are accepted.
+ */
+int
+parse_size(const char *s, uint64_t *out, char **cause)
+{
+	const char	*p = s, *unit;
+	uint64_t	 whole = 0, frac = 0, fscale = 1, mult = 1;
+	int		 digits = 0;
+
+	while (isdigit((u_char)*p)) {
+		if (whole > (UINT64_MAX - 9) / 10)
+			goto bad;
+		whole = whole * 10 + (uint64_t)(*p++ - '0');
+		digits++;
+	}
+	if (*p == '.') {
+		p++;
+		while (isdigit((u_char)*p)) {
+			if (fscale < 1000000000ULL) {
+				frac = frac * 10 + (uint64_t)(*p - '0');
+				fscale *= 10;
+			}
+			p++;
+			digits++;
+		}
+	}
+	if (digits == 0)
+		goto bad;
+	unit = p;
+	switch (toupper((u_char)*p)) {
+	case '\0':
+		break;
+	case 'K': mult = 1ULL << 10; p++; break;
+	case 'M': mult = 1ULL << 20; p++; break;
+	case 'G': mult = 1ULL << 30; p++; break;
+	case 'T': mult = 1ULL << 40; p++; break;
+	case 'B': break;
+	default:
+		goto bad;
+	}
+	if (p != unit && (*p == 'i' || *p == 'I'))
+		p++;
+	if (*p == 'B' || *p == 'b')
+		p++;
+	if (*p != '\0')
+		goto bad;
+	if (whole > UINT64_MAX / mult)
+		goto bad;
+	*out = whole * mult + (frac * mult) / fscale;
+	return (0);
+bad:
+	xasprintf(cause, "'%s' is not a size (like 20G, 512M or 1.5T)", s);
+	return (-1);
+}
+
+/* A share is a fraction of a card in [0, 1] in steps of 0.01: 0.25 is 25 seats. */
+int
+parse_share(const char *s, u_int *seats, char **cause)
+{
+	const char	*p = s;
+	u_int		 whole = 0, frac = 0, nfrac = 0;
+
+	if (!isdigit((u_char)*p) && *p != '.')
+		goto bad;
+	while (isdigit((u_char)*p)) {
+		whole = whole * 10 + (u_int)(*p++ - '0');
+		if (whole > 1)
+			goto range;
+	}
+	if (*p == '.') {
+		p++;
+		while (isdigit((u_char)*p)) {
+			if (nfrac >= 2) {
+				if (*p != '0')
+					goto steps;
+			} else
+				frac = frac * 10 + (u_int)(*p - '0');
+			nfrac++;
+			p++;
+		}
+	}
+	if (*p != '\0')
+		goto bad;
+	if (nfrac == 1)
+		frac *= 10;
+	*seats = whole * 100 + frac;
+	if (*seats > 100)
+		goto range;
+	return (0);
+steps:
+	xasprintf(cause, "'%s' is finer than steps of 0.01", s);
+	return (-1);
+range:
+	xasprintf(cause, "'%s' is not between 0 and 1", s);
+	return (-1);
+bad:
+	xasprintf(cause, "'%s' is not a share (a fraction like 0.25)", s);
+	return (-1);
+}
+
+/* Durations: "10s", "500ms", "2m", "1h", "1d"; a bare number is seconds. */
+int
+parse_duration(const char *s, int64_t *ms, char **cause)
+{
+	char		*end;
+	double		 v;
+	int64_t		 mult;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno != 0 || v < 0 || !isdigit((u_char)*s))
+		goto bad;
+	if (*end == '\0' || strcmp(end, "s") == 0)
+		mult = 1000;
+	else if (strcmp(end, "ms") == 0)
+		mult = 1;
+	else if (strcmp(end, "m") == 0)
+		mult = 60 * 1000;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600 * 1000;
+	else if (strcmp(end, "d") == 0)
+		mult = 86400 * 1000;
+	else
+		goto bad;
+	if (v * (double)mult > 1e15)
+		goto bad;
+	*ms = (int64_t)(v * (double)mult + 0.5);
+	return (0);
+bad:
+	xasprintf(cause, "'%s' is not a duration (like 10s, 500ms or 2m)", s);
+	return (-1);
+}
+
+int
+parse_uint(const char *s, u_int min, u_int max, u_int *out, char **cause)
+{
+	unsigned long	 v;
+	char		*end;
+
+	errno = 0;
+	if (!isdigit((u_char)*s))
+		goto bad;
+	v = strtoul(s, &end, 10);
+	if (*end != '\0' || errno != 0)
+		goto bad;
+	if (v < min || v > max) {
+		xasprintf(cause, "'%s' is not between %u and %u", s, min, max);
+		return (-1);
+	}
+	*out = (u_int)v;
+	return (0);
+bad:
+	xasprintf(cause, "'%s' is not a number", s);
+	return (-1);
+}
+
+/* Returns an allocated string like "20G" or "1.5G"; the caller frees it. */
+char *
+format_size(uint64_t n)
+{
+	static const char	 units[] = "BKMGT";
+	char			*s;
+	u_int			 u = 0;
+	uint64_t		 scale = 1;
+
+	while (u < sizeof units - 2 && n >= scale * 1024)
+		scale *= 1024, u++;
+	if (u == 0)
+		xasprintf(&s, "%lluB", (unsigned long long)n);
+	else if (n % scale == 0)
+		xasprintf(&s, "%llu%c", (unsigned long long)(n / scale),
+		    units[u]);
+	else
+		xasprintf(&s, "%.1f%c", (double)n / (double)scale, units[u]);
+	return (s);
+}
+
+/* Returns an allocated "0.25" for 25 seats. */
+char *
+format_share(u_int seats)
+{
+	char	*s;
+
+	if (seats % 100 == 0)
+		xasprintf(&s, "%u", seats / 100);
+	else if (seats % 10 == 0)
+		xasprintf(&s, "%u.%u", seats / 100, (seats % 100) / 10);
+	else
+		xasprintf(&s, "%u.%02u", seats / 100, seats % 100);
+	return (s);
+}
+
+/* Returns an allocated age like "5s", "3m", "2h" or "4d". */
+char *
+format_age(int64_t ms)
+{
+	char	*s;
+	int64_t	 sec = ms < 0 ? 0 : ms / 1000;
+
+	if (sec < 60)
+		xasprintf(&s, "%llds", (long long)sec);
+	else if (sec < 3600)
+		xasprintf(&s, "%lldm", (long long)(sec / 60));
+	else if (sec < 86400)
+		xasprintf(&s, "%lldh", (long long)(sec / 3600));
+	else
+		xasprintf(&s, "%lldd", (long long)(sec / 86400));
+	return (s);
+}
+
+ssize_t
+write_all(int fd, const void *buf, size_t len)
+{
+	const char	*p = buf;
+	size_t		 left = len;
+	ssize_t		 n;
+
+	while (left > 0) {
+		n = write(fd, p, left);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (-1);
+		p += n;
+		left -= (size_t)n;
+	}
+	return ((ssize_t)len);
+}
+
+/*
+ * Crash-safe write: a temporary file beside the target, fsync, rename, and
+ * fsync of the directory, so a reader sees the old file or the new one.
+ */
+int
+write_file_atomic(const char *path, const void *buf, size_t len, int mode,
+    char **cause)
+{
+	char	*tmp, *dir, *slash;
+	int	 fd, dfd, rc = -1;
+
+	xasprintf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, mode);
+	if (fd == -1) {
+		xasprintf(cause, "%s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (write_all(fd, buf, len) == -1 || fsync(fd) == -1) {
+		xasprintf(cause, "%s: %s", tmp, strerror(errno));
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	close(fd);
+	if (rename(tmp, path) == -1) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		unlink(tmp);
+		goto out;
+	}
+	dir = xstrdup(path);
+	if ((slash = strrchr(dir, '/')) != NULL) {
+		*slash = '\0';
+		if ((dfd = open(*dir ? dir : "/", O_RDONLY|O_DIRECTORY|O_CLOEXEC))
+		    != -1) {
+			fsync(dfd);
+			close(dfd);
+		}
+	}
+	free(dir);
+	rc = 0;
+out:
+	free(tmp);
+	return (rc);
+}
+
+/*
+ * Reads a whole file of at most max bytes; returns it NUL-terminated (the
+ * caller frees it) and its length in *len if len is not NULL.
+ */
+char *
+read_file(const char *path, size_t max, size_t *len, char **cause)
+{
+	char	*buf = NULL;
+	size_t	 used = 0, size = 0;
+	ssize_t	 n;
+	int	 fd;
+
+	if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		return (NULL);
+	}
+	for (;;) {
+		if (used + 4096 + 1 > size) {
+			size = size == 0 ? 8192 : size * 2;
+			buf = xrealloc(buf, size);
+		}
+		n = read(fd, buf + used, size - used - 1);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			xasprintf(cause, "%s: %s", path, strerror(errno));
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+		if (used > max) {
+			xasprintf(cause, "%s: larger than %zu bytes", path, max);
+			goto fail;
+		}
+	}
+	close(fd);
+	if (buf == NULL)
+		buf = xmalloc(1);
+	buf[used] = '\0';
+	if (len != NULL)
+		*len = used;
+	return (buf);
+fail:
+	close(fd);
+	free(buf);
+	return (NULL);
+}
+
+int
+mkdir_p(const char *path, int mode)
+{
+	char	*p, *s;
+	int	 rc = 0;
+
+	p = xstrdup(path);
+	for (s = p + 1; rc == 0; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+		*s = '\0';
+		if (mkdir(p, mode) == -1 && errno != EEXIST)
+			rc = -1;
+		*s = c;
+		if (c == '\0')
+			break;
+	}
+	free(p);
+	return (rc);
+}
+
+int
+set_nonblock(int fd)
+{
+	int	 fl;
+
+	if ((fl = fcntl(fd, F_GETFL)) == -1)
+		return (-1);
+	return (fcntl(fd, F_SETFL, fl | O_NONBLOCK));
+}
+
+int
+set_cloexec(int fd)
+{
+	return (fcntl(fd, F_SETFD, FD_CLOEXEC));
+}
+
+/* Returns the words of v joined by sep; the caller frees it. */
+char *
+strv_join(char *const *v, const char *sep)
+{
+	size_t	 len = 1, i;
+	char	*s;
+
+	for (i = 0; v != NULL && v[i] != NULL; i++)
+		len += strlen(v[i]) + strlen(sep);
+	s = xmalloc(len);
+	*s = '\0';
+	for (i = 0; v != NULL && v[i] != NULL; i++) {
+		if (i != 0)
+			strcat(s, sep);
+		strcat(s, v[i]);
+	}
+	return (s);
+}
+
+size_t
+strv_len(char *const *v)
+{
+	size_t	 n = 0;
+
+	while (v != NULL && v[n] != NULL)
+		n++;
+	return (n);
+}
+
+/* Returns a deep copy, NULL-terminated; free with strv_free. */
+char **
+strv_copy(char *const *v)
+{
+	size_t	 n = strv_len(v), i;
+	char	**c;
+
+	c = xcalloc(n + 1, sizeof *c);
+	for (i = 0; i < n; i++)
+		c[i] = xstrdup(v[i]);
+	return (c);
+}
+
+void
+strv_free(char **v)
+{
+	size_t	 i;
+
+	if (v == NULL)
+		return;
+	for (i = 0; v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Returns the user's name, or the number if it has none; caller frees. */
+char *
+user_name(uid_t uid)
+{
+	struct passwd	*pw;
+	char		*s;
+
+	if ((pw = getpwuid(uid)) != NULL)
+		return (xstrdup(pw->pw_name));
+	xasprintf(&s, "%lu", (u_long)uid);
+	return (s);
+}
