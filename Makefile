@@ -8,14 +8,14 @@ PYTHON ?= /usr/bin/python3
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 CC ?= cc
-PKGS = libevent libevent_openssl openssl libcurl sqlite3 jansson libseccomp
+PKGS = libevent libevent_openssl openssl sqlite3 jansson libseccomp
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
 	-Wpointer-arith -Wno-unused-parameter -Werror
-CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE -DGMUX_VERSION='"$(VERSION)"' $(WARN) \
+OPT ?= -O2 -g
+CFLAGS += $(OPT) -std=c11 -D_GNU_SOURCE -DGMUX_VERSION='"$(VERSION)"' $(WARN) \
 	$(PKG_CFLAGS) -Isrc
 LDLIBS += $(PKG_LIBS) -lm -lpthread
 
@@ -31,15 +31,19 @@ SRCS = src/xmalloc.c src/log.c src/util.c src/paths.c src/clock.c
 SRCS += src/frame.c src/jobreq.c src/proc.c src/db.c
 
 # -- client side
+SRCS += src/cmd.c src/client.c src/http.c src/output.c src/stream.c
 
 # -- daemon
-SRCS += src/sched.c
+SRCS += src/sched.c src/server.c src/server-api.c src/api-job.c
+SRCS += src/api-card.c src/job.c src/keeper.c src/state.c src/follow.c
 
 # -- cards
 SRCS += src/card.c src/card-fake.c src/card-nvidia.c src/card-amd.c
 SRCS += src/card-intel.c src/enforce.c
 
 # -- commands
+SRCS += src/cmd-serve.c src/cmd-run.c src/cmd-ps.c src/cmd-logs.c
+SRCS += src/cmd-stop.c src/cmd-cards.c src/cmd-version.c src/cmd-help.c
 
 # -- scheduler (issue 3)
 
@@ -60,25 +64,33 @@ UNITS = $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/%)
 
 all: $(O)/gmux
 
+Q = @
+ifneq ($(V),)
+Q =
+endif
+
 $(O)/%.o: %.c src/gmux.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(LIB): $(OBJS)
-	rm -f $@
-	ar rcs $@ $(OBJS)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $(OBJS)
 
 $(O)/gmux: $(O)/src/gmux.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(O)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 units: $(UNITS)
 
 unit: $(UNITS)
-	@tests/run-units $(UNITS)
+	@ASAN_OPTIONS=detect_leaks=1 tests/run-units $(UNITS)
 
 regress: all
 	GMUX=$(CURDIR)/$(O)/gmux $(PYTHON) -m pytest -q tests/regress

@@ -25,6 +25,13 @@
 
 #define nitems(a) (sizeof(a) / sizeof((a)[0]))
 
+#ifndef TAILQ_FOREACH_SAFE
+#define TAILQ_FOREACH_SAFE(var, head, field, tvar)			\
+	for ((var) = TAILQ_FIRST(head);					\
+	    (var) != NULL && ((tvar) = TAILQ_NEXT(var, field), 1);	\
+	    (var) = (tvar))
+#endif
+
 /* Seats: a card's compute is 100 seats of 1%. */
 #define SEATS_PER_CARD 100
 
@@ -137,19 +144,39 @@ void		 table_print(struct table *, FILE *);
 void		 table_free(struct table *);
 void		 json_print(json_t *, FILE *);
 
+/* http.c: the client's HTTP/1.1 response parser */
+struct http_resp {
+	int		 state;
+	int		 status;
+	int64_t		 length;	/* Content-Length, -1 if none */
+	int		 chunked;
+	uint64_t	 left;		/* body or chunk bytes to come */
+	u_int		 nheaders;
+	char		 line[8192];
+	size_t		 linelen;
+};
+void		 http_resp_init(struct http_resp *);
+int		 http_resp_feed(struct http_resp *, const char *, size_t,
+		     void (*)(const char *, size_t, void *), void *, char **);
+
 /* client.c: the CLI's side of the API */
 struct client_reply {
 	long		 status;
 	json_t		*body;		/* NULL if not JSON */
 	char		*error;		/* the body's "error", or a transport error */
 };
-typedef int (*client_frame_cb)(const struct frame *, void *);
+struct client_stream_cbs {
+	int		 (*frame)(const struct frame *, void *);
+	int		 (*interrupt)(void *);	/* Ctrl-C; nonzero ends it */
+	void		*arg;
+};
 int		 client_daemon_running(void);
 int		 client_call(const char *, const char *, json_t *,
 		     struct client_reply *);
 void		 client_reply_clear(struct client_reply *);
 int		 client_stream(const char *, const char *, json_t *,
-		     client_frame_cb, void *, int, struct client_reply *);
+		     const struct client_stream_cbs *, struct client_reply *);
+void		 client_catch_interrupts(void);
 int		 client_ok(struct client_reply *, const char *);
 dead void	 client_die(struct client_reply *, const char *);
 
@@ -168,7 +195,19 @@ void		 cmd_print_help(const struct cmd_entry *, FILE *);
 void		 cmd_print_usage(FILE *);
 dead void	 cmd_usage_error(const struct cmd_entry *, const char *, ...)
 		     printflike(2, 3);
-int		 cmd_help_wanted(int, char **);
+struct option;
+int		 cmd_getopt(const struct cmd_entry *, int, char **,
+		     const char *, const struct option *);
+uint64_t	 cmd_arg_size(const struct cmd_entry *, const char *,
+		     const char *);
+u_int		 cmd_arg_share(const struct cmd_entry *, const char *,
+		     const char *);
+int64_t		 cmd_arg_duration(const struct cmd_entry *, const char *,
+		     const char *);
+u_int		 cmd_arg_uint(const struct cmd_entry *, const char *,
+		     const char *, u_int, u_int);
+json_t		*cmd_call(const struct cmd_entry *, const char *, const char *,
+		     json_t *);
 
 /* cmd-*.c: one command each */
 extern const struct cmd_entry cmd_serve_entry;
@@ -180,18 +219,24 @@ extern const struct cmd_entry cmd_stop_entry;
 extern const struct cmd_entry cmd_cards_entry;
 extern const struct cmd_entry cmd_version_entry;
 extern const struct cmd_entry cmd_help_entry;
-extern const struct cmd_entry cmd_keeper_entry;
 
-/* cmd-logs.c: shared by run, logs and attach */
-struct stream_state {
-	const char	*job;
-	uint64_t	 offset;	/* output bytes already shown */
-	int		 exit_code;	/* -1 until the exit frame */
-	char		*state;
-	int		 quiet_info;
+/* stream.c: a job's output on the terminal (run, logs, attach) */
+#define STREAM_LOGS	0	/* Ctrl-C quits */
+#define STREAM_RUN	1	/* Ctrl-C stops the job; again, detaches */
+#define STREAM_ATTACH	2	/* Ctrl-C detaches */
+struct stream {
+	char		 job[16];	/* learned from the first frame if empty */
+	int		 mode;
+	uint64_t	 offset;	/* output bytes shown so far */
+	int		 ended;		/* the exit frame came */
+	int		 exit_code;	/* -1 if the job has none */
+	char		 state[16];
+	int		 interrupts;
+	int		 detached;
 };
-int		 stream_frame(const struct frame *, void *);
-int		 stream_follow(struct stream_state *, int);
+void		 stream_init(struct stream *, const char *, int);
+int		 stream_run(struct stream *, const char *, const char *,
+		     json_t *, int);
 
 /* card.c: what the host has */
 enum vendor {
@@ -321,6 +366,7 @@ struct job {
 	int		 ctl_fd;	/* link to the keeper, -1 if none */
 	struct event	*ctl_ev;
 	int		 stopping;	/* a stop was asked for */
+	int		 log_wd;	/* inotify watch on the log, or -1 */
 	TAILQ_HEAD(, follower) followers;
 	TAILQ_ENTRY(job) entry;
 };
@@ -332,6 +378,7 @@ int		 job_ended(const struct job *);
 struct job	*job_find(const char *);
 struct job	*job_find_id(u_int);
 struct job	*job_create(u_int, const char *, struct jobreq *);
+void		 job_set_id(struct job *, u_int);
 int		 job_start(struct job *, char **);
 int		 job_stop(struct job *, int64_t, const char *);
 void		 job_finish(struct job *);
@@ -358,15 +405,19 @@ void		 state_close(void);
 u_int		 state_next_id(void);
 void		 state_save_job(const struct job *);
 void		 state_load_jobs(void);
+struct db	*state_database(void);
 
 /* follow.c: streaming a job's log to clients */
+#define FOLLOW_LIVE	0x1	/* until the job ends */
+#define FOLLOW_RAW	0x2	/* bare output, no frames (for curl) */
+#define FOLLOW_WAIT	0x4	/* no stream: reply with the job when it ends */
 struct evhttp_request;
 int		 follow_start(struct job *, struct evhttp_request *, uint64_t,
-		     int, int);
+		     int, json_t *);
 void		 follow_job_changed(struct job *);
 void		 follow_job_ended(struct job *);
 void		 follow_init(void);
-int		 follow_seek(int, uint64_t, off_t *);
+int		 follow_seek(int, uint64_t, off_t *, uint64_t *);
 
 /* server.c: the daemon */
 struct event_base;
@@ -374,6 +425,9 @@ extern struct event_base *server_base;
 extern struct cards server_cards;
 int		 server_main(const char *, int);
 void		 server_schedule(void);
+void		 server_tick(void);
+void		 server_card_usage(struct sched_card *);
+int		 server_place(struct job *, char **);
 
 /* server-api.c: the route table and request helpers */
 struct evhttp;
@@ -383,6 +437,7 @@ void		 api_reply(struct evhttp_request *, int, json_t *);
 void		 api_error(struct evhttp_request *, int, const char *, ...)
 		     printflike(3, 4);
 const char	*api_query(struct evhttp_request *, const char *);
+int		 api_query_flag(struct evhttp_request *, const char *);
 char		*api_owner(struct evhttp_request *);
 
 /* api-job.c, api-card.c: the handlers */

@@ -1,6 +1,7 @@
 /* log.c: one line per event, off by default; -v turns debug on. */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,12 +15,18 @@ static int	 log_lvl;	/* 0 warnings only, 1 info, 2 debug */
 void
 log_open(int level, const char *path)
 {
+	int	 fd;
+
 	log_lvl = level;
 	if (path == NULL)
 		return;
 	log_close();
-	if ((log_file = fopen(path, "ae")) == NULL)
+	if ((fd = open(path, O_WRONLY|O_CREAT|O_APPEND|O_CLOEXEC, 0600)) == -1)
 		return;
+	if ((log_file = fdopen(fd, "a")) == NULL) {
+		close(fd);
+		return;
+	}
 	setvbuf(log_file, NULL, _IOLBF, 0);
 }
 

@@ -1,0 +1,113 @@
+/* cmd-ps.c: gmux ps, the jobs. */
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmux.h"
+
+static int	cmd_ps_exec(int, char **);
+
+const struct cmd_entry cmd_ps_entry = {
+	.name = "ps",
+	.args = "[-a] [--json]",
+	.help = "list jobs: queued and running, or all",
+	.options =
+	    "  -a, --all            ended jobs too\n"
+	    "  --json               a JSON array of job objects\n",
+	.exec = cmd_ps_exec,
+};
+
+enum { OPT_JSON = 256 };
+
+static const struct option ps_opts[] = {
+	{ "all", no_argument, NULL, 'a' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static char *
+ps_cmd(json_t *cmd)
+{
+	char	**v, *s;
+	size_t	  i, n = json_array_size(cmd);
+
+	v = xcalloc(n + 1, sizeof *v);
+	for (i = 0; i < n; i++)
+		v[i] = (char *)json_string_value(json_array_get(cmd, i));
+	s = strv_join(v, " ");
+	free(v);
+	return (s);
+}
+
+static void
+ps_row(struct table *t, json_t *j, int64_t now)
+{
+	json_t		*card = json_object_get(j, "card");
+	char		*share, *mem, *age, *cmd, cardbuf[16], state[64];
+	const char	*st = json_string_value(json_object_get(j, "state"));
+	json_t		*code = json_object_get(j, "exit_code");
+
+	share = format_share((u_int)(json_number_value(json_object_get(j,
+	    "share")) * 100 + 0.5));
+	mem = format_size((uint64_t)json_integer_value(json_object_get(j,
+	    "mem")));
+	age = format_age(now - json_integer_value(json_object_get(j,
+	    "created")));
+	cmd = ps_cmd(json_object_get(j, "cmd"));
+	if (json_is_integer(card))
+		snprintf(cardbuf, sizeof cardbuf, "%lld",
+		    (long long)json_integer_value(card));
+	else
+		snprintf(cardbuf, sizeof cardbuf, "-");
+	if (json_is_integer(code))
+		snprintf(state, sizeof state, "%s (%lld)", st ? st : "?",
+		    (long long)json_integer_value(code));
+	else
+		snprintf(state, sizeof state, "%s", st ? st : "?");
+	table_add(t, json_string_value(json_object_get(j, "id")),
+	    json_string_value(json_object_get(j, "owner")), cardbuf, share,
+	    json_integer_value(json_object_get(j, "mem")) ? mem : "-", state,
+	    age, cmd);
+	free(share);
+	free(mem);
+	free(age);
+	free(cmd);
+}
+
+static int
+cmd_ps_exec(int argc, char **argv)
+{
+	static const char *const hdr[] = { "ID", "OWNER", "CARD", "SHARE",
+	    "MEM", "STATE", "AGE", "COMMAND" };
+	struct table	*t;
+	json_t		*a, *j;
+	size_t		 i;
+	int		 ch, all = 0, json = 0;
+
+	while ((ch = cmd_getopt(&cmd_ps_entry, argc, argv, "ah",
+	    ps_opts)) != -1) {
+		if (ch == 'a')
+			all = 1;
+		else if (ch == OPT_JSON)
+			json = 1;
+	}
+	if (optind != argc)
+		cmd_usage_error(&cmd_ps_entry, "unexpected argument '%s'",
+		    argv[optind]);
+	a = cmd_call(&cmd_ps_entry, "GET", all ? "/v1/jobs?all=1" :
+	    "/v1/jobs", NULL);
+	if (json) {
+		json_print(a, stdout);
+		json_decref(a);
+		return (0);
+	}
+	t = table_create(hdr, nitems(hdr));
+	json_array_foreach(a, i, j)
+		ps_row(t, j, clock_ms());
+	table_print(t, stdout);
+	table_free(t);
+	json_decref(a);
+	return (0);
+}

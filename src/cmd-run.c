@@ -1,0 +1,145 @@
+/* cmd-run.c: gmux run, a job with a share of a card. */
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmux.h"
+
+#define RUN_FAILED	125	/* gmux itself failed (as docker run does) */
+
+extern char	**environ;
+
+static int	cmd_run_exec(int, char **);
+
+const struct cmd_entry cmd_run_entry = {
+	.name = "run",
+	.args = "[--share F] [--mem SIZE] [--card N|UUID] [-d] -- COMMAND "
+	    "[ARGS...]",
+	.help = "run a command as a job on a share of a card",
+	.options =
+	    "  --share F            guaranteed fraction of a card, 0.01 to 1 "
+	    "(default 0:\n"
+	    "                       no card, CPU only)\n"
+	    "  --mem SIZE           memory cap, like 20G (default: share x the "
+	    "card's)\n"
+	    "  --card N|UUID        this card only\n"
+	    "  --grace DURATION     from SIGTERM to SIGKILL when stopped "
+	    "(default 10s)\n"
+	    "  -d, --detach         print the job's id and return at once\n"
+	    "\nThe job runs in this directory with this environment; its "
+	    "output streams\nback and gmux exits with its exit code (128+N "
+	    "if killed by signal N;\n125 if gmux itself failed). Ctrl-C stops "
+	    "the job; a second Ctrl-C\ndetaches and leaves it running.\n",
+	.exec = cmd_run_exec,
+};
+
+enum { OPT_SHARE = 256, OPT_MEM, OPT_CARD, OPT_GRACE };
+
+static const struct option run_opts[] = {
+	{ "share", required_argument, NULL, OPT_SHARE },
+	{ "mem", required_argument, NULL, OPT_MEM },
+	{ "card", required_argument, NULL, OPT_CARD },
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "detach", no_argument, NULL, 'd' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* The request from the command line: share, caps, command, here and now. */
+static json_t *
+run_request(int argc, char **argv, int *detach)
+{
+	const struct cmd_entry	*c = &cmd_run_entry;
+	json_t			*o, *a;
+	char			*cwd;
+	int			 ch, i;
+
+	o = json_object();
+	while ((ch = cmd_getopt(c, argc, argv, "dh", run_opts)) != -1) {
+		switch (ch) {
+		case OPT_SHARE:
+			json_object_set_new(o, "share", json_real(
+			    cmd_arg_share(c, "--share", optarg) / 100.0));
+			break;
+		case OPT_MEM:
+			json_object_set_new(o, "mem", json_integer(
+			    (json_int_t)cmd_arg_size(c, "--mem", optarg)));
+			break;
+		case OPT_CARD:
+			if (strspn(optarg, "0123456789") == strlen(optarg))
+				json_object_set_new(o, "card", json_integer(
+				    cmd_arg_uint(c, "--card", optarg, 0, 1023)));
+			else
+				json_object_set_new(o, "card",
+				    json_string(optarg));
+			break;
+		case OPT_GRACE:
+			json_object_set_new(o, "grace_ms", json_integer(
+			    cmd_arg_duration(c, "--grace", optarg)));
+			break;
+		case 'd':
+			*detach = 1;
+			break;
+		}
+	}
+	if (optind >= argc)
+		cmd_usage_error(c, "a command to run is needed (gmux run -- "
+		    "COMMAND)");
+	a = json_array();
+	for (i = optind; i < argc; i++)
+		json_array_append_new(a, json_string(argv[i]));
+	json_object_set_new(o, "argv", a);
+	a = json_array();
+	for (i = 0; environ[i] != NULL; i++)
+		json_array_append_new(a, json_string(environ[i]));
+	json_object_set_new(o, "env", a);
+	if ((cwd = getcwd(NULL, 0)) == NULL) {
+		fprintf(stderr, "gmux run: this directory is gone\n");
+		exit(RUN_FAILED);
+	}
+	json_object_set_new(o, "cwd", json_string(cwd));
+	free(cwd);
+	return (o);
+}
+
+static int
+run_detached(json_t *req)
+{
+	struct client_reply	 r;
+	const char		*id;
+
+	if (client_call("POST", "/v1/jobs", req, &r) != 0 ||
+	    client_ok(&r, "run") != 0) {
+		client_reply_clear(&r);
+		return (RUN_FAILED);
+	}
+	id = json_string_value(json_object_get(r.body, "id"));
+	printf("%s\n", id ? id : "?");
+	client_reply_clear(&r);
+	return (0);
+}
+
+static int
+cmd_run_exec(int argc, char **argv)
+{
+	struct stream	 s;
+	json_t		*req;
+	int		 detach = 0, rc;
+
+	req = run_request(argc, argv, &detach);
+	if (detach) {
+		rc = run_detached(req);
+		json_decref(req);
+		return (rc);
+	}
+	stream_init(&s, NULL, STREAM_RUN);
+	rc = stream_run(&s, "POST", "/v1/jobs?attach=1", req, 1);
+	json_decref(req);
+	if (rc == 1)
+		return (130);
+	if (rc != 0 || !s.ended || s.exit_code < 0)
+		return (RUN_FAILED);
+	return (s.exit_code);
+}

@@ -1,0 +1,62 @@
+/* cmd-serve.c: gmux serve, the daemon. */
+
+#include <getopt.h>
+#include <stdlib.h>
+
+#include "gmux.h"
+
+static int	cmd_serve_exec(int, char **);
+
+const struct cmd_entry cmd_serve_entry = {
+	.name = "serve",
+	.args = "[--fake SPEC] [-d] [-v]",
+	.help = "run the daemon that shares this host's cards",
+	.options =
+	    "  --fake SPEC          add fake cards, e.g. 2xH100:80G,1xMI300X:192G\n"
+	    "  -d, --detach         run in the background once it serves\n"
+	    "  -v, --verbose        log every request and job change\n",
+	.exec = cmd_serve_exec,
+};
+
+static const struct option serve_opts[] = {
+	{ "fake", required_argument, NULL, 'f' },
+	{ "detach", no_argument, NULL, 'd' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static int
+cmd_serve_exec(int argc, char **argv)
+{
+	const char	*fake = NULL;
+	int		 ch, detach = 0, verbose = log_level();
+
+	while ((ch = cmd_getopt(&cmd_serve_entry, argc, argv, "dvh",
+	    serve_opts)) != -1) {
+		switch (ch) {
+		case 'f':
+			fake = optarg;
+			break;
+		case 'd':
+			detach = 1;
+			break;
+		case 'v':
+			verbose = 2;
+			break;
+		}
+	}
+	if (optind != argc)
+		cmd_usage_error(&cmd_serve_entry, "unexpected argument '%s'",
+		    argv[optind]);
+	if (fake != NULL) {
+		struct cards	 check = { NULL, 0 };
+		char		*cause;
+
+		if (card_fake_parse(fake, &check, &cause) != 0)
+			cmd_usage_error(&cmd_serve_entry, "--fake: %s", cause);
+		cards_free(&check);
+	}
+	log_open(verbose, NULL);
+	return (server_main(fake, detach));
+}

@@ -1,0 +1,81 @@
+/* cmd-stop.c: gmux stop, SIGTERM to a job's group, SIGKILL after a grace. */
+
+#include <getopt.h>
+#include <stdlib.h>
+
+#include "gmux.h"
+
+static int	cmd_stop_exec(int, char **);
+
+const struct cmd_entry cmd_stop_entry = {
+	.name = "stop",
+	.args = "[--grace DURATION] JOB...",
+	.help = "stop jobs: SIGTERM to the whole group, SIGKILL after the grace",
+	.options =
+	    "  --grace DURATION     time between SIGTERM and SIGKILL "
+	    "(default: the job's,\n"
+	    "                       10s unless it was started with --grace)\n"
+	    "  --no-wait            return without waiting for the jobs to "
+	    "end\n",
+	.exec = cmd_stop_exec,
+};
+
+enum { OPT_GRACE = 256, OPT_NOWAIT };
+
+static const struct option stop_opts[] = {
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "no-wait", no_argument, NULL, OPT_NOWAIT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static int
+stop_one(const char *job, int64_t grace, int wait)
+{
+	struct client_reply	 r;
+	json_t			*body;
+	char			*path;
+	int			 rc;
+
+	body = json_pack("{s:b}", "wait", wait);
+	if (grace >= 0)
+		json_object_set_new(body, "grace_ms", json_integer(grace));
+	xasprintf(&path, "/v1/jobs/%s/stop", job);
+	rc = client_call("POST", path, body, &r);
+	free(path);
+	json_decref(body);
+	if (rc != 0 || client_ok(&r, "stop") != 0)
+		rc = -1;
+	client_reply_clear(&r);
+	return (rc);
+}
+
+static int
+cmd_stop_exec(int argc, char **argv)
+{
+	int64_t	 grace = -1;
+	int	 ch, i, wait = 1, failed = 0, *bad;
+
+	while ((ch = cmd_getopt(&cmd_stop_entry, argc, argv, "h",
+	    stop_opts)) != -1) {
+		if (ch == OPT_GRACE)
+			grace = cmd_arg_duration(&cmd_stop_entry, "--grace",
+			    optarg);
+		else if (ch == OPT_NOWAIT)
+			wait = 0;
+	}
+	if (optind >= argc)
+		cmd_usage_error(&cmd_stop_entry, "a job is needed");
+	/* Signal them all first, then wait: the graces run side by side. */
+	bad = xcalloc((size_t)argc, sizeof *bad);
+	for (i = optind; i < argc; i++) {
+		if ((bad[i] = stop_one(argv[i], grace, 0) != 0))
+			failed = 1;
+	}
+	for (i = optind; i < argc; i++) {
+		if (!bad[i] && (!wait || stop_one(argv[i], grace, 1) == 0))
+			printf("%s\n", argv[i]);
+	}
+	free(bad);
+	return (failed);
+}

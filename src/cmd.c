@@ -1,0 +1,165 @@
+/*
+ * cmd.c: the command table.  Each cmd-*.c exports one entry; `gmux help`
+ * and `gmux CMD --help` are made from it, and so is every usage error.
+ */
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmux.h"
+
+const struct cmd_entry *cmd_table[] = {
+	&cmd_serve_entry,
+	&cmd_run_entry,
+	&cmd_ps_entry,
+	&cmd_logs_entry,
+	&cmd_attach_entry,
+	&cmd_stop_entry,
+	&cmd_cards_entry,
+	&cmd_version_entry,
+	&cmd_help_entry,
+	NULL
+};
+
+const struct cmd_entry *
+cmd_find(const char *name)
+{
+	const struct cmd_entry	**c;
+
+	for (c = cmd_table; *c != NULL; c++) {
+		if (strcmp((*c)->name, name) == 0)
+			return (*c);
+	}
+	return (NULL);
+}
+
+void
+cmd_print_help(const struct cmd_entry *c, FILE *f)
+{
+	fprintf(f, "usage: gmux %s%s%s\n\n%s\n", c->name, *c->args ? " " : "",
+	    c->args, c->help);
+	if (c->options != NULL && *c->options != '\0')
+		fprintf(f, "\noptions:\n%s", c->options);
+	fprintf(f, "  -h, --help           show this help\n");
+}
+
+void
+cmd_print_usage(FILE *f)
+{
+	const struct cmd_entry	**c;
+
+	fprintf(f, "usage: gmux [-v] COMMAND [ARGS...]\n\n"
+	    "gmux shares GPUs: every job gets a capped share of a card.\n\n"
+	    "commands:\n");
+	for (c = cmd_table; *c != NULL; c++) {
+		if (!(*c)->hidden)
+			fprintf(f, "  %-9s %s\n", (*c)->name, (*c)->help);
+	}
+	fprintf(f, "\nRun 'gmux COMMAND --help' for a command's options.\n"
+	    "Files live under $GMUX_HOME when it is set.\n");
+}
+
+/* A bad flag or value: one line naming it, and exit code 2. */
+void
+cmd_usage_error(const struct cmd_entry *c, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	fprintf(stderr, "gmux %s: ", c->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see gmux %s --help)\n", c->name);
+	exit(EXIT_USAGE);
+}
+
+/*
+ * getopt_long for a command: stops at the first operand (so a job's own
+ * flags are left alone), turns mistakes into usage errors and answers
+ * -h/--help itself.
+ */
+int
+cmd_getopt(const struct cmd_entry *c, int argc, char **argv,
+    const char *shortopts, const struct option *longopts)
+{
+	char	 opts[64];
+	int	 ch, idx = 0;
+
+	snprintf(opts, sizeof opts, "+:%s", shortopts);
+	opterr = 0;
+	ch = getopt_long(argc, argv, opts, longopts, &idx);
+	switch (ch) {
+	case 'h':
+		cmd_print_help(c, stdout);
+		exit(0);
+	case '?':
+		if (optopt != 0 && optopt != '?')
+			cmd_usage_error(c, "unknown option -%c", optopt);
+		cmd_usage_error(c, "unknown option %s", argv[optind - 1]);
+	case ':':
+		cmd_usage_error(c, "%s needs a value", argv[optind - 1]);
+	}
+	return (ch);
+}
+
+/* The value of an option as a size, a share or a duration, or exit 2. */
+uint64_t
+cmd_arg_size(const struct cmd_entry *c, const char *opt, const char *v)
+{
+	uint64_t	 n;
+	char		*cause;
+
+	if (parse_size(v, &n, &cause) != 0)
+		cmd_usage_error(c, "%s: %s", opt, cause);
+	return (n);
+}
+
+u_int
+cmd_arg_share(const struct cmd_entry *c, const char *opt, const char *v)
+{
+	u_int	 n;
+	char	*cause;
+
+	if (parse_share(v, &n, &cause) != 0)
+		cmd_usage_error(c, "%s: %s", opt, cause);
+	return (n);
+}
+
+int64_t
+cmd_arg_duration(const struct cmd_entry *c, const char *opt, const char *v)
+{
+	int64_t	 n;
+	char	*cause;
+
+	if (parse_duration(v, &n, &cause) != 0)
+		cmd_usage_error(c, "%s: %s", opt, cause);
+	return (n);
+}
+
+u_int
+cmd_arg_uint(const struct cmd_entry *c, const char *opt, const char *v,
+    u_int min, u_int max)
+{
+	u_int	 n;
+	char	*cause;
+
+	if (parse_uint(v, min, max, &n, &cause) != 0)
+		cmd_usage_error(c, "%s: %s", opt, cause);
+	return (n);
+}
+
+/* Calls the daemon, or prints the error and exits 1. */
+json_t *
+cmd_call(const struct cmd_entry *c, const char *method, const char *path,
+    json_t *body)
+{
+	struct client_reply	 r;
+	json_t			*o;
+
+	if (client_call(method, path, body, &r) != 0 || r.status >= 400)
+		client_die(&r, c->name);
+	o = r.body != NULL ? json_incref(r.body) : json_object();
+	client_reply_clear(&r);
+	return (o);
+}

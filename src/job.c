@@ -1,0 +1,397 @@
+/*
+ * job.c: jobs as the daemon sees them.  A job's life: created (queued),
+ * started under a keeper (running), then ended (exited, stopped, preempted
+ * or failed).  The keeper's link tells the daemon the job's pid and, by
+ * closing, that it ended; the status file the keeper left says how.
+ */
+
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "gmux.h"
+
+struct jobs all_jobs = TAILQ_HEAD_INITIALIZER(all_jobs);
+
+static const char *job_states[] = {
+	[JOB_QUEUED] = "queued",
+	[JOB_RUNNING] = "running",
+	[JOB_EXITED] = "exited",
+	[JOB_STOPPED] = "stopped",
+	[JOB_PREEMPTED] = "preempted",
+	[JOB_FAILED] = "failed",
+};
+
+static void	job_link_cb(evutil_socket_t, short, void *);
+
+const char *
+job_state_name(enum job_state s)
+{
+	return ((u_int)s < nitems(job_states) ? job_states[s] : "unknown");
+}
+
+int
+job_state_from_name(const char *name, enum job_state *s)
+{
+	u_int	 i;
+
+	for (i = 0; i < nitems(job_states); i++) {
+		if (strcmp(name, job_states[i]) == 0) {
+			*s = (enum job_state)i;
+			return (0);
+		}
+	}
+	return (-1);
+}
+
+int
+job_ended(const struct job *j)
+{
+	return (j->state >= JOB_EXITED);
+}
+
+struct job *
+job_find_id(u_int id)
+{
+	struct job	*j;
+
+	TAILQ_FOREACH_REVERSE(j, &all_jobs, jobs, entry) {
+		if (j->id == id)
+			return (j);
+		if (j->id < id)
+			break;
+	}
+	return (NULL);
+}
+
+/* Finds a job by "j12" or "12". */
+struct job *
+job_find(const char *name)
+{
+	u_int	 id;
+	char	*cause = NULL;
+
+	if (*name == 'j')
+		name++;
+	if (parse_uint(name, 1, UINT32_MAX - 1, &id, &cause) != 0) {
+		free(cause);
+		return (NULL);
+	}
+	return (job_find_id(id));
+}
+
+/* Creates a queued job, taking over what req holds; the list owns it. */
+struct job *
+job_create(u_int id, const char *owner, struct jobreq *req)
+{
+	struct job	*j;
+
+	j = xcalloc(1, sizeof *j);
+	j->id = id;
+	snprintf(j->name, sizeof j->name, "j%u", id);
+	j->owner = xstrdup(owner);
+	j->req = *req;
+	jobreq_init(req);
+	j->state = JOB_QUEUED;
+	j->seats = j->req.seats;
+	j->mem = j->req.mem;
+	j->card = -1;
+	j->exit_code = -1;
+	j->ctl_fd = -1;
+	j->log_wd = -1;
+	j->created = clock_ms();
+	TAILQ_INIT(&j->followers);
+	TAILQ_INSERT_TAIL(&all_jobs, j, entry);
+	return (j);
+}
+
+/* Names a job created with id 0 once it is sure to be kept. */
+void
+job_set_id(struct job *j, u_int id)
+{
+	j->id = id;
+	snprintf(j->name, sizeof j->name, "j%u", id);
+}
+
+void
+job_free(struct job *j)
+{
+	TAILQ_REMOVE(&all_jobs, j, entry);
+	if (j->ctl_ev != NULL)
+		event_free(j->ctl_ev);
+	if (j->ctl_fd != -1)
+		close(j->ctl_fd);
+	jobreq_clear(&j->req);
+	free(j->owner);
+	free(j->reason);
+	free(j);
+}
+
+static void
+env_set(char ***envp, const char *fmt, ...) printflike(2, 3);
+
+/* Appends NAME=VALUE to a NULL-terminated vector, replacing NAME if set. */
+static void
+env_set(char ***envp, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*kv, **v = *envp;
+	size_t	 n, i, klen;
+
+	va_start(ap, fmt);
+	xvasprintf(&kv, fmt, ap);
+	va_end(ap);
+	klen = strcspn(kv, "=") + 1;
+	n = strv_len(v);
+	for (i = 0; i < n; i++) {
+		if (strncmp(v[i], kv, klen) == 0) {
+			free(v[i]);
+			v[i] = kv;
+			return;
+		}
+	}
+	v = xreallocarray(v, n + 2, sizeof *v);
+	v[n] = kv;
+	v[n + 1] = NULL;
+	*envp = v;
+}
+
+/* The job's environment: the caller's, then gmux's own variables. */
+static char **
+job_env(struct job *j, struct card *c)
+{
+	char	**env, *share;
+
+	if (j->req.env != NULL)
+		env = strv_copy(j->req.env);
+	else {
+		env = xcalloc(1, sizeof *env);
+		env_set(&env, "PATH=/usr/local/bin:/usr/bin:/bin");
+		if (getenv("HOME") != NULL)
+			env_set(&env, "HOME=%s", getenv("HOME"));
+	}
+	share = format_share(j->seats);
+	env_set(&env, "GMUX_JOB_ID=%s", j->name);
+	env_set(&env, "GMUX_SHARE=%s", share);
+	env_set(&env, "GMUX_MEM=%llu", (unsigned long long)j->mem);
+	free(share);
+	if (c != NULL)
+		enforce_job_env(c, j->seats, j->mem, &env);
+	return (env);
+}
+
+static void
+job_watch_link(struct job *j)
+{
+	j->ctl_ev = event_new(server_base, j->ctl_fd, EV_READ|EV_PERSIST,
+	    job_link_cb, j);
+	event_add(j->ctl_ev, NULL);
+}
+
+/*
+ * Starts a job already placed (j->card, j->seats, j->mem set) under a new
+ * keeper.  Returns -1 with *cause if the keeper could not be started.
+ */
+int
+job_start(struct job *j, char **cause)
+{
+	struct keeper_spec	 s;
+	struct card		*c = NULL;
+	char			*dir;
+	int			 rc = -1;
+
+	if (j->card >= 0)
+		c = &server_cards.v[j->card];
+	dir = path_job(j->id);
+	if (mkdir_p(dir, 0700) != 0) {
+		xasprintf(cause, "%s: %s", dir, strerror(errno));
+		free(dir);
+		return (-1);
+	}
+	memset(&s, 0, sizeof s);
+	s.id = j->id;
+	s.dir = dir;
+	s.argv = j->req.argv;
+	s.cwd = j->req.cwd;
+	s.env = job_env(j, c);
+	j->keeper_pid = keeper_spawn(&s, &j->ctl_fd, cause);
+	if (j->keeper_pid != -1) {
+		j->state = JOB_RUNNING;
+		j->started = clock_ms();
+		if (c != NULL)
+			enforce_set(j->id, c, j->seats, j->seats, j->mem);
+		job_watch_link(j);
+		rc = 0;
+	}
+	strv_free(s.env);
+	free(dir);
+	log_debug("%s: %s card %d seats %u: %s", __func__, j->name, j->card,
+	    j->seats, rc == 0 ? "running" : *cause);
+	return (rc);
+}
+
+/*
+ * Stops a job: a queued one at once, a running one through its keeper
+ * (TERM to its group, KILL after grace_ms).  why is "stopped" or
+ * "preempted".
+ */
+int
+job_stop(struct job *j, int64_t grace_ms, const char *why)
+{
+	char	*line;
+	int	 rc;
+
+	if (job_ended(j))
+		return (0);
+	if (j->state == JOB_QUEUED) {
+		job_state_from_name(why, &j->state);
+		j->ended = clock_ms();
+		j->exit_code = -1;
+		state_save_job(j);
+		follow_job_ended(j);
+		return (0);
+	}
+	j->stopping = 1;
+	if (j->ctl_fd == -1)
+		return (-1);
+	xasprintf(&line, "stop %lld %s\n", (long long)grace_ms, why);
+	rc = keeper_send(j->ctl_fd, line);
+	free(line);
+	log_debug("%s: %s grace %lldms (%s)", __func__, j->name,
+	    (long long)grace_ms, why);
+	return (rc);
+}
+
+/* The keeper is gone: record how the job ended from its status file. */
+void
+job_finish(struct job *j)
+{
+	json_t		*st;
+	const char	*state;
+
+	if (j->ctl_ev != NULL) {
+		event_free(j->ctl_ev);
+		j->ctl_ev = NULL;
+	}
+	if (j->ctl_fd != -1) {
+		close(j->ctl_fd);
+		j->ctl_fd = -1;
+	}
+	if ((st = keeper_status(j->id)) != NULL) {
+		j->exit_code = (int)json_integer_value(json_object_get(st,
+		    "exit_code"));
+		state = json_string_value(json_object_get(st, "state"));
+		if (state == NULL || job_state_from_name(state, &j->state) != 0)
+			j->state = JOB_EXITED;
+		j->ended = json_integer_value(json_object_get(st, "ended"));
+		if (json_object_get(st, "error") != NULL) {
+			free(j->reason);
+			j->reason = xstrdup(json_string_value(
+			    json_object_get(st, "error")));
+		}
+		json_decref(st);
+	} else {
+		j->state = JOB_FAILED;
+		j->exit_code = -1;
+		free(j->reason);
+		j->reason = xstrdup("its keeper was lost");
+	}
+	if (j->ended == 0)
+		j->ended = clock_ms();
+	if (j->card >= 0)
+		enforce_forget(j->id);
+	state_save_job(j);
+	log_debug("%s: %s %s exit %d", __func__, j->name,
+	    job_state_name(j->state), j->exit_code);
+	follow_job_ended(j);
+	server_schedule();
+}
+
+static void
+job_link_line(struct job *j, const char *line)
+{
+	long	 pid;
+
+	if (sscanf(line, "pid %ld", &pid) == 1 && pid > 0) {
+		j->pgid = (pid_t)pid;
+		state_save_job(j);
+	}
+}
+
+static void
+job_link_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct job	*j = arg;
+	char		 buf[512], *line, *nl;
+	ssize_t		 n;
+
+	n = read(fd, buf, sizeof buf - 1);
+	if (n == -1 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		job_finish(j);
+		return;
+	}
+	buf[n] = '\0';
+	for (line = buf; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+		*nl = '\0';
+		job_link_line(j, line);
+	}
+}
+
+/*
+ * After a daemon restart: reconnect to the keeper of a job that was
+ * running, or, if it is gone, record how the job ended.
+ */
+void
+job_adopt(struct job *j)
+{
+	if ((j->ctl_fd = keeper_connect(j->id)) == -1) {
+		job_finish(j);
+		return;
+	}
+	log_debug("%s: %s re-adopted", __func__, j->name);
+	job_watch_link(j);
+}
+
+/* Returns the job as the API shows it; the caller owns the reference. */
+json_t *
+job_to_json(const struct job *j)
+{
+	json_t	*o, *argv;
+	size_t	 i;
+
+	o = json_object();
+	json_object_set_new(o, "id", json_string(j->name));
+	json_object_set_new(o, "owner", json_string(j->owner));
+	json_object_set_new(o, "state", json_string(job_state_name(j->state)));
+	json_object_set_new(o, "share", json_real(j->seats / 100.0));
+	json_object_set_new(o, "mem", json_integer((json_int_t)j->mem));
+	json_object_set_new(o, "card", j->card >= 0 ? json_integer(j->card) :
+	    json_null());
+	argv = json_array();
+	for (i = 0; j->req.argv[i] != NULL; i++)
+		json_array_append_new(argv, json_string(j->req.argv[i]));
+	json_object_set_new(o, "cmd", argv);
+	json_object_set_new(o, "cwd", j->req.cwd ? json_string(j->req.cwd) :
+	    json_null());
+	json_object_set_new(o, "exit_code", job_ended(j) && j->exit_code >= 0 ?
+	    json_integer(j->exit_code) : json_null());
+	json_object_set_new(o, "priority", json_integer(j->req.priority));
+	json_object_set_new(o, "created", json_integer(j->created));
+	json_object_set_new(o, "started", j->started ?
+	    json_integer(j->started) : json_null());
+	json_object_set_new(o, "ended", j->ended ? json_integer(j->ended) :
+	    json_null());
+	json_object_set_new(o, "pid", j->pgid ? json_integer(j->pgid) :
+	    json_null());
+	json_object_set_new(o, "reason", j->reason ? json_string(j->reason) :
+	    json_null());
+	return (o);
+}

@@ -1,0 +1,548 @@
+/*
+ * keeper.c: the small process that owns one job (like conmon or
+ * containerd-shim).  Forked from the daemon, it leaves the daemon's session,
+ * starts the job in a process group of its own, appends its output to the
+ * job's log as frames, carries out stop requests (SIGTERM to the group, then
+ * SIGKILL after the grace period) and writes the exit status when the job
+ * ends.  It outlives the daemon: a restarted daemon reconnects to its
+ * control socket (jobs/jN/ctl), or reads the status file if it is gone.
+ *
+ * Control protocol, one line per request on the daemon's link or on a
+ * connection to ctl:
+ *	stop GRACE_MS REASON	TERM now, KILL after GRACE_MS; REASON is
+ *				"stopped" or "preempted"
+ *	ping			answered "pong"
+ * The keeper tells its daemon link "pid N" once the job runs.
+ */
+
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmux.h"
+
+#define KEEPER_MAX_CONNS	8
+#define KEEPER_DRAIN_MS		200
+
+struct keeper {
+	const struct keeper_spec *spec;
+	int		 log_fd;
+	int		 out_fd;	/* the job's stdout, -1 at EOF */
+	int		 err_fd;
+	int		 sig_fd;
+	int		 listen_fd;
+	int		 conns[KEEPER_MAX_CONNS];
+	pid_t		 pid;		/* the job, leader of its group */
+	int		 wstatus;
+	int		 exited;
+	const char	*reason;	/* "stopped", "preempted", "failed" */
+	char		*error;		/* why it failed to start */
+	int		 error_code;	/* 126 or 127, as a shell would */
+	int64_t		 kill_at;	/* monotonic ms; 0: no stop pending */
+	int64_t		 drain_until;
+};
+
+static void
+keeper_frame(struct keeper *k, u_char type, const void *data, size_t len)
+{
+	u_char		 hdr[FRAME_HDR];
+	struct iovec	 iov[2];
+
+	frame_header(hdr, type, (uint32_t)len);
+	iov[0].iov_base = hdr;
+	iov[0].iov_len = sizeof hdr;
+	iov[1].iov_base = (void *)data;
+	iov[1].iov_len = len;
+	/* One writev on an O_APPEND file: a frame is never interleaved. */
+	while (writev(k->log_fd, iov, 2) == -1 && errno == EINTR)
+		;
+}
+
+/* In the job: the last steps before exec.  Never returns. */
+static dead void
+keeper_child(const struct keeper_spec *s, int out, int err, int errpipe)
+{
+	sigset_t	 set;
+	int		 null, e;
+
+	setpgid(0, 0);
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+	if ((null = open("/dev/null", O_RDONLY)) != -1)
+		dup2(null, 0);
+	dup2(out, 1);
+	dup2(err, 2);
+	if (dup2(errpipe, 3) == -1)
+		_exit(126);
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	closefrom(4);
+	if (s->cwd != NULL && chdir(s->cwd) == -1) {
+		e = errno;
+		write_all(3, "c", 1);
+		write_all(3, &e, sizeof e);
+		_exit(126);
+	}
+	execvpe(s->argv[0], s->argv, s->env);
+	e = errno;
+	write_all(3, "x", 1);
+	write_all(3, &e, sizeof e);
+	_exit(e == ENOENT ? 127 : 126);
+}
+
+/* Starts the job; on failure records why (the job then "failed"). */
+static int
+keeper_start_job(struct keeper *k)
+{
+	int	 out[2], err[2], ep[2], e = 0;
+	char	 stage = 0;
+	ssize_t	 n;
+
+	if (pipe2(out, O_CLOEXEC) == -1 || pipe2(err, O_CLOEXEC) == -1 ||
+	    pipe2(ep, O_CLOEXEC) == -1) {
+		xasprintf(&k->error, "pipe: %s", strerror(errno));
+		return (-1);
+	}
+	if ((k->pid = fork()) == -1) {
+		xasprintf(&k->error, "fork: %s", strerror(errno));
+		return (-1);
+	}
+	if (k->pid == 0)
+		keeper_child(k->spec, out[1], err[1], ep[1]);
+	setpgid(k->pid, k->pid);
+	close(out[1]);
+	close(err[1]);
+	close(ep[1]);
+	k->out_fd = out[0];
+	k->err_fd = err[0];
+	/* The error pipe closes on a successful exec; a byte means it failed. */
+	while ((n = read(ep[0], &stage, 1)) == -1 && errno == EINTR)
+		;
+	if (n == 1 && read(ep[0], &e, sizeof e) == (ssize_t)sizeof e) {
+		xasprintf(&k->error, "%s: %s", stage == 'c' ? k->spec->cwd :
+		    k->spec->argv[0], strerror(e));
+		k->error_code = stage == 'x' && e == ENOENT ? 127 : 126;
+	}
+	close(ep[0]);
+	set_nonblock(k->out_fd);
+	set_nonblock(k->err_fd);
+	return (k->error == NULL ? 0 : -1);
+}
+
+static int
+keeper_listen(struct keeper *k)
+{
+	struct sockaddr_un	 sun;
+	int			 fd;
+
+	/* The keeper's cwd is the job directory: a short relative path. */
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof sun.sun_path, "ctl");
+	unlink("ctl");
+	fd = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK, 0);
+	if (fd == -1)
+		return (-1);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof sun) == -1 ||
+	    listen(fd, 8) == -1) {
+		close(fd);
+		return (-1);
+	}
+	return (fd);
+}
+
+static void
+keeper_signal_group(struct keeper *k, int sig)
+{
+	if (k->pid > 0)
+		kill(-k->pid, sig);
+}
+
+static void
+keeper_command(struct keeper *k, int fd, char *line)
+{
+	long long	 grace;
+	char		 why[32];
+
+	if (strcmp(line, "ping") == 0) {
+		write_all(fd, "pong\n", 5);
+		return;
+	}
+	if (sscanf(line, "stop %lld %31s", &grace, why) == 2 && grace >= 0) {
+		if (k->exited) {
+			write_all(fd, "ok\n", 3);
+			return;
+		}
+		if (k->reason == NULL)
+			k->reason = strcmp(why, "preempted") == 0 ?
+			    "preempted" : "stopped";
+		keeper_signal_group(k, SIGTERM);
+		keeper_signal_group(k, SIGCONT);
+		if (k->kill_at == 0 || clock_mono_ms() + grace < k->kill_at)
+			k->kill_at = clock_mono_ms() + grace;
+		write_all(fd, "ok\n", 3);
+		return;
+	}
+	write_all(fd, "error\n", 6);
+}
+
+/* Reads one connection's requests; returns -1 when it is closed. */
+static int
+keeper_read_conn(struct keeper *k, int fd)
+{
+	char	 buf[256], *line, *nl;
+	ssize_t	 n;
+
+	n = read(fd, buf, sizeof buf - 1);
+	if (n == -1 && (errno == EINTR || errno == EAGAIN))
+		return (0);
+	if (n <= 0)
+		return (-1);
+	buf[n] = '\0';
+	for (line = buf; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+		*nl = '\0';
+		keeper_command(k, fd, line);
+	}
+	return (0);
+}
+
+static void
+keeper_accept(struct keeper *k)
+{
+	int	 fd, i;
+
+	if ((fd = accept4(k->listen_fd, NULL, NULL, SOCK_CLOEXEC)) == -1)
+		return;
+	for (i = 1; i < KEEPER_MAX_CONNS; i++) {
+		if (k->conns[i] == -1) {
+			k->conns[i] = fd;
+			return;
+		}
+	}
+	close(fd);
+}
+
+/* Moves what the job printed into the log; -1 at end of file. */
+static int
+keeper_pump(struct keeper *k, int fd, u_char type)
+{
+	static char	 buf[65536];
+	ssize_t		 n;
+
+	n = read(fd, buf, sizeof buf);
+	if (n == -1 && (errno == EINTR || errno == EAGAIN))
+		return (0);
+	if (n <= 0)
+		return (-1);
+	keeper_frame(k, type, buf, (size_t)n);
+	return (0);
+}
+
+/*
+ * Kills what the job left behind: its group, and every other descendant.
+ * The keeper is a child subreaper, so processes that left the group (a
+ * double fork and setsid) are still its children once their parents die.
+ */
+static void
+keeper_kill_rest(struct keeper *k)
+{
+	char	 path[64], buf[4096], *p, *end;
+	ssize_t	 n;
+	long	 pid;
+	int	 fd;
+
+	keeper_signal_group(k, SIGKILL);
+	snprintf(path, sizeof path, "/proc/self/task/%ld/children",
+	    (long)getpid());
+	if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1)
+		return;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	for (p = buf; (pid = strtol(p, &end, 10)) > 0; p = end)
+		kill((pid_t)pid, SIGKILL);
+}
+
+static void
+keeper_reap(struct keeper *k)
+{
+	struct signalfd_siginfo	 si;
+	pid_t			 pid;
+	int			 ws;
+
+	while (read(k->sig_fd, &si, sizeof si) == (ssize_t)sizeof si)
+		;
+	while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+		if (pid != k->pid || k->exited)
+			continue;
+		k->exited = 1;
+		k->wstatus = ws;
+		/* The job is over: nothing it started may keep its share. */
+		keeper_kill_rest(k);
+		k->drain_until = clock_mono_ms() + KEEPER_DRAIN_MS;
+	}
+}
+
+/* Reaps the last of the job's processes before the keeper goes. */
+static void
+keeper_reap_all(struct keeper *k)
+{
+	int64_t	 until = clock_mono_ms() + KEEPER_DRAIN_MS;
+
+	keeper_kill_rest(k);
+	while (clock_mono_ms() < until) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD)
+			break;
+		usleep(2000);
+	}
+}
+
+static int
+keeper_poll_timeout(struct keeper *k)
+{
+	int64_t	 now = clock_mono_ms(), t = -1;
+
+	if (k->kill_at != 0 && !k->exited)
+		t = k->kill_at - now;
+	if (k->exited)
+		t = k->drain_until - now;
+	if (t < 0 && (k->exited || k->kill_at != 0))
+		t = 0;
+	return (t > 60000 ? 60000 : (int)t);
+}
+
+static void
+keeper_loop(struct keeper *k)
+{
+	struct pollfd	 pfd[4 + KEEPER_MAX_CONNS];
+	int		 i, n;
+
+	for (;;) {
+		if (k->exited && ((k->out_fd == -1 && k->err_fd == -1) ||
+		    clock_mono_ms() >= k->drain_until))
+			return;
+		if (!k->exited && k->kill_at != 0 &&
+		    clock_mono_ms() >= k->kill_at) {
+			keeper_signal_group(k, SIGKILL);
+			k->kill_at = 0;
+		}
+		pfd[0] = (struct pollfd){ k->out_fd, POLLIN, 0 };
+		pfd[1] = (struct pollfd){ k->err_fd, POLLIN, 0 };
+		pfd[2] = (struct pollfd){ k->sig_fd, POLLIN, 0 };
+		pfd[3] = (struct pollfd){ k->listen_fd, POLLIN, 0 };
+		for (i = 0; i < KEEPER_MAX_CONNS; i++)
+			pfd[4 + i] = (struct pollfd){ k->conns[i], POLLIN, 0 };
+		n = poll(pfd, nitems(pfd), keeper_poll_timeout(k));
+		if (n <= 0)
+			continue;
+		if (pfd[0].revents && keeper_pump(k, k->out_fd,
+		    FRAME_STDOUT) == -1) {
+			close(k->out_fd);
+			k->out_fd = -1;
+		}
+		if (pfd[1].revents && keeper_pump(k, k->err_fd,
+		    FRAME_STDERR) == -1) {
+			close(k->err_fd);
+			k->err_fd = -1;
+		}
+		if (pfd[2].revents)
+			keeper_reap(k);
+		if (pfd[3].revents)
+			keeper_accept(k);
+		for (i = 0; i < KEEPER_MAX_CONNS; i++) {
+			if (pfd[4 + i].revents == 0)
+				continue;
+			if (keeper_read_conn(k, k->conns[i]) == -1) {
+				close(k->conns[i]);
+				k->conns[i] = -1;
+			}
+		}
+	}
+}
+
+/* Records the end: an exit frame in the log, then the status file. */
+static void
+keeper_finish(struct keeper *k)
+{
+	json_t		*st;
+	char		*text, *cause = NULL;
+	const char	*state;
+	int		 code = 0, sig = 0;
+
+	if (k->error != NULL) {
+		state = "failed";
+		code = k->error_code != 0 ? k->error_code : 126;
+	} else if (WIFSIGNALED(k->wstatus)) {
+		sig = WTERMSIG(k->wstatus);
+		code = 128 + sig;
+		state = k->reason != NULL ? k->reason : "exited";
+	} else {
+		code = WEXITSTATUS(k->wstatus);
+		state = k->reason != NULL ? k->reason : "exited";
+	}
+	st = json_pack("{s:i,s:s,s:I,s:i}", "exit_code", code, "state", state,
+	    "ended", (json_int_t)clock_ms(), "pid", (int)k->pid);
+	if (sig != 0)
+		json_object_set_new(st, "signal", json_integer(sig));
+	if (k->error != NULL)
+		json_object_set_new(st, "error", json_string(k->error));
+	text = json_dumps(st, JSON_COMPACT);
+	keeper_frame(k, FRAME_EXIT, text, strlen(text));
+	if (write_file_atomic("status", text, strlen(text), 0600, &cause) != 0)
+		free(cause);
+	free(text);
+	json_decref(st);
+}
+
+static dead void
+keeper_main(const struct keeper_spec *s, int link)
+{
+	struct keeper	 k;
+	sigset_t	 set;
+	char		 msg[64];
+	int		 i, n;
+
+	memset(&k, 0, sizeof k);
+	k.spec = s;
+	k.out_fd = k.err_fd = -1;
+	for (i = 0; i < KEEPER_MAX_CONNS; i++)
+		k.conns[i] = -1;
+	k.conns[0] = link;
+	if (chdir(s->dir) == -1)
+		_exit(1);
+	k.log_fd = open("log", O_WRONLY|O_CREAT|O_APPEND|O_CLOEXEC, 0600);
+	if (k.log_fd == -1)
+		_exit(1);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	k.sig_fd = signalfd(-1, &set, SFD_NONBLOCK|SFD_CLOEXEC);
+	k.listen_fd = keeper_listen(&k);
+	if (keeper_start_job(&k) == 0) {
+		n = snprintf(msg, sizeof msg, "pid %ld\n", (long)k.pid);
+		write_all(link, msg, (size_t)n);
+		keeper_loop(&k);
+		keeper_reap_all(&k);
+	} else {
+		keeper_frame(&k, FRAME_STDERR, "gmux: ", 6);
+		keeper_frame(&k, FRAME_STDERR, k.error, strlen(k.error));
+		keeper_frame(&k, FRAME_STDERR, "\n", 1);
+		if (k.pid > 0)
+			waitpid(k.pid, NULL, 0);
+	}
+	keeper_finish(&k);
+	unlink("ctl");
+	_exit(0);
+}
+
+/*
+ * Forks the keeper of spec's job.  Returns its pid and, in *link, the
+ * daemon's end of a socket pair to it; -1 with *cause on failure.
+ */
+pid_t
+keeper_spawn(const struct keeper_spec *s, int *link, char **cause)
+{
+	int	 sp[2], i;
+	pid_t	 pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, sp) == -1) {
+		xasprintf(cause, "socketpair: %s", strerror(errno));
+		return (-1);
+	}
+	if ((pid = fork()) == -1) {
+		xasprintf(cause, "fork: %s", strerror(errno));
+		close(sp[0]);
+		close(sp[1]);
+		return (-1);
+	}
+	if (pid == 0) {
+		setsid();
+		for (i = 1; i < NSIG; i++)
+			signal(i, SIG_DFL);
+		signal(SIGPIPE, SIG_IGN);
+		if ((i = open("/dev/null", O_RDWR)) != -1) {
+			dup2(i, 0);
+			dup2(i, 1);
+			dup2(i, 2);
+		}
+		if (dup2(sp[1], 3) == -1)
+			_exit(1);
+		closefrom(4);
+		prctl(PR_SET_NAME, "gmux-keeper");
+		keeper_main(s, 3);
+	}
+	close(sp[1]);
+	*link = sp[0];
+	return (pid);
+}
+
+/* Connects to a running keeper's control socket; -1 if it is gone. */
+int
+keeper_connect(u_int id)
+{
+	struct sockaddr_un	 sun;
+	char			*dir;
+	int			 fd, dfd;
+
+	dir = path_job(id);
+	dfd = open(dir, O_PATH|O_DIRECTORY|O_CLOEXEC);
+	free(dir);
+	if (dfd == -1)
+		return (-1);
+	/* Through /proc, the path fits sun_path however deep $GMUX_HOME is. */
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof sun.sun_path, "/proc/self/fd/%d/ctl",
+	    dfd);
+	fd = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0);
+	if (fd != -1 && connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
+		close(fd);
+		fd = -1;
+	}
+	close(dfd);
+	return (fd);
+}
+
+int
+keeper_send(int fd, const char *line)
+{
+	return (write_all(fd, line, strlen(line)) == -1 ? -1 : 0);
+}
+
+/* Reads a finished job's status file; NULL if there is none. */
+json_t *
+keeper_status(u_int id)
+{
+	char	*path, *text, *cause = NULL;
+	json_t	*st;
+
+	path = path_job_file(id, "status");
+	text = read_file(path, 65536, NULL, &cause);
+	free(path);
+	if (text == NULL) {
+		free(cause);
+		return (NULL);
+	}
+	st = json_loads(text, 0, NULL);
+	free(text);
+	if (st != NULL && !json_is_object(st)) {
+		json_decref(st);
+		st = NULL;
+	}
+	return (st);
+}

@@ -1,0 +1,219 @@
+/*
+ * server-api.c: the route table of the HTTP API and the helpers handlers
+ * share.  Every route is written down in docs/api.md.  A pattern's "*"
+ * matches one path segment, handed to the handler as its id.
+ */
+
+#include <sys/socket.h>
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "gmux.h"
+
+#define API_MAX_BODY	(16 * 1024 * 1024)
+
+struct route {
+	enum evhttp_cmd_type	 method;
+	const char		*pattern;
+	void			(*fn)(struct evhttp_request *, const char *);
+};
+
+static const struct route routes[] = {
+	{ EVHTTP_REQ_GET, "/v1/version", api_version },
+	{ EVHTTP_REQ_GET, "/v1/cards", api_cards_list },
+	{ EVHTTP_REQ_GET, "/v1/jobs", api_jobs_list },
+	{ EVHTTP_REQ_POST, "/v1/jobs", api_jobs_create },
+	{ EVHTTP_REQ_GET, "/v1/jobs/*", api_job_get },
+	{ EVHTTP_REQ_POST, "/v1/jobs/*/stop", api_job_stop },
+	{ EVHTTP_REQ_GET, "/v1/jobs/*/log", api_job_log },
+};
+
+/* Matches path against pattern; the "*" segment is copied to id. */
+static int
+api_match(const char *pattern, const char *path, char *id, size_t idlen)
+{
+	size_t	 n;
+
+	while (*pattern != '\0') {
+		if (*pattern == '*') {
+			n = strcspn(path, "/");
+			if (n == 0 || n >= idlen)
+				return (0);
+			memcpy(id, path, n);
+			id[n] = '\0';
+			path += n;
+			pattern++;
+			continue;
+		}
+		if (*pattern++ != *path++)
+			return (0);
+	}
+	return (*path == '\0' || strcmp(path, "/") == 0);
+}
+
+static const char *
+api_method_name(enum evhttp_cmd_type m)
+{
+	switch (m) {
+	case EVHTTP_REQ_GET: return ("GET");
+	case EVHTTP_REQ_POST: return ("POST");
+	case EVHTTP_REQ_PUT: return ("PUT");
+	case EVHTTP_REQ_PATCH: return ("PATCH");
+	case EVHTTP_REQ_DELETE: return ("DELETE");
+	default: return ("?");
+	}
+}
+
+static void
+api_dispatch(struct evhttp_request *req, void *arg)
+{
+	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
+	const char		*path = evhttp_uri_get_path(uri);
+	enum evhttp_cmd_type	 m = evhttp_request_get_command(req);
+	char			 id[64];
+	u_int			 i;
+	int			 path_known = 0;
+
+	if (path == NULL)
+		path = "/";
+	log_debug("%s: %s %s", __func__, api_method_name(m), path);
+	for (i = 0; i < nitems(routes); i++) {
+		if (!api_match(routes[i].pattern, path, id, sizeof id))
+			continue;
+		path_known = 1;
+		if (routes[i].method != m)
+			continue;
+		routes[i].fn(req, id);
+		return;
+	}
+	if (path_known)
+		api_error(req, 405, "%s is not allowed on %s",
+		    api_method_name(m), path);
+	else
+		api_error(req, 404, "no such route: %s", path);
+}
+
+void
+api_setup(struct evhttp *http)
+{
+	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET|EVHTTP_REQ_POST|
+	    EVHTTP_REQ_PUT|EVHTTP_REQ_PATCH|EVHTTP_REQ_DELETE|EVHTTP_REQ_HEAD);
+	evhttp_set_max_body_size(http, API_MAX_BODY);
+	evhttp_set_max_headers_size(http, 64 * 1024);
+	evhttp_set_timeout(http, 3600);
+	evhttp_set_gencb(http, api_dispatch, NULL);
+}
+
+/* Parses the request's JSON body; NULL with *cause if it is not JSON. */
+json_t *
+api_body(struct evhttp_request *req, char **cause)
+{
+	struct evbuffer	*b = evhttp_request_get_input_buffer(req);
+	size_t		 len = evbuffer_get_length(b);
+	json_error_t	 err;
+	json_t		*o;
+
+	if (len == 0) {
+		xasprintf(cause, "a JSON body is needed");
+		return (NULL);
+	}
+	o = json_loadb((const char *)evbuffer_pullup(b, -1), len,
+	    JSON_REJECT_DUPLICATES, &err);
+	if (o == NULL)
+		xasprintf(cause, "malformed JSON at line %d: %s", err.line,
+		    err.text);
+	return (o);
+}
+
+/* Replies with a JSON body (may be NULL: an empty object). */
+void
+api_reply(struct evhttp_request *req, int code, json_t *o)
+{
+	struct evbuffer	*b;
+	char		*text;
+
+	b = evbuffer_new();
+	text = o != NULL ? json_dumps(o, JSON_COMPACT|JSON_ENCODE_ANY) : NULL;
+	evbuffer_add_printf(b, "%s\n", text != NULL ? text : "{}");
+	free(text);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "application/json");
+	evhttp_send_reply(req, code, code < 400 ? "OK" : "Error", b);
+	evbuffer_free(b);
+}
+
+void
+api_error(struct evhttp_request *req, int code, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*msg;
+	json_t	*o;
+
+	va_start(ap, fmt);
+	xvasprintf(&msg, fmt, ap);
+	va_end(ap);
+	log_debug("%s: %d %s", __func__, code, msg);
+	o = json_pack("{s:s}", "error", msg);
+	api_reply(req, code, o);
+	json_decref(o);
+	free(msg);
+}
+
+/* Returns a query parameter's value, or NULL; valid during the request. */
+const char *
+api_query(struct evhttp_request *req, const char *name)
+{
+	static struct evkeyvalq	 q;
+	static int		 have;
+	const char		*query;
+
+	if (have)
+		evhttp_clear_headers(&q);
+	have = 0;
+	TAILQ_INIT(&q);
+	query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	if (query == NULL || evhttp_parse_query_str(query, &q) != 0)
+		return (NULL);
+	have = 1;
+	return (evhttp_find_header(&q, name));
+}
+
+/* Is a query flag such as ?all=1 set? */
+int
+api_query_flag(struct evhttp_request *req, const char *name)
+{
+	const char	*v = api_query(req, name);
+
+	return (v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0));
+}
+
+/*
+ * The owner of what this request does: the peer's user on the Unix socket
+ * (from the kernel, so a client cannot claim to be someone else).  Caller
+ * frees.
+ */
+char *
+api_owner(struct evhttp_request *req)
+{
+	struct evhttp_connection	*evcon;
+	struct bufferevent		*bev;
+	struct ucred			 cred;
+	socklen_t			 len = sizeof cred;
+	int				 fd;
+
+	evcon = evhttp_request_get_connection(req);
+	bev = evhttp_connection_get_bufferevent(evcon);
+	fd = bev != NULL ? bufferevent_getfd(bev) : -1;
+	if (fd != -1 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred,
+	    &len) == 0)
+		return (user_name(cred.uid));
+	return (user_name(getuid()));
+}

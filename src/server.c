@@ -1,0 +1,340 @@
+/*
+ * server.c: the daemon.  One libevent loop owns all state: the HTTP API on
+ * the Unix socket, the keepers' links, inotify on followed logs, signals
+ * and a one-second tick.  Stopping the daemon (SIGTERM, Ctrl-C) leaves the
+ * jobs running under their keepers; the next daemon re-adopts them.
+ */
+
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/listener.h>
+
+#include "gmux.h"
+
+struct event_base	*server_base;
+struct cards		 server_cards;
+
+static struct evhttp	*server_http;
+static struct event	*server_tick_ev;
+static int		 server_lock_fd = -1;
+
+/* Takes the home's lock; a second daemon on one home is refused. */
+static int
+server_lock(char **cause)
+{
+	char	*path, buf[32];
+	ssize_t	 n;
+
+	xasprintf(&path, "%s/gmux.pid", path_home());
+	server_lock_fd = open(path, O_RDWR|O_CREAT|O_CLOEXEC, 0600);
+	free(path);
+	if (server_lock_fd == -1) {
+		xasprintf(cause, "%s: %s", path_home(), strerror(errno));
+		return (-1);
+	}
+	if (flock(server_lock_fd, LOCK_EX|LOCK_NB) == -1) {
+		n = pread(server_lock_fd, buf, sizeof buf - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		xasprintf(cause, "a daemon already serves %s (pid %s)",
+		    path_home(), *buf ? buf : "?");
+		close(server_lock_fd);
+		server_lock_fd = -1;
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+server_write_pid(void)
+{
+	char	 buf[32];
+	int	 n;
+
+	n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
+	if (ftruncate(server_lock_fd, 0) == 0)
+		pwrite(server_lock_fd, buf, (size_t)n, 0);
+}
+
+static int
+server_listen(char **cause)
+{
+	struct sockaddr_un	 sun;
+	const char		*path = path_socket();
+	mode_t			 old;
+	int			 fd;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sun.sun_path) {
+		xasprintf(cause, "%s: socket path too long; set a shorter "
+		    "GMUX_HOME", path);
+		return (-1);
+	}
+	memcpy(sun.sun_path, path, strlen(path));
+	unlink(path);	/* stale: the lock says no daemon runs */
+	fd = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK, 0);
+	if (fd == -1)
+		fatal("socket");
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
+		umask(old);
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		close(fd);
+		return (-1);
+	}
+	umask(old);
+	chmod(path, 0600);
+	if (listen(fd, 128) == -1)
+		fatal("listen");
+	return (fd);
+}
+
+static void
+server_signal_cb(evutil_socket_t sig, short events, void *arg)
+{
+	int	 ws;
+
+	switch (sig) {
+	case SIGCHLD:
+		/* Keepers are our children until we go; job ends come by link. */
+		while (waitpid(-1, &ws, WNOHANG) > 0)
+			;
+		break;
+	case SIGINT:
+	case SIGTERM:
+		log_info("signal %d: stopping; jobs keep running", (int)sig);
+		event_base_loopexit(server_base, NULL);
+		break;
+	}
+}
+
+static void
+server_tick_cb(evutil_socket_t fd, short events, void *arg)
+{
+	server_tick();
+}
+
+/* Once a second: work that is due (hooks are added here). */
+void
+server_tick(void)
+{
+}
+
+/* Each card's admitted seats and memory, from the running jobs. */
+void
+server_card_usage(struct sched_card *out)
+{
+	struct job	*j;
+	u_int		 i;
+
+	for (i = 0; i < server_cards.n; i++) {
+		out[i].index = i;
+		out[i].memory = server_cards.v[i].memory;
+		out[i].seats_used = 0;
+		out[i].mem_used = 0;
+	}
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (j->state != JOB_RUNNING || j->card < 0 ||
+		    (u_int)j->card >= server_cards.n)
+			continue;
+		out[j->card].seats_used += j->seats;
+		out[j->card].mem_used += j->mem;
+	}
+}
+
+/*
+ * Places a job: picks its card and fills in its memory cap.  Returns 0,
+ * or 1 (not now) or -1 (never) with *cause.
+ */
+int
+server_place(struct job *j, char **cause)
+{
+	struct sched_card	*sc;
+	struct card		*c;
+	uint64_t		 mem = j->req.mem;
+	int			 pin = j->req.card, out = -1, rc;
+
+	if (j->req.seats == 0)
+		return (0);
+	if (j->req.card_uuid != NULL) {
+		if ((c = cards_find(&server_cards, j->req.card_uuid)) == NULL) {
+			xasprintf(cause, "card: no card '%s'", j->req.card_uuid);
+			return (-1);
+		}
+		pin = (int)c->index;
+	}
+	if (pin >= (int)server_cards.n) {
+		xasprintf(cause, "card: no card %d (this host has %u)", pin,
+		    server_cards.n);
+		return (-1);
+	}
+	sc = xcalloc(server_cards.n + 1, sizeof *sc);
+	server_card_usage(sc);
+	rc = sched_place(sc, server_cards.n, j->req.seats, mem, pin, &out,
+	    cause);
+	free(sc);
+	if (rc == 0) {
+		j->card = out;
+		j->mem = mem != 0 ? mem :
+		    server_cards.v[out].memory * j->req.seats / SEATS_PER_CARD;
+	}
+	return (rc);
+}
+
+/* Admits what waits, in queue order, while it fits. */
+void
+server_schedule(void)
+{
+	struct job	*j;
+	char		*cause;
+
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (j->state != JOB_QUEUED)
+			continue;
+		cause = NULL;
+		if (server_place(j, &cause) != 0) {
+			free(cause);
+			continue;
+		}
+		if (job_start(j, &cause) != 0) {
+			j->state = JOB_FAILED;
+			j->reason = cause;
+			j->ended = clock_ms();
+		}
+		state_save_job(j);
+		follow_job_changed(j);
+	}
+}
+
+static void
+server_detach(int *ready)
+{
+	int	 p[2], fd;
+	char	 c;
+	pid_t	 pid;
+
+	if (pipe2(p, O_CLOEXEC) == -1)
+		fatal("pipe");
+	if ((pid = fork()) == -1)
+		fatal("fork");
+	if (pid != 0) {
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[0]);
+	setsid();
+	if ((fd = open("/dev/null", O_RDWR)) != -1) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	}
+	*ready = p[1];
+}
+
+static int
+server_setup(const char *fake, char **cause)
+{
+	struct evconnlistener	*l;
+	int			 fd;
+
+	if (cards_detect(&server_cards, fake, cause) != 0)
+		return (-1);
+	enforce_init(&server_cards);
+	if (state_open(cause) != 0)
+		return (-1);
+	server_base = event_base_new();
+	follow_init();
+	state_load_jobs();
+	if ((fd = server_listen(cause)) == -1)
+		return (-1);
+	server_http = evhttp_new(server_base);
+	api_setup(server_http);
+	l = evconnlistener_new(server_base, NULL, NULL,
+	    LEV_OPT_CLOSE_ON_FREE|LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+	if (l == NULL || evhttp_bind_listener(server_http, l) == NULL)
+		fatalx("evhttp_bind_listener");
+	return (0);
+}
+
+static void
+server_add_signal(int sig)
+{
+	struct event	*ev;
+
+	ev = evsignal_new(server_base, sig, server_signal_cb, NULL);
+	event_add(ev, NULL);
+}
+
+/*
+ * Runs the daemon: in the foreground, or detached once it serves.  Returns
+ * the process's exit status.
+ */
+int
+server_main(const char *fake, int detach)
+{
+	struct timeval	 one = { 1, 0 };
+	char		*cause = NULL, *logpath, *rundir;
+	int		 ready = -1;
+
+	if (mkdir_p(path_home(), 0700) != 0 || mkdir_p(path_jobs(), 0700) != 0)
+		fatal("%s", path_home());
+	rundir = xstrdup(path_socket());
+	*strrchr(rundir, '/') = '\0';
+	if (mkdir_p(rundir, 0700) != 0)
+		fatal("%s", rundir);
+	free(rundir);
+	if (server_lock(&cause) != 0)
+		goto fail;
+	if (detach) {
+		server_detach(&ready);
+		xasprintf(&logpath, "%s/gmux.log", path_home());
+		log_open(log_level() > 0 ? log_level() : 1, logpath);
+		free(logpath);
+	}
+	server_write_pid();
+	signal(SIGPIPE, SIG_IGN);
+	if (server_setup(fake, &cause) != 0)
+		goto fail;
+	server_add_signal(SIGINT);
+	server_add_signal(SIGTERM);
+	server_add_signal(SIGCHLD);
+	server_tick_ev = event_new(server_base, -1, EV_PERSIST, server_tick_cb,
+	    NULL);
+	event_add(server_tick_ev, &one);
+	server_schedule();
+	log_info("serving %s with %u card(s)", path_socket(), server_cards.n);
+	if (ready != -1) {
+		write_all(ready, "r", 1);
+		close(ready);
+	}
+	event_base_dispatch(server_base);
+	evhttp_free(server_http);
+	unlink(path_socket());
+	state_close();
+	if (ftruncate(server_lock_fd, 0) == -1)
+		log_warn("ftruncate");
+	return (0);
+fail:
+	fprintf(stderr, "gmux serve: %s\n", cause);
+	log_warnx("%s", cause);
+	free(cause);
+	return (1);
+}

@@ -1,0 +1,156 @@
+/*
+ * state.c: the daemon's records in SQLite (state.db, WAL).  Every change
+ * of a job is written through at once, so a daemon killed at any moment
+ * restarts with every job it had: queued ones in order, running ones to
+ * re-adopt, ended ones with their exit codes.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmux.h"
+
+static struct db	*state_db;
+static struct dbstmt	*st_save;
+
+static const char state_schema[] =
+    "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER);"
+    "INSERT OR IGNORE INTO meta VALUES ('next_id', 1);"
+    "CREATE TABLE IF NOT EXISTS jobs ("
+    " id INTEGER PRIMARY KEY, owner TEXT NOT NULL, req TEXT NOT NULL,"
+    " state TEXT NOT NULL, reason TEXT, card INTEGER, seats INTEGER,"
+    " mem INTEGER, exit_code INTEGER, created INTEGER, started INTEGER,"
+    " ended INTEGER, keeper_pid INTEGER, pgid INTEGER);";
+
+int
+state_open(char **cause)
+{
+	if ((state_db = db_open(path_db(), cause)) == NULL)
+		return (-1);
+	if (db_exec(state_db, state_schema, cause) != 0)
+		return (-1);
+	st_save = db_prepare(state_db, "INSERT OR REPLACE INTO jobs VALUES "
+	    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+	return (0);
+}
+
+void
+state_close(void)
+{
+	db_finalize(st_save);
+	st_save = NULL;
+	db_close(state_db);
+	state_db = NULL;
+}
+
+/* Returns the database for other files' tables (the ledger's, ...). */
+struct db *
+state_database(void)
+{
+	return (state_db);
+}
+
+/* Hands out job ids; never reused, even after records are pruned. */
+u_int
+state_next_id(void)
+{
+	struct dbstmt	*st;
+	u_int		 id = 0;
+
+	st = db_prepare(state_db, "UPDATE meta SET v = v + 1 "
+	    "WHERE k = 'next_id' RETURNING v - 1");
+	if (db_step(st) == 1)
+		id = (u_int)db_col_int(st, 0);
+	db_finalize(st);
+	if (id == 0)
+		fatalx("state_next_id: %s", db_error(state_db));
+	return (id);
+}
+
+void
+state_save_job(const struct job *j)
+{
+	json_t	*req;
+	char	*text;
+
+	req = jobreq_to_json(&j->req);
+	text = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	db_bind_int(st_save, 1, j->id);
+	db_bind_text(st_save, 2, j->owner);
+	db_bind_text(st_save, 3, text);
+	db_bind_text(st_save, 4, job_state_name(j->state));
+	db_bind_text(st_save, 5, j->reason);
+	db_bind_int(st_save, 6, j->card);
+	db_bind_int(st_save, 7, j->seats);
+	db_bind_int(st_save, 8, (int64_t)j->mem);
+	db_bind_int(st_save, 9, j->exit_code);
+	db_bind_int(st_save, 10, j->created);
+	db_bind_int(st_save, 11, j->started);
+	db_bind_int(st_save, 12, j->ended);
+	db_bind_int(st_save, 13, j->keeper_pid);
+	db_bind_int(st_save, 14, j->pgid);
+	if (db_step(st_save) == -1)
+		log_warnx("%s: %s: %s", __func__, j->name, db_error(state_db));
+	db_reset(st_save);
+	free(text);
+}
+
+static struct job *
+state_row(struct dbstmt *st)
+{
+	struct jobreq	 req;
+	struct job	*j;
+	json_t		*o;
+	char		*cause = NULL;
+	const char	*text = db_col_text(st, 2), *state;
+
+	jobreq_init(&req);
+	o = json_loads(text ? text : "", 0, NULL);
+	if (o == NULL || jobreq_from_json(o, &req, &cause) != 0) {
+		log_warnx("%s: job %lld: %s", __func__,
+		    (long long)db_col_int(st, 0), cause ? cause : "bad JSON");
+		free(cause);
+		json_decref(o);
+		jobreq_clear(&req);
+		return (NULL);
+	}
+	json_decref(o);
+	j = job_create((u_int)db_col_int(st, 0), db_col_text(st, 1), &req);
+	state = db_col_text(st, 3);
+	if (state == NULL || job_state_from_name(state, &j->state) != 0)
+		j->state = JOB_FAILED;
+	if (!db_col_null(st, 4))
+		j->reason = xstrdup(db_col_text(st, 4));
+	j->card = (int)db_col_int(st, 5);
+	j->seats = (u_int)db_col_int(st, 6);
+	j->mem = (uint64_t)db_col_int(st, 7);
+	j->exit_code = (int)db_col_int(st, 8);
+	j->created = db_col_int(st, 9);
+	j->started = db_col_int(st, 10);
+	j->ended = db_col_int(st, 11);
+	j->keeper_pid = (pid_t)db_col_int(st, 12);
+	j->pgid = (pid_t)db_col_int(st, 13);
+	return (j);
+}
+
+/* Loads every job, in id order; running ones are re-adopted. */
+void
+state_load_jobs(void)
+{
+	struct dbstmt	*st;
+	struct job	*j, *next;
+
+	st = db_prepare(state_db, "SELECT * FROM jobs ORDER BY id");
+	while (db_step(st) == 1)
+		state_row(st);
+	db_finalize(st);
+	TAILQ_FOREACH_SAFE(j, &all_jobs, entry, next) {
+		if (j->card >= (int)server_cards.n) {
+			log_warnx("%s: card %d is gone", j->name, j->card);
+			j->card = -1;
+		}
+		if (j->state == JOB_RUNNING)
+			job_adopt(j);
+	}
+}

@@ -1,0 +1,180 @@
+/*
+ * stream.c: a job's output on the terminal.  Frames from the daemon go to
+ * our stdout and stderr as they were written; the output offset is counted
+ * so that a broken connection (a daemon restart, for instance) resumes
+ * exactly where it stopped, without repeating or losing a byte.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gmux.h"
+
+#define STREAM_RETRY_MS	(120 * 1000)	/* how long to wait for a daemon */
+
+void
+stream_init(struct stream *s, const char *job, int mode)
+{
+	memset(s, 0, sizeof *s);
+	if (job != NULL)
+		snprintf(s->job, sizeof s->job, "%s", job);
+	s->mode = mode;
+	s->exit_code = -1;
+}
+
+static void
+stream_info(struct stream *s, const struct frame *f)
+{
+	json_t		*o;
+	const char	*id, *state;
+
+	if ((o = json_loadb(f->data, f->len, 0, NULL)) == NULL)
+		return;
+	id = json_string_value(json_object_get(o, "id"));
+	if (id != NULL && s->job[0] == '\0')
+		snprintf(s->job, sizeof s->job, "%s", id);
+	state = json_string_value(json_object_get(o, "state"));
+	if (state != NULL && strcmp(state, "queued") == 0) {
+		const char *why = json_string_value(json_object_get(o,
+		    "reason"));
+		fprintf(stderr, "gmux: %s %s\n", s->job, why ? why : "queued");
+	}
+	json_decref(o);
+}
+
+static void
+stream_exit(struct stream *s, const struct frame *f)
+{
+	json_t		*o, *code;
+	const char	*state;
+
+	s->ended = 1;
+	if ((o = json_loadb(f->data, f->len, 0, NULL)) == NULL)
+		return;
+	code = json_object_get(o, "exit_code");
+	s->exit_code = json_is_integer(code) ? (int)json_integer_value(code) :
+	    -1;
+	if ((state = json_string_value(json_object_get(o, "state"))) != NULL)
+		snprintf(s->state, sizeof s->state, "%s", state);
+	json_decref(o);
+}
+
+static int
+stream_frame(const struct frame *f, void *arg)
+{
+	struct stream	*s = arg;
+
+	switch (f->type) {
+	case FRAME_STDOUT:
+	case FRAME_STDERR:
+		if (write_all(f->type == FRAME_STDOUT ? 1 : 2, f->data,
+		    f->len) == -1 && errno == EPIPE)
+			return (-1);
+		s->offset += f->len;
+		break;
+	case FRAME_INFO:
+		stream_info(s, f);
+		break;
+	case FRAME_EXIT:
+		stream_exit(s, f);
+		break;
+	}
+	return (0);
+}
+
+/* Ctrl-C: in run, the first stops the job and the second detaches. */
+static int
+stream_interrupt(void *arg)
+{
+	struct stream		*s = arg;
+	struct client_reply	 r;
+	char			*path;
+
+	s->interrupts++;
+	if (s->mode == STREAM_RUN && s->interrupts == 1 && s->job[0] != '\0') {
+		xasprintf(&path, "/v1/jobs/%s/stop", s->job);
+		client_call("POST", path, NULL, &r);
+		free(path);
+		client_ok(&r, "run");
+		client_reply_clear(&r);
+		fprintf(stderr, "\ngmux: stopping %s (Ctrl-C again to detach "
+		    "and leave it running)\n", s->job);
+		return (0);
+	}
+	fprintf(stderr, "\ngmux: detached from %s; it keeps running "
+	    "(gmux attach %s)\n", s->job, s->job);
+	s->detached = 1;
+	return (1);
+}
+
+static void
+stream_sleep(int ms)
+{
+	struct timespec	 ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Streams from a first request (method, path, body), then, if follow and
+ * the stream breaks before the job's end, from the job's log at our
+ * offset.  Returns 0 when the stream is over, 1 if detached, -1 on error
+ * (printed).
+ */
+int
+stream_run(struct stream *s, const char *method, const char *path,
+    json_t *body, int follow)
+{
+	struct client_stream_cbs cbs = { stream_frame, NULL, s };
+	struct client_reply	 r;
+	char			*next = NULL;
+	int64_t			 deadline = 0;
+	int			 rc, told = 0;
+
+	if (s->mode != STREAM_LOGS) {
+		client_catch_interrupts();
+		cbs.interrupt = stream_interrupt;
+	}
+	for (;;) {
+		rc = client_stream(method, path, body, &cbs, &r);
+		if (rc == 0 && r.status >= 400) {
+			client_ok(&r, s->mode == STREAM_RUN ? "run" : "logs");
+			client_reply_clear(&r);
+			free(next);
+			return (-1);
+		}
+		if (rc == -1 && (s->job[0] == '\0' || !follow)) {
+			client_ok(&r, s->mode == STREAM_RUN ? "run" : "logs");
+			client_reply_clear(&r);
+			free(next);
+			return (-1);
+		}
+		client_reply_clear(&r);
+		if (rc == 1 || s->ended || !follow || s->job[0] == '\0')
+			break;
+		if (rc == 0)
+			deadline = 0;
+		if (deadline == 0)
+			deadline = clock_mono_ms() + STREAM_RETRY_MS;
+		if (clock_mono_ms() > deadline) {
+			fprintf(stderr, "gmux: lost the daemon; %s may still "
+			    "run (gmux attach %s)\n", s->job, s->job);
+			free(next);
+			return (-1);
+		}
+		if (!told++)
+			fprintf(stderr, "gmux: connection lost; reconnecting\n");
+		stream_sleep(rc == 0 ? 0 : 200);
+		free(next);
+		xasprintf(&next, "/v1/jobs/%s/log?from=%llu&follow=1", s->job,
+		    (unsigned long long)s->offset);
+		method = "GET";
+		path = next;
+		body = NULL;
+	}
+	free(next);
+	return (rc == 1 ? 1 : 0);
+}

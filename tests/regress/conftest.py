@@ -1,0 +1,164 @@
+"""Fixtures for gmux's end-to-end tests: each test gets private daemons,
+each under its own GMUX_HOME, started from the binary named by $GMUX."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+GMUX = os.environ.get("GMUX") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "gmux")
+GMUX = os.path.abspath(GMUX)
+
+
+def wait_for(pred, timeout=10.0, step=0.02, what="condition"):
+    """Polls pred until it returns a true value; fails the test after timeout."""
+    end = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise AssertionError("timed out waiting for %s" % what)
+        time.sleep(step)
+
+
+class Daemon:
+    """A private gmux daemon and a CLI bound to its home."""
+
+    def __init__(self, home):
+        self.home = home
+        self.env = dict(os.environ)
+        self.env["GMUX_HOME"] = home
+        self.env["GMUX_NO_DETECT"] = "1"
+        self.proc = None
+
+    @property
+    def socket(self):
+        return os.path.join(self.home, "gmux.sock")
+
+    def pid(self):
+        with open(os.path.join(self.home, "gmux.pid")) as f:
+            return int(f.read().strip())
+
+    def start(self, *args, fake="1xH100:80G"):
+        cmd = [GMUX, "serve", "-d"]
+        if fake:
+            cmd += ["--fake", fake]
+        cmd += list(args)
+        r = subprocess.run(cmd, env=self.env, capture_output=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        return self
+
+    def stop(self):
+        if os.path.exists(os.path.join(self.home, "gmux.sock")):
+            try:
+                os.kill(self.pid(), signal.SIGTERM)
+            except (ProcessLookupError, ValueError, FileNotFoundError):
+                return
+            wait_for(lambda: not os.path.exists(self.socket), 10,
+                     what="daemon to stop")
+
+    def kill9(self):
+        pid = self.pid()
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not os.path.exists("/proc/%d/stat" % pid) or
+                 open("/proc/%d/stat" % pid).read().split()[2] == "Z", 5,
+                 what="daemon to die")
+
+    def gmux(self, *args, input=None, timeout=60, check=None):
+        """Runs the CLI; returns CompletedProcess with bytes stdout/stderr."""
+        r = subprocess.run([GMUX] + list(args), env=self.env,
+                           capture_output=True, input=input, timeout=timeout)
+        if check is not None:
+            assert r.returncode == check, (r.returncode, r.stdout, r.stderr)
+        return r
+
+    def popen(self, *args, **kw):
+        return subprocess.Popen([GMUX] + list(args), env=self.env, **kw)
+
+    def json(self, *args):
+        r = self.gmux(*args, check=0)
+        return json.loads(r.stdout)
+
+    def job(self, jid):
+        """The job's JSON object from ps -a --json, or {} if there is none."""
+        return next((j for j in self.json("ps", "-a", "--json")
+                     if j["id"] == jid), {})
+
+    def wait_state(self, jid, states, timeout=15):
+        if isinstance(states, str):
+            states = (states,)
+        return wait_for(lambda: (lambda j: j if j.get("state") in states
+                                 else None)
+                        (self.job(jid)), timeout,
+                        what="%s to be %s" % (jid, states))
+
+    def curl(self, method, path, body=None):
+        cmd = ["curl", "-s", "--unix-socket", self.socket, "-X", method,
+               "-w", "\n%{http_code}", "http://gmux" + path]
+        if body is not None:
+            cmd += ["-H", "Content-Type: application/json", "--data-binary",
+                    body]
+        r = subprocess.run(cmd, capture_output=True, timeout=30)
+        text, _, code = r.stdout.decode().rpartition("\n")
+        return int(code), text
+
+
+def _kill_keepers(home):
+    """Stops every job a test left behind (their keepers outlive daemons):
+    keepers have their cwd in the home's jobs directory and lead a session
+    that their job's processes share."""
+    jobs = os.path.join(home, "jobs") + "/"
+    keepers = set()
+    procs = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = open("/proc/%s/stat" % pid).read()
+            procs[int(pid)] = int(stat.rpartition(")")[2].split()[3])
+            if os.readlink("/proc/%s/cwd" % pid).startswith(jobs):
+                keepers.add(int(pid))
+        except (OSError, ValueError, IndexError):
+            continue
+    for pid, sid in procs.items():
+        if sid in keepers or pid in keepers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def home():
+    d = tempfile.mkdtemp(prefix="gm", dir="/tmp")
+    yield d
+    _kill_keepers(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon(home):
+    d = Daemon(home)
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def make_daemon():
+    made = []
+
+    def make():
+        h = tempfile.mkdtemp(prefix="gm", dir="/tmp")
+        d = Daemon(h)
+        made.append(d)
+        return d
+    yield make
+    for d in made:
+        d.stop()
+        _kill_keepers(d.home)
+        shutil.rmtree(d.home, ignore_errors=True)
