@@ -17,7 +17,17 @@ WARN = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
 OPT ?= -O2 -g
 CFLAGS += $(OPT) -std=c11 -D_GNU_SOURCE -DGMUX_VERSION='"$(VERSION)"' $(WARN) \
 	$(PKG_CFLAGS) -Isrc
-LDLIBS += $(PKG_LIBS) -lm -lpthread
+# Debian's static archives by default: the CLI starts in about half the time
+# (no symbol resolution across six libraries at every command).  STATIC=0
+# links the shared libraries instead.
+STATIC ?= 1
+ifeq ($(STATIC),1)
+LDLIBS += -Wl,-Bstatic -levent_openssl -levent -lssl -lcrypto -lsqlite3 \
+	-ljansson -lseccomp -Wl,-Bdynamic -ldl
+else
+LDLIBS += $(PKG_LIBS)
+endif
+LDLIBS += -lm -lpthread
 
 ifneq ($(SANITIZE),)
 CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer

@@ -185,6 +185,12 @@ db_begin(struct db *db)
 }
 
 int
+db_in_transaction(struct db *db)
+{
+	return (!sqlite3_get_autocommit(db->h));
+}
+
+int
 db_commit(struct db *db)
 {
 	return (db_exec(db, "COMMIT", NULL));

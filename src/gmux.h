@@ -335,6 +335,7 @@ void		 db_reset(struct dbstmt *);
 void		 db_finalize(struct dbstmt *);
 int		 db_begin(struct db *);
 int		 db_commit(struct db *);
+int		 db_in_transaction(struct db *);
 const char	*db_error(struct db *);
 
 /* job.c: jobs as the daemon sees them */

@@ -6,8 +6,10 @@
  */
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,17 +205,22 @@ job_start(struct job *j, char **cause)
 {
 	struct keeper_spec	 s;
 	struct card		*c = NULL;
-	char			*dir;
-	int			 rc = -1;
+	char			*dir, *log;
+	int			 rc = -1, fd;
 
 	if (j->card >= 0)
 		c = &server_cards.v[j->card];
 	dir = path_job(j->id);
-	if (mkdir_p(dir, 0700) != 0) {
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		xasprintf(cause, "%s: %s", dir, strerror(errno));
 		free(dir);
 		return (-1);
 	}
+	/* The log exists before the keeper runs, so followers can watch it. */
+	log = path_job_file(j->id, "log");
+	if ((fd = open(log, O_WRONLY|O_CREAT|O_CLOEXEC, 0600)) != -1)
+		close(fd);
+	free(log);
 	memset(&s, 0, sizeof s);
 	s.id = j->id;
 	s.dir = dir;

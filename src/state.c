@@ -12,6 +12,11 @@
 
 static struct db	*state_db;
 static struct dbstmt	*st_save;
+static struct dbstmt	*st_next;
+static u_int		 state_next;	/* the next id to hand out */
+static u_int		 state_saved_next; /* what meta says */
+
+static void	state_load_next(void);
 
 static const char state_schema[] =
     "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER);"
@@ -31,12 +36,16 @@ state_open(char **cause)
 		return (-1);
 	st_save = db_prepare(state_db, "INSERT OR REPLACE INTO jobs VALUES "
 	    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+	st_next = db_prepare(state_db, "UPDATE meta SET v = ? "
+	    "WHERE k = 'next_id'");
+	state_load_next();
 	return (0);
 }
 
 void
 state_close(void)
 {
+	db_finalize(st_next);
 	db_finalize(st_save);
 	st_save = NULL;
 	db_close(state_db);
@@ -50,21 +59,29 @@ state_database(void)
 	return (state_db);
 }
 
-/* Hands out job ids; never reused, even after records are pruned. */
+static void
+state_load_next(void)
+{
+	struct dbstmt	*st;
+
+	st = db_prepare(state_db, "SELECT max((SELECT v FROM meta "
+	    "WHERE k = 'next_id'), coalesce((SELECT max(id) + 1 FROM jobs), 1))");
+	if (db_step(st) == 1)
+		state_next = (u_int)db_col_int(st, 0);
+	db_finalize(st);
+	if (state_next == 0)
+		state_next = 1;
+	state_saved_next = state_next;
+}
+
+/*
+ * Hands out job ids; never reused, even after records are pruned.  The
+ * counter is written with the job that takes the id (one transaction).
+ */
 u_int
 state_next_id(void)
 {
-	struct dbstmt	*st;
-	u_int		 id = 0;
-
-	st = db_prepare(state_db, "UPDATE meta SET v = v + 1 "
-	    "WHERE k = 'next_id' RETURNING v - 1");
-	if (db_step(st) == 1)
-		id = (u_int)db_col_int(st, 0);
-	db_finalize(st);
-	if (id == 0)
-		fatalx("state_next_id: %s", db_error(state_db));
-	return (id);
+	return (state_next++);
 }
 
 void
@@ -90,9 +107,19 @@ state_save_job(const struct job *j)
 	db_bind_int(st_save, 12, j->ended);
 	db_bind_int(st_save, 13, j->keeper_pid);
 	db_bind_int(st_save, 14, j->pgid);
+	if (j->id >= state_saved_next) {
+		db_begin(state_db);
+		db_bind_int(st_next, 1, j->id + 1);
+		if (db_step(st_next) == -1)
+			log_warnx("%s: %s", __func__, db_error(state_db));
+		db_reset(st_next);
+		state_saved_next = j->id + 1;
+	}
 	if (db_step(st_save) == -1)
 		log_warnx("%s: %s: %s", __func__, j->name, db_error(state_db));
 	db_reset(st_save);
+	if (db_in_transaction(state_db))
+		db_commit(state_db);
 	free(text);
 }
 
