@@ -274,8 +274,7 @@ follow_pump(struct follower *f)
 		    (n = follow_read(f, out)) > 0)
 			;
 	}
-	/* The keeper's exit frame is the last: no need to wait for its end. */
-	if (f->saw_exit || (n <= 0 && (job_ended(f->job) || !f->follow))) {
+	if (n <= 0 && (job_ended(f->job) || !f->follow)) {
 		follow_end(f, out);
 	} else if (evbuffer_get_length(out) > 0) {
 		f->busy = 1;

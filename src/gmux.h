@@ -365,6 +365,8 @@ struct job {
 	pid_t		 keeper_pid;
 	pid_t		 pgid;
 	int		 ctl_fd;	/* link to the keeper, -1 if none */
+	char		*link_buf;	/* an unfinished line from the keeper */
+	size_t		 link_len;
 	struct event	*ctl_ev;
 	int		 stopping;	/* a stop was asked for */
 	int		 log_wd;	/* inotify watch on the log, or -1 */

@@ -19,6 +19,8 @@
 
 #include "gmux.h"
 
+#define JOB_LINK_MAX	(64 * 1024)	/* a keeper never says this much */
+
 struct jobs all_jobs = TAILQ_HEAD_INITIALIZER(all_jobs);
 
 static const char *job_states[] = {
@@ -130,6 +132,7 @@ job_free(struct job *j)
 	if (j->ctl_fd != -1)
 		close(j->ctl_fd);
 	jobreq_clear(&j->req);
+	free(j->link_buf);
 	free(j->owner);
 	free(j->reason);
 	free(j);
@@ -275,34 +278,26 @@ job_stop(struct job *j, int64_t grace_ms, const char *why)
 	return (rc);
 }
 
-/* The keeper is gone: record how the job ended from its status file. */
-void
-job_finish(struct job *j)
+/* Records how the job ended, from its exit status (NULL: it is unknown). */
+static void
+job_record_end(struct job *j, json_t *st)
 {
-	json_t		*st;
 	const char	*state;
 
-	if (j->ctl_ev != NULL) {
-		event_free(j->ctl_ev);
-		j->ctl_ev = NULL;
-	}
-	if (j->ctl_fd != -1) {
-		close(j->ctl_fd);
-		j->ctl_fd = -1;
-	}
-	if ((st = keeper_status(j->id)) != NULL) {
+	if (job_ended(j))
+		return;
+	if (st != NULL) {
 		j->exit_code = (int)json_integer_value(json_object_get(st,
 		    "exit_code"));
 		state = json_string_value(json_object_get(st, "state"));
 		if (state == NULL || job_state_from_name(state, &j->state) != 0)
 			j->state = JOB_EXITED;
 		j->ended = json_integer_value(json_object_get(st, "ended"));
-		if (json_object_get(st, "error") != NULL) {
+		if (json_is_string(json_object_get(st, "error"))) {
 			free(j->reason);
 			j->reason = xstrdup(json_string_value(
 			    json_object_get(st, "error")));
 		}
-		json_decref(st);
 	} else {
 		j->state = JOB_FAILED;
 		j->exit_code = -1;
@@ -320,14 +315,45 @@ job_finish(struct job *j)
 	server_schedule();
 }
 
+/*
+ * The keeper is gone.  If it did not say how the job ended, its status
+ * file does.
+ */
+void
+job_finish(struct job *j)
+{
+	json_t	*st;
+
+	if (j->ctl_ev != NULL) {
+		event_free(j->ctl_ev);
+		j->ctl_ev = NULL;
+	}
+	if (j->ctl_fd != -1) {
+		close(j->ctl_fd);
+		j->ctl_fd = -1;
+	}
+	if (job_ended(j))
+		return;
+	st = keeper_status(j->id);
+	job_record_end(j, st);
+	json_decref(st);
+}
+
 static void
 job_link_line(struct job *j, const char *line)
 {
 	long	 pid;
 
+	json_t	*st;
+
 	if (sscanf(line, "pid %ld", &pid) == 1 && pid > 0) {
 		j->pgid = (pid_t)pid;
 		state_save_job(j);
+	} else if (strncmp(line, "exit ", 5) == 0) {
+		if ((st = json_loads(line + 5, 0, NULL)) != NULL) {
+			job_record_end(j, st);
+			json_decref(st);
+		}
 	}
 }
 
@@ -335,21 +361,30 @@ static void
 job_link_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct job	*j = arg;
-	char		 buf[512], *line, *nl;
+	char		 buf[4096], *line, *nl;
 	ssize_t		 n;
+	size_t		 used;
 
-	n = read(fd, buf, sizeof buf - 1);
+	n = read(fd, buf, sizeof buf);
 	if (n == -1 && (errno == EINTR || errno == EAGAIN))
 		return;
-	if (n <= 0) {
+	if (n <= 0 || j->link_len + (size_t)n > JOB_LINK_MAX) {
 		job_finish(j);
 		return;
 	}
-	buf[n] = '\0';
-	for (line = buf; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+	/* Lines may be split across reads: keep the unfinished one. */
+	j->link_buf = xrealloc(j->link_buf, j->link_len + (size_t)n + 1);
+	memcpy(j->link_buf + j->link_len, buf, (size_t)n);
+	j->link_len += (size_t)n;
+	j->link_buf[j->link_len] = '\0';
+	for (line = j->link_buf; (nl = strchr(line, '\n')) != NULL;
+	    line = nl + 1) {
 		*nl = '\0';
 		job_link_line(j, line);
 	}
+	used = (size_t)(line - j->link_buf);
+	memmove(j->link_buf, line, j->link_len - used + 1);
+	j->link_len -= used;
 }
 
 /*

@@ -12,7 +12,9 @@
  *	stop GRACE_MS REASON	TERM now, KILL after GRACE_MS; REASON is
  *				"stopped" or "preempted"
  *	ping			answered "pong"
- * The keeper tells its daemon link "pid N" once the job runs.
+ * The keeper tells its daemon link "pid N" once the job runs, and
+ * "exit JSON" (the exit frame's payload) as soon as it has ended, before the
+ * status file is made durable.
  */
 
 #include <sys/prctl.h>
@@ -379,7 +381,7 @@ static void
 keeper_finish(struct keeper *k)
 {
 	json_t		*st;
-	char		*text, *cause = NULL;
+	char		*text, *line, *cause = NULL;
 	const char	*state;
 	int		 code = 0, sig = 0;
 
@@ -402,6 +404,11 @@ keeper_finish(struct keeper *k)
 		json_object_set_new(st, "error", json_string(k->error));
 	text = json_dumps(st, JSON_COMPACT);
 	keeper_frame(k, FRAME_EXIT, text, strlen(text));
+	if (k->conns[0] != -1) {
+		xasprintf(&line, "exit %s\n", text);
+		write_all(k->conns[0], line, strlen(line));
+		free(line);
+	}
 	if (write_file_atomic("status", text, strlen(text), 0600, &cause) != 0)
 		free(cause);
 	free(text);
