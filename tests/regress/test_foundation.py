@@ -391,3 +391,48 @@ def test_no_daemon_is_a_clear_error(home):
     assert r.returncode == 1 and b"no gmux daemon" in r.stderr
     r = d.gmux("run", "--", "true")
     assert r.returncode == 125 and b"gmux serve" in r.stderr
+
+
+def test_garbage_on_the_socket_does_not_hurt_the_daemon(daemon):
+    import socket
+    daemon.start()
+    daemon.gmux("run", "-d", "--", "sleep", "100", check=0)
+    junk = [b"\x00\xff" * 5000, b"GET /v1/jobs HTTP/1.1\r\n" + b"X: y\r\n" * 20000,
+            b"POST /v1/jobs HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n{",
+            b"GET /v1/jobs/../../etc/passwd HTTP/1.1\r\n\r\n",
+            b"POST /v1/jobs HTTP/1.1\r\nContent-Length: 5\r\n\r\n[1,2",
+            b"PATCH /v1/jobs/j1 HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"]
+    for j in junk:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(daemon.socket)
+        try:
+            s.sendall(j)
+        except OSError:
+            pass
+        s.settimeout(2)
+        try:
+            s.recv(100)
+        except OSError:
+            pass
+        s.close()
+    assert daemon.job("j1")["state"] == "running"
+    assert daemon.gmux("run", "--", "echo", "ok").stdout == b"ok\n"
+
+
+def test_a_client_that_stops_reading_costs_the_daemon_little(daemon):
+    daemon.start()
+    daemon.gmux("run", "-d", "--", "sh", "-c",
+                "head -c 300000000 /dev/zero; sleep 100", check=0)
+    p = daemon.popen("logs", "-f", "j1", stdout=subprocess.PIPE)
+    wait_for(lambda: os.path.getsize(os.path.join(
+        daemon.home, "jobs", "j1", "log")) > 290000000, 60, what="output")
+    time.sleep(0.5)
+    rss = int(next(l for l in open("/proc/%d/status" % daemon.pid())
+                   if l.startswith("VmRSS:")).split()[1])
+    assert rss < 40 * 1024, "daemon RSS %d kB" % rss
+    # and the reader still gets everything once it reads
+    got = 0
+    while got < 300000000:
+        got += len(p.stdout.read1(1 << 20))
+    p.kill()
+    daemon.gmux("stop", "--grace", "0", "j1", check=0)
