@@ -395,7 +395,7 @@ struct keeper_spec {
 	char		 *dir;		/* the job's directory */
 	char		**argv;
 	char		**env;
-	char		 *cwd;
+	const char	 *cwd;
 };
 pid_t		 keeper_spawn(const struct keeper_spec *, int *, char **);
 int		 keeper_connect(u_int);

@@ -229,6 +229,8 @@ job_start(struct job *j, char **cause)
 	s.dir = dir;
 	s.argv = j->req.argv;
 	s.cwd = j->req.cwd;
+	if (s.cwd == NULL && (s.cwd = getenv("HOME")) == NULL)
+		s.cwd = "/";
 	s.env = job_env(j, c);
 	j->keeper_pid = keeper_spawn(&s, &j->ctl_fd, cause);
 	if (j->keeper_pid != -1) {

@@ -383,7 +383,7 @@ keeper_finish(struct keeper *k)
 	json_t		*st;
 	char		*text, *line, *cause = NULL;
 	const char	*state;
-	int		 code = 0, sig = 0;
+	int		 code = 0, sig = 0, i;
 
 	if (k->error != NULL) {
 		state = "failed";
@@ -404,11 +404,13 @@ keeper_finish(struct keeper *k)
 		json_object_set_new(st, "error", json_string(k->error));
 	text = json_dumps(st, JSON_COMPACT);
 	keeper_frame(k, FRAME_EXIT, text, strlen(text));
-	if (k->conns[0] != -1) {
-		xasprintf(&line, "exit %s\n", text);
-		write_all(k->conns[0], line, strlen(line));
-		free(line);
+	/* Every daemon connection hears it: the first, or a re-adopting one. */
+	xasprintf(&line, "exit %s\n", text);
+	for (i = 0; i < KEEPER_MAX_CONNS; i++) {
+		if (k->conns[i] != -1)
+			write_all(k->conns[i], line, strlen(line));
 	}
+	free(line);
 	if (write_file_atomic("status", text, strlen(text), 0600, &cause) != 0)
 		free(cause);
 	free(text);

@@ -223,7 +223,7 @@ server_schedule(void)
 static void
 server_detach(int *ready)
 {
-	int	 p[2], fd;
+	int	 p[2];
 	char	 c;
 	pid_t	 pid;
 
@@ -239,6 +239,19 @@ server_detach(int *ready)
 	}
 	close(p[0]);
 	setsid();
+	*ready = p[1];
+}
+
+/* Once it serves, a detached daemon lets go of the terminal. */
+static void
+server_ready(int ready)
+{
+	int	 fd;
+
+	if (ready == -1)
+		return;
+	if (chdir("/") == -1)
+		log_warn("chdir /");
 	if ((fd = open("/dev/null", O_RDWR)) != -1) {
 		dup2(fd, 0);
 		dup2(fd, 1);
@@ -246,7 +259,8 @@ server_detach(int *ready)
 		if (fd > 2)
 			close(fd);
 	}
-	*ready = p[1];
+	write_all(ready, "r", 1);
+	close(ready);
 }
 
 static int
@@ -321,10 +335,7 @@ server_main(const char *fake, int detach)
 	event_add(server_tick_ev, &one);
 	server_schedule();
 	log_info("serving %s with %u card(s)", path_socket(), server_cards.n);
-	if (ready != -1) {
-		write_all(ready, "r", 1);
-		close(ready);
-	}
+	server_ready(ready);
 	event_base_dispatch(server_base);
 	evhttp_free(server_http);
 	unlink(path_socket());

@@ -355,6 +355,7 @@ def test_files_are_private(daemon):
         assert mode & 0o077 == 0, (name, oct(mode))
     for name in ("log", "status"):
         p = os.path.join(daemon.home, "jobs", "j1", name)
+        wait_for(lambda: os.path.exists(p), what=name)
         assert stat.S_IMODE(os.stat(p).st_mode) & 0o077 == 0
 
 
@@ -436,3 +437,10 @@ def test_a_client_that_stops_reading_costs_the_daemon_little(daemon):
         got += len(p.stdout.read1(1 << 20))
     p.kill()
     daemon.gmux("stop", "--grace", "0", "j1", check=0)
+
+
+def test_detached_serve_reports_a_failure(home):
+    d = Daemon(home)
+    d.env["GMUX_HOME"] = home + "/" + "x" * 120
+    r = d.gmux("serve", "-d", "--fake", "1xH100:80G")
+    assert r.returncode == 1 and b"too long" in r.stderr
