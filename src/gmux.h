@@ -407,6 +407,25 @@ void		 api_version(struct evhttp_request *, const char *);
 /* (end) */
 
 /* region.c (issue 5: the shim's shared region, daemon side) */
+struct region_job_info {
+	u_int		 slots;		/* cards the job counts on */
+	u_int		 nprocs;	/* processes registered */
+	u_int		 ceiling;
+	uint64_t	 cap;
+	uint64_t	 used;
+	uint64_t	 peak;
+	uint64_t	 denied;	/* allocations refused at the cap */
+};
+int		 region_open(const char *, const struct cards *, char **);
+void		 region_close(void);
+const char	*region_path(void);
+int		 region_job_start(u_int, u_int, u_int, u_int, u_int, uint64_t,
+		     char **, char **);
+int		 region_job_set(u_int, u_int, u_int, uint64_t);
+void		 region_job_end(u_int);
+int		 region_job_info(u_int, struct region_job_info *);
+int		 region_pid_job(pid_t, u_int *);
+u_int		 region_tick(void);
 /* (end) */
 
 /* mps.c (issue 5) */
