@@ -429,6 +429,24 @@ u_int		 region_tick(void);
 /* (end) */
 
 /* mps.c (issue 5) */
+int		 mps_start(const struct card *, char **);
+void		 mps_stop(const struct card *);
+void		 mps_stop_all(void);
+const char	*mps_pipe_dir(u_int);
+/* (end) */
+
+/* cumask.c (issue 5: AMD compute-unit masks) */
+#define CUMASK_WORDS	8		/* 512 CUs at most */
+struct cumask_geom {
+	u_int		 cus;		/* active compute units */
+	u_int		 xcds;		/* XCDs the mask interleaves over */
+};
+int		 cumask_geometry(const struct card *, struct cumask_geom *);
+int		 cumask_pick(const struct cumask_geom *, const uint64_t *, u_int,
+		     uint64_t *);
+char		*cumask_format(const uint64_t *);
+char		*cumask_take(u_int, const struct card *, u_int, char **);
+void		 cumask_release(u_int);
 /* (end) */
 
 /* fence.c (issue 6) */
