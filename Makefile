@@ -46,7 +46,7 @@ SRCS += src/card-intel.c src/enforce.c
 # -- ledger (issue 4)
 
 # -- enforcement (issue 5)
-SRCS += src/region.c src/mps.c src/cumask.c
+SRCS += src/region.c src/mps.c src/cumask.c src/audit.c
 # libgmux.so, the preload library: its own flags (no sanitizers, no
 # third-party headers), hidden visibility and an explicit export list.
 SHIM_SRCS = shim/dl.c shim/account.c shim/track.c shim/cuda.c shim/pool.c \

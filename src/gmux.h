@@ -449,6 +449,36 @@ char		*cumask_take(u_int, const struct card *, u_int, char **);
 void		 cumask_release(u_int);
 /* (end) */
 
+/* audit.c (issue 5: GPU processes the shim does not know) */
+struct audit_gpu_proc {
+	pid_t		 pid;
+	uint64_t	 used;		/* bytes, by the driver's count */
+	char		 card[64];	/* UUID or the tool's index */
+};
+struct audit_job {
+	u_int		 id;
+	pid_t		 keeper;	/* every process of the job descends */
+	uint64_t	 cap;
+};
+struct audit_offender {
+	u_int		 job;
+	pid_t		 pid;		/* 0: the job as a whole */
+	int		 stop;		/* to be stopped unless report-only */
+	const char	*why;
+};
+int		 audit_parse_nvidia(const char *, struct audit_gpu_proc **,
+		     u_int *, char **);
+int		 audit_parse_amdsmi(const char *, struct audit_gpu_proc **,
+		     u_int *, char **);
+u_int		 audit_check(const struct audit_gpu_proc *, u_int,
+		     const struct audit_job *, u_int, pid_t (*)(pid_t),
+		     int (*)(pid_t, u_int *), struct audit_offender **);
+pid_t		 audit_parent(pid_t);
+u_int		 audit_scan(const struct cards *, const struct audit_job *,
+		     u_int, struct audit_offender **);
+void		 audit_enforce(const struct audit_offender *, u_int, int);
+/* (end) */
+
 /* fence.c (issue 6) */
 /* (end) */
 
