@@ -249,12 +249,17 @@ int		 card_intel_parse(const char *, struct cards *, char **);
 int		 card_intel_detect(struct cards *, char **);
 
 /* enforce.c: the one interface through which caps and ceilings change */
+struct audit_job;
+struct audit_offender;
 void		 enforce_init(struct cards *);
-void		 enforce_job_env(const struct card *, u_int, uint64_t,
-		     char ***);
+void		 enforce_shutdown(void);
+int		 enforce_job_env(u_int, const struct card *, u_int, u_int,
+		     uint64_t, char ***, char **);
 void		 enforce_set(u_int, const struct card *, u_int, u_int,
 		     uint64_t);
 void		 enforce_forget(u_int);
+u_int		 enforce_tick(const struct cards *, const struct audit_job *,
+		     u_int, int, struct audit_offender **);
 json_t		*enforce_history(void);
 
 /* sched.c: pure scheduling policy; no I/O */
