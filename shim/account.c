@@ -228,16 +228,6 @@ max_store(_Atomic uint64_t *a, uint64_t v)
 		;
 }
 
-static void
-sub_floor(_Atomic uint64_t *a, uint64_t v)
-{
-	uint64_t	 old = atomic_load(a), new;
-
-	do {
-		new = old > v ? old - v : 0;
-	} while (!atomic_compare_exchange_weak(a, &old, new));
-}
-
 /*
  * Reserves n bytes on device dev before the real allocator runs.  Returns
  * 0, or -1 when it would pass the cap or the region cannot be used.
@@ -282,8 +272,8 @@ acct_release(int dev, uint64_t n)
 	sl = &rg->slots[refs[r].slot];
 	if (atomic_load(&sl->gen) != refs[r].gen)
 		return;
-	sub_floor(&rg->procs[refs[r].proc].used, n);
-	sub_floor(&sl->used, n);
+	gmux_region_sub(&rg->procs[refs[r].proc].used, n);
+	gmux_region_sub(&sl->used, n);
 }
 
 /* The slot of dev whatever its state, for reading; NULL if none. */

@@ -27,6 +27,17 @@ nvml_job(nvmlDevice_t d, uint64_t *cap, uint64_t *used)
 	return (1);
 }
 
+/* Shows the cap as the total and the job's use as used. */
+static void
+nvml_fix(unsigned long long *total, unsigned long long *free_,
+    unsigned long long *usedp, uint64_t cap, uint64_t used)
+{
+	if (cap < *total)
+		*total = cap;
+	*usedp = used;
+	*free_ = used < *total ? *total - used : 0;
+}
+
 SHIM_EXPORT nvmlReturn_t
 nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
@@ -36,13 +47,9 @@ nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 
 	if (fn == NULL)
 		return (NVML_ERROR_NOT_FOUND);
-	if ((rc = fn(d, m)) != NVML_SUCCESS || m == NULL ||
-	    !nvml_job(d, &cap, &used))
-		return (rc);
-	if (cap < m->total)
-		m->total = cap;
-	m->used = used;
-	m->free = used < m->total ? m->total - used : 0;
+	if ((rc = fn(d, m)) == NVML_SUCCESS && m != NULL &&
+	    nvml_job(d, &cap, &used))
+		nvml_fix(&m->total, &m->free, &m->used, cap, used);
 	return (rc);
 }
 
@@ -56,13 +63,10 @@ nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
 
 	if (fn == NULL)
 		return (NVML_ERROR_NOT_FOUND);
-	if ((rc = fn(d, m)) != NVML_SUCCESS || m == NULL ||
-	    !nvml_job(d, &cap, &used))
-		return (rc);
-	if (cap < m->total)
-		m->total = cap;
-	m->reserved = 0;
-	m->used = used;
-	m->free = used < m->total ? m->total - used : 0;
+	if ((rc = fn(d, m)) == NVML_SUCCESS && m != NULL &&
+	    nvml_job(d, &cap, &used)) {
+		nvml_fix(&m->total, &m->free, &m->used, cap, used);
+		m->reserved = 0;
+	}
 	return (rc);
 }

@@ -99,36 +99,54 @@ struct gmux_region {
 #define GMUX_REGION_OWNER_PID(o)	((int32_t)((o) & 0xffffffffU))
 
 /*
- * Returns the start time of pid (clock ticks after boot, field 22 of
- * /proc/PID/stat), or 0 if the process is gone.  No allocation: the shim
- * calls it too.  The command name (field 2) may hold spaces and
- * parentheses, so fields are counted from the last ')'.
+ * Returns numeric field n (from 4 on) of /proc/PID/stat, or 0 if the
+ * process is gone: 4 is the parent, 22 the start time (clock ticks after
+ * boot).  No allocation: the shim calls it too.  The command name (field
+ * 2) may hold spaces and parentheses, so fields are counted from the last
+ * ')'.
  */
 static inline uint64_t
-gmux_region_start_time(pid_t pid)
+gmux_region_stat(pid_t pid, int n)
 {
 	char		 path[64], buf[1024], *p;
 	int		 fd, field;
-	ssize_t		 n;
+	ssize_t		 len;
 	uint64_t	 v = 0;
 
 	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
 	if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1)
 		return (0);
-	n = read(fd, buf, sizeof buf - 1);
+	len = read(fd, buf, sizeof buf - 1);
 	close(fd);
-	if (n <= 0)
+	if (len <= 0)
 		return (0);
-	buf[n] = '\0';
+	buf[len] = '\0';
 	if ((p = strrchr(buf, ')')) == NULL)
 		return (0);
-	for (field = 2; *p != '\0' && field < 22; p++) {
+	for (field = 2; *p != '\0' && field < n; p++) {
 		if (*p == ' ')
 			field++;
 	}
 	while (*p >= '0' && *p <= '9')
 		v = v * 10 + (uint64_t)(*p++ - '0');
 	return (v);
+}
+
+static inline uint64_t
+gmux_region_start_time(pid_t pid)
+{
+	return (gmux_region_stat(pid, 22));
+}
+
+/* Subtracts v from a counter without going below zero. */
+static inline void
+gmux_region_sub(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t	 old = atomic_load(a), new;
+
+	do {
+		new = old > v ? old - v : 0;
+	} while (!atomic_compare_exchange_weak(a, &old, new));
 }
 
 #endif /* GMUX_REGION_H */

@@ -9,13 +9,12 @@
  * driver's own count is reported too.
  */
 
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "gmux.h"
+#include "../shim/region.h"
 
 #define AUDIT_DEPTH	64		/* parents walked to find the keeper */
 #define AUDIT_CONTEXT	(1ULL << 30)	/* a CUDA context's own memory, roughly */
@@ -232,22 +231,7 @@ audit_check(const struct audit_gpu_proc *gp, u_int ngp,
 pid_t
 audit_parent(pid_t pid)
 {
-	char	 path[64], buf[512], *p;
-	long	 ppid = 0;
-	ssize_t	 len;
-	int	 fd;
-
-	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-	if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1)
-		return (0);
-	len = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (len <= 0)
-		return (0);
-	buf[len] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || sscanf(p, ") %*c %ld", &ppid) != 1)
-		return (0);
-	return ((pid_t)ppid);
+	return ((pid_t)gmux_region_stat(pid, 4));
 }
 
 /*

@@ -316,17 +316,6 @@ region_pid_job(pid_t pid, u_int *job)
 	return (0);
 }
 
-/* Subtracts v from *a without going below zero. */
-static void
-sub_floor(_Atomic uint64_t *a, uint64_t v)
-{
-	uint64_t	 old = atomic_load(a), new;
-
-	do {
-		new = old > v ? old - v : 0;
-	} while (!atomic_compare_exchange_weak(a, &old, new));
-}
-
 /* Returns a dead process's share to its slot and frees its entry. */
 static void
 region_reap(u_int i, uint64_t owner)
@@ -336,7 +325,7 @@ region_reap(u_int i, uint64_t owner)
 	uint64_t		 used = atomic_load(&p->used);
 
 	if (s < GMUX_REGION_SLOTS)
-		sub_floor(&rg->slots[s].used, used);
+		gmux_region_sub(&rg->slots[s].used, used);
 	atomic_store(&p->used, 0);
 	atomic_store(&p->start, 0);
 	atomic_compare_exchange_strong(&p->owner, &owner, 0);

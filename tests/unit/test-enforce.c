@@ -171,5 +171,9 @@ main(void)
 	RUN(test_fake_nvidia);
 	RUN(test_real_nvidia_mps);
 	RUN(test_amd_and_intel);
+	xasprintf(&path, "rm -rf '%s'", home);
+	if (system(path) != 0)
+		fprintf(stderr, "cannot remove %s\n", home);
+	free(path);
 	UNIT_EXIT();
 }

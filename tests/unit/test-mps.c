@@ -103,5 +103,9 @@ main(void)
 	free(path);
 	RUN(test_mps_start_stop);
 	RUN(test_mps_failures);
+	xasprintf(&path, "rm -rf '%s'", home);
+	if (system(path) != 0)
+		fprintf(stderr, "cannot remove %s\n", home);
+	free(path);
 	UNIT_EXIT();
 }
