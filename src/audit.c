@@ -56,7 +56,9 @@ audit_parse_nvidia(const char *text, struct audit_gpu_proc **v, u_int *n,
 		if (*line == '\0' || strstr(line, "No running") != NULL)
 			continue;
 		mib = 0;
+		off = -1;	/* %n is not reached if the second comma is not */
 		if (sscanf(line, "%63[^,], %lld, %n", uuid, &pid, &off) != 2 ||
+		    off == -1 ||
 		    pid <= 0 || pid > INT32_MAX ||
 		    (sscanf(line + off, "%lld", &mib) != 1 &&
 		    strncmp(line + off, "[N/A]", 5) != 0) || mib < 0) {

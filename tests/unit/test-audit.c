@@ -65,6 +65,9 @@ test_parse_nvidia(void)
 	CHECK(audit_parse_nvidia("No running processes found\n", &v, &n,
 	    &cause) == 0 && n == 0);
 	free(v);
+	CHECK(audit_parse_nvidia("/,1/\n", &v, &n, &cause) == -1);
+	free(cause);
+	cause = NULL;
 	CHECK(audit_parse_nvidia("GPU-x, pid, 12\n", &v, &n, &cause) == -1);
 	CHECK(v == NULL && n == 0 && cause != NULL);
 	free(cause);
