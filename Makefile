@@ -60,6 +60,66 @@ SRCS += src/cmd-stop.c src/cmd-cards.c src/cmd-version.c src/cmd-help.c
 # -- ledger (issue 4)
 
 # -- enforcement (issue 5)
+SRCS += src/region.c src/mps.c src/cumask.c src/audit.c
+# libgmux.so, the preload library: its own flags (no sanitizers, no
+# third-party headers), hidden visibility and an explicit export list.
+SHIM_SRCS = shim/dl.c shim/account.c shim/track.c shim/cuda.c shim/pool.c \
+	shim/pacer.c shim/nvml.c shim/hsa.c
+SHIM_HDRS = shim/shim.h shim/syms.h shim/region.h shim/cuda-types.h
+SHIM_CFLAGS = -O2 -g -std=c11 -D_GNU_SOURCE $(WARN) -fPIC \
+	-fvisibility=hidden -Ishim
+SHIM_OBJS = $(SHIM_SRCS:%.c=$(O)/%.o)
+FAKE_CFLAGS = -O2 -g -std=c11 -D_GNU_SOURCE $(WARN) -fPIC -Ishim
+# Test-only: the fake driver, NVML and the programs the shim tests drive.
+FAKE_CUDA = $(O)/fake-cuda/libcuda.so.1 $(O)/fake-cuda/libnvidia-ml.so.1
+SHIM_TESTS = $(O)/shim-tests/cudash $(O)/shim-tests/cudash-dl \
+	$(O)/shim-tests/hsa-host $(O)/shim-tests/test-shim
+
+all: $(O)/libgmux.so
+
+$(O)/src/region.o: shim/region.h
+
+$(O)/shim/%.o: shim/%.c $(SHIM_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
+
+$(O)/libgmux.so: $(SHIM_OBJS) shim/libgmux.map
+	$(CC) -shared -o $@ $(SHIM_OBJS) -Wl,--version-script=shim/libgmux.map \
+	    -Wl,-z,defs -ldl -lpthread
+
+$(O)/fake-cuda/lib%.so.1: tests/fake-cuda/lib%.c shim/cuda-types.h
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,lib$*.so.1 \
+	    -Wl,-Bsymbolic-functions -o $@ $< -lpthread
+	ln -sf lib$*.so.1 $(@D)/lib$*.so
+
+$(O)/shim-tests/cudash: tests/shim/cudash.c $(FAKE_CUDA)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< -L$(O)/fake-cuda -lcuda -lnvidia-ml -ldl
+
+$(O)/shim-tests/cudash-dl: tests/shim/cudash.c shim/cuda-types.h
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -DVIA_DLSYM -o $@ $< -ldl
+
+$(O)/shim-tests/hsa-host: tests/shim/hsa-host.c
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< -ldl
+
+$(O)/shim-tests/test-shim: tests/shim/test-shim.c tests/unit/unit.h \
+	$(O)/libgmuxcore.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+# The shim's tests: the real library in front of the fake driver.
+unit-shim: $(O)/libgmux.so $(FAKE_CUDA) $(SHIM_TESTS)
+	@tests/run-shim $(O)
+
+install: install-shim
+install-shim: $(O)/libgmux.so
+	install -d $(DESTDIR)$(PREFIX)/lib/gmux
+	install -m 0644 $(O)/libgmux.so $(DESTDIR)$(PREFIX)/lib/gmux/libgmux.so
+
+.PHONY: unit-shim install-shim
 
 # -- fence (issue 6)
 

@@ -294,12 +294,17 @@ int		 card_intel_parse(const char *, struct cards *, char **);
 int		 card_intel_detect(struct cards *, char **);
 
 /* enforce.c: the one interface through which caps and ceilings change */
+struct audit_job;
+struct audit_offender;
 void		 enforce_init(struct cards *);
-void		 enforce_job_env(const struct card *, u_int, uint64_t,
-		     char ***);
+void		 enforce_shutdown(void);
+int		 enforce_job_env(u_int, const struct card *, u_int, u_int,
+		     uint64_t, char ***, char **);
 void		 enforce_set(u_int, const struct card *, u_int, u_int,
 		     uint64_t);
 void		 enforce_forget(u_int);
+u_int		 enforce_tick(const struct cards *, const struct audit_job *,
+		     u_int, int, struct audit_offender **);
 json_t		*enforce_history(void);
 
 /* sched.c: pure scheduling policy; no I/O */
@@ -465,9 +470,76 @@ void		 api_version(struct evhttp_request *, const char *);
 /* (end) */
 
 /* region.c (issue 5: the shim's shared region, daemon side) */
+struct region_job_info {
+	u_int		 slots;		/* cards the job counts on */
+	u_int		 nprocs;	/* processes registered */
+	u_int		 ceiling;
+	uint64_t	 cap;
+	uint64_t	 used;
+	uint64_t	 peak;
+	uint64_t	 denied;	/* allocations refused at the cap */
+};
+int		 region_open(const char *, const struct cards *, char **);
+void		 region_close(void);
+const char	*region_path(void);
+int		 region_job_start(u_int, u_int, u_int, u_int, u_int, uint64_t,
+		     char **, char **);
+int		 region_job_set(u_int, u_int, u_int, uint64_t);
+void		 region_job_end(u_int);
+int		 region_job_info(u_int, struct region_job_info *);
+int		 region_pid_job(pid_t, u_int *);
+u_int		 region_tick(void);
 /* (end) */
 
 /* mps.c (issue 5) */
+int		 mps_start(const struct card *, char **);
+void		 mps_stop(const struct card *);
+void		 mps_stop_all(void);
+const char	*mps_pipe_dir(u_int);
+/* (end) */
+
+/* cumask.c (issue 5: AMD compute-unit masks) */
+#define CUMASK_WORDS	8		/* 512 CUs at most */
+struct cumask_geom {
+	u_int		 cus;		/* active compute units */
+	u_int		 xcds;		/* XCDs the mask interleaves over */
+};
+int		 cumask_geometry(const struct card *, struct cumask_geom *);
+int		 cumask_pick(const struct cumask_geom *, const uint64_t *, u_int,
+		     uint64_t *);
+char		*cumask_format(const uint64_t *);
+char		*cumask_take(u_int, const struct card *, u_int, char **);
+void		 cumask_release(u_int);
+/* (end) */
+
+/* audit.c (issue 5: GPU processes the shim does not know) */
+struct audit_gpu_proc {
+	pid_t		 pid;
+	uint64_t	 used;		/* bytes, by the driver's count */
+	char		 card[64];	/* UUID or the tool's index */
+};
+struct audit_job {
+	u_int		 id;
+	pid_t		 keeper;	/* every process of the job descends */
+	uint64_t	 cap;
+};
+struct audit_offender {
+	u_int		 job;
+	pid_t		 pid;		/* 0: the job as a whole */
+	int		 stop;		/* to be stopped unless report-only */
+	const char	*why;
+};
+int		 audit_parse_nvidia(const char *, struct audit_gpu_proc **,
+		     u_int *, char **);
+int		 audit_parse_amdsmi(const char *, struct audit_gpu_proc **,
+		     u_int *, char **);
+u_int		 audit_check(const struct audit_gpu_proc *, u_int,
+		     const struct audit_job *, u_int, pid_t (*)(pid_t),
+		     int (*)(pid_t, u_int *), struct audit_offender **);
+pid_t		 audit_parent(pid_t);
+u_int		 audit_scan(const struct cards *, const struct audit_job *,
+		     u_int, struct audit_offender **);
+void		 audit_enforce(const struct audit_offender *, u_int, int);
 /* (end) */
 
 /* fence.c (issue 6) */
