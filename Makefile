@@ -111,7 +111,9 @@ $(O)/shim-tests/test-shim: tests/shim/test-shim.c tests/unit/unit.h \
 	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 # The shim's tests: the real library in front of the fake driver.
-unit-shim: $(O)/libgmux.so $(FAKE_CUDA) $(SHIM_TESTS)
+shim-tests: $(O)/libgmux.so $(FAKE_CUDA) $(SHIM_TESTS)
+
+unit-shim: shim-tests
 	@tests/run-shim $(O)
 
 install: install-shim
@@ -119,7 +121,7 @@ install-shim: $(O)/libgmux.so
 	install -d $(DESTDIR)$(PREFIX)/lib/gmux
 	install -m 0644 $(O)/libgmux.so $(DESTDIR)$(PREFIX)/lib/gmux/libgmux.so
 
-.PHONY: unit-shim install-shim
+.PHONY: unit-shim shim-tests install-shim
 
 # -- fence (issue 6)
 
@@ -162,7 +164,7 @@ units: $(UNITS)
 unit: $(UNITS)
 	@ASAN_OPTIONS=detect_leaks=1 tests/run-units $(UNITS)
 
-regress: all
+regress: all shim-tests
 	GMUX=$(CURDIR)/$(O)/gmux $(PYTHON) -m pytest -q tests/regress
 
 # The whole suite: installs what the tests need, builds, runs units, units

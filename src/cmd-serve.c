@@ -14,7 +14,10 @@ const struct cmd_entry cmd_serve_entry = {
 	.options =
 	    "  --fake SPEC          add fake cards, e.g. 2xH100:80G,1xMI300X:192G\n"
 	    "  -d, --detach         run in the background once it serves\n"
-	    "  -v, --verbose        log every request and job change\n",
+	    "  -v, --verbose        log every request and job change\n"
+	    "  --audit-report-only  report a job's GPU processes that escaped "
+	    "the memory\n"
+	    "                       cap instead of stopping them\n",
 	.exec = cmd_serve_exec,
 };
 
@@ -22,6 +25,7 @@ static const struct option serve_opts[] = {
 	{ "fake", required_argument, NULL, 'f' },
 	{ "detach", no_argument, NULL, 'd' },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "audit-report-only", no_argument, NULL, 'A' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -43,6 +47,9 @@ cmd_serve_exec(int argc, char **argv)
 			break;
 		case 'v':
 			verbose = 2;
+			break;
+		case 'A':
+			server_audit_report_only = 1;
 			break;
 		}
 	}

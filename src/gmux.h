@@ -375,6 +375,7 @@ struct job {
 	struct event	*ctl_ev;
 	int		 stopping;	/* a stop was asked for */
 	int		 log_wd;	/* inotify watch on the log, or -1 */
+	char		*audit;		/* what enforcement found wrong, or NULL */
 	TAILQ_HEAD(, follower) followers;
 	TAILQ_ENTRY(job) entry;
 };
@@ -431,6 +432,7 @@ int		 follow_seek(int, uint64_t, off_t *, uint64_t *);
 struct event_base;
 extern struct event_base *server_base;
 extern struct cards server_cards;
+extern int	 server_audit_report_only;
 int		 server_main(const char *, int);
 void		 server_schedule(void);
 void		 server_tick(void);

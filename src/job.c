@@ -133,6 +133,7 @@ job_free(struct job *j)
 		close(j->ctl_fd);
 	jobreq_clear(&j->req);
 	free(j->link_buf);
+	free(j->audit);
 	free(j->owner);
 	free(j->reason);
 	free(j);
@@ -167,9 +168,13 @@ env_set(char ***envp, const char *fmt, ...)
 	*envp = v;
 }
 
-/* The job's environment: the caller's, then gmux's own variables. */
+/*
+ * The job's environment: the caller's, then gmux's own variables, then
+ * what enforcement on its card needs.  NULL with *cause if the card cannot
+ * take it (enforcement refused a slot).
+ */
 static char **
-job_env(struct job *j, struct card *c)
+job_env(struct job *j, struct card *c, char **cause)
 {
 	char	**env, *share;
 
@@ -186,8 +191,11 @@ job_env(struct job *j, struct card *c)
 	env_set(&env, "GMUX_SHARE=%s", share);
 	env_set(&env, "GMUX_MEM=%llu", (unsigned long long)j->mem);
 	free(share);
-	if (c != NULL)
-		enforce_job_env(c, j->seats, j->mem, &env);
+	if (c != NULL && enforce_job_env(j->id, c, j->seats, j->seats, j->mem,
+	    &env, cause) != 0) {
+		strv_free(env);
+		return (NULL);
+	}
 	return (env);
 }
 
@@ -231,16 +239,17 @@ job_start(struct job *j, char **cause)
 	s.cwd = j->req.cwd;
 	if (s.cwd == NULL && (s.cwd = getenv("HOME")) == NULL)
 		s.cwd = "/";
-	s.env = job_env(j, c);
+	if ((s.env = job_env(j, c, cause)) == NULL)
+		goto out;
 	j->keeper_pid = keeper_spawn(&s, &j->ctl_fd, cause);
 	if (j->keeper_pid != -1) {
 		j->state = JOB_RUNNING;
 		j->started = clock_ms();
-		if (c != NULL)
-			enforce_set(j->id, c, j->seats, j->seats, j->mem);
 		job_watch_link(j);
 		rc = 0;
-	}
+	} else if (c != NULL)
+		enforce_forget(j->id);
+out:
 	strv_free(s.env);
 	free(dir);
 	log_debug("%s: %s card %d seats %u: %s", __func__, j->name, j->card,
@@ -436,6 +445,8 @@ job_to_json(const struct job *j)
 	json_object_set_new(o, "pid", j->pgid ? json_integer(j->pgid) :
 	    json_null());
 	json_object_set_new(o, "reason", j->reason ? json_string(j->reason) :
+	    json_null());
+	json_object_set_new(o, "audit", j->audit ? json_string(j->audit) :
 	    json_null());
 	return (o);
 }

@@ -31,6 +31,8 @@ static struct evhttp	*server_http;
 static struct event	*server_tick_ev;
 static int		 server_lock_fd = -1;
 
+int			 server_audit_report_only;
+
 /* Takes the home's lock; a second daemon on one home is refused. */
 static int
 server_lock(char **cause)
@@ -128,10 +130,48 @@ server_tick_cb(evutil_socket_t fd, short events, void *arg)
 	server_tick();
 }
 
-/* Once a second: work that is due (hooks are added here). */
+/*
+ * Enforcement's second: reap what dead processes held on the cards, and
+ * now and then compare the driver's GPU processes with the jobs'.  What
+ * is found is shown on the job (gmux ps) until it ends.
+ */
+static void
+server_tick_enforce(void)
+{
+	struct audit_job	*aj;
+	struct audit_offender	*off = NULL;
+	struct job		*j;
+	u_int			 n = 0, noff, i;
+
+	aj = NULL;
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (j->state != JOB_RUNNING || j->card < 0)
+			continue;
+		aj = xreallocarray(aj, n + 1, sizeof *aj);
+		aj[n].id = j->id;
+		aj[n].keeper = j->keeper_pid;
+		aj[n].cap = j->mem;
+		n++;
+	}
+	noff = enforce_tick(&server_cards, aj, n, server_audit_report_only,
+	    &off);
+	for (i = 0; i < noff; i++) {
+		if ((j = job_find_id(off[i].job)) == NULL)
+			continue;
+		free(j->audit);
+		xasprintf(&j->audit, "pid %ld: %s%s", (long)off[i].pid,
+		    off[i].why, off[i].stop && !server_audit_report_only ?
+		    " (stopped)" : "");
+	}
+	free(off);
+	free(aj);
+}
+
+/* Once a second: work that is due. */
 void
 server_tick(void)
 {
+	server_tick_enforce();
 }
 
 /* Each card's admitted seats and memory, from the running jobs. */
@@ -339,6 +379,7 @@ server_main(const char *fake, int detach)
 	event_base_dispatch(server_base);
 	evhttp_free(server_http);
 	unlink(path_socket());
+	enforce_shutdown();
 	state_close();
 	if (ftruncate(server_lock_fd, 0) == -1)
 		log_warn("ftruncate");
