@@ -50,6 +50,7 @@ SRCS += src/api-card.c src/job.c src/keeper.c src/state.c src/follow.c
 # -- cards
 SRCS += src/card.c src/card-fake.c src/card-nvidia.c src/card-amd.c
 SRCS += src/card-intel.c src/enforce.c
+SRCS += src/card-json.c src/card-tool.c
 
 # -- commands
 SRCS += src/cmd-serve.c src/cmd-run.c src/cmd-ps.c src/cmd-logs.c
@@ -173,8 +174,34 @@ test:
 	@tests/setup-deps
 	@tests/run-all
 
-fuzz:
-	@tests/fuzz/run $(FUZZ_SECONDS)
+# Fuzzing: each tests/fuzz/fuzz-*.c is built by clang with libFuzzer and
+# the sanitizers against the sources, compiled again into $(O)/fuzz (the
+# gcc objects are not fit to link with it); tests/fuzz/run runs each for
+# FUZZ_SECONDS and fails if one finds a crash.
+FUZZ_CC = clang
+FUZZ_CFLAGS = -g -O1 -std=c11 -D_GNU_SOURCE -DGMUX_VERSION='"$(VERSION)"' \
+	$(WARN) $(PKG_CFLAGS) -Isrc -fno-omit-frame-pointer \
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRCS = $(wildcard tests/fuzz/fuzz-*.c)
+FUZZERS = $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
+FUZZ_LIB = $(O)/fuzz/libgmuxcore.a
+
+$(O)/fuzz/%.o: %.c src/gmux.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_LIB): $(SRCS:%.c=$(O)/fuzz/%.o)
+	rm -f $@
+	ar rcs $@ $^
+
+$(O)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB) \
+	    $(LDLIBS)
+
+fuzzers: $(FUZZERS)
+
+fuzz: fuzzers
+	@O=$(O) tests/fuzz/run $(FUZZ_SECONDS)
 
 bench: all
 	@bench/run-latency
@@ -191,4 +218,4 @@ install: all
 clean:
 	rm -rf $(O) build-*
 
-.PHONY: all units unit regress test fuzz bench demo install clean
+.PHONY: all units unit regress test fuzz fuzzers bench demo install clean

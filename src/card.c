@@ -67,46 +67,76 @@ cards_add(struct cards *cs)
 	return (c);
 }
 
+/* Drops the cards from index n on (a parser undoing what it added). */
 void
-cards_free(struct cards *cs)
+cards_truncate(struct cards *cs, u_int n)
 {
 	u_int	 i;
 
-	for (i = 0; i < cs->n; i++) {
+	for (i = n; i < cs->n; i++) {
 		free(cs->v[i].model);
 		free(cs->v[i].uuid);
+		free(cs->v[i].bus_id);
 		free(cs->v[i].enforce.why);
 	}
+	if (n < cs->n)
+		cs->n = n;
+}
+
+void
+cards_free(struct cards *cs)
+{
+	cards_truncate(cs, 0);
 	free(cs->v);
 	cs->v = NULL;
 	cs->n = 0;
 }
 
+/* Says, with *cause naming the tool, when cs cannot take another card. */
+int
+card_room(const struct cards *cs, const char *tool, char **cause)
+{
+	if (cs->n < CARDS_MAX)
+		return (0);
+	xasprintf(cause, "%s: more than %d cards", tool, CARDS_MAX);
+	return (-1);
+}
+
+static const struct {
+	const char	*vendor;
+	int		(*detect)(struct cards *, char **);
+} card_detectors[] = {
+	{ "nvidia", card_nvidia_detect },
+	{ "amd", card_amd_detect },
+	{ "intel", card_intel_detect },
+};
+
 /*
  * Finds every card: the vendors' tools first, then the fake ones from spec
- * (may be NULL).  A missing tool is not an error; a bad spec is.
+ * (may be NULL).  A missing tool is not an error, nor is one that fails:
+ * that is logged and the other vendors are still asked.  A bad spec is.
  */
 int
 cards_detect(struct cards *cs, const char *fake, char **cause)
 {
-	char	*why = NULL;
+	char	*why;
+	u_int	 i, n;
 
 	if (getenv("GMUX_NO_DETECT") == NULL) {
-		if (card_nvidia_detect(cs, &why) != 0)
-			goto tool;
-		if (card_amd_detect(cs, &why) != 0)
-			goto tool;
-		if (card_intel_detect(cs, &why) != 0)
-			goto tool;
+		for (i = 0; i < nitems(card_detectors); i++) {
+			why = NULL;
+			if (card_detectors[i].detect(cs, &why) == 0)
+				continue;
+			log_warnx("card detection (%s): %s",
+			    card_detectors[i].vendor, why);
+			free(why);
+		}
 	}
-	if (fake != NULL && card_fake_parse(fake, cs, cause) != 0)
+	n = cs->n;
+	if (fake != NULL && card_fake_parse(fake, cs, cause) != 0) {
+		cards_truncate(cs, n);
 		return (-1);
-	return (0);
-tool:
-	log_warnx("card detection: %s", why);
-	free(why);
-	if (fake != NULL && card_fake_parse(fake, cs, cause) != 0)
-		return (-1);
+	}
 	return (0);
 }
 
@@ -157,6 +187,10 @@ card_to_json(const struct card *c)
 	json_object_set_new(o, "uuid", json_string(c->uuid ? c->uuid : ""));
 	json_object_set_new(o, "memory", json_integer((json_int_t)c->memory));
 	json_object_set_new(o, "fake", json_boolean(c->fake));
+	json_object_set_new(o, "bus_id", c->bus_id != NULL ?
+	    json_string(c->bus_id) : json_null());
+	if (c->cus != 0)
+		json_object_set_new(o, "cus", json_integer(c->cus));
 	e = json_object();
 	json_object_set_new(e, "memory", json_string(c->enforce.memory ?
 	    c->enforce.memory : "none"));
@@ -170,4 +204,246 @@ card_to_json(const struct card *c)
 	    json_string(c->enforce.why) : json_null());
 	json_object_set_new(o, "enforce", e);
 	return (o);
+}
+
+/*
+ * Parses a whole string as an unsigned number, decimal or 0x hex, without
+ * overflow.  Returns -1 if it is not one.
+ */
+int
+card_parse_u64(const char *s, uint64_t *out)
+{
+	uint64_t	 v = 0, base = 10;
+	u_int		 d;
+	const char	*p = s;
+
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		base = 16;
+		p += 2;
+	}
+	if (*p == '\0')
+		return (-1);
+	for (; *p != '\0'; p++) {
+		if (*p >= '0' && *p <= '9')
+			d = (u_int)(*p - '0');
+		else if (base == 16 && *p >= 'a' && *p <= 'f')
+			d = (u_int)(*p - 'a' + 10);
+		else if (base == 16 && *p >= 'A' && *p <= 'F')
+			d = (u_int)(*p - 'A' + 10);
+		else
+			return (-1);
+		if (v > (UINT64_MAX - d) / base)
+			return (-1);
+		v = v * base + d;
+	}
+	*out = v;
+	return (0);
+}
+
+/* Strips leading and trailing white space in place; returns the start. */
+char *
+card_trim(char *s)
+{
+	size_t	 n;
+
+	s += strspn(s, " \t\r\n");
+	n = strlen(s);
+	while (n > 0 && strchr(" \t\r\n", s[n - 1]) != NULL)
+		s[--n] = '\0';
+	return (s);
+}
+
+/*
+ * Says whether a tool's value means "no value": nvidia-smi's "[N/A]",
+ * "[Not Supported]" and other bracketed words, the AMD and Intel tools'
+ * "N/A", "unknown", or nothing at all.
+ */
+int
+card_na(const char *s)
+{
+	size_t	 n = strlen(s);
+
+	if (n == 0 || (s[0] == '[' && s[n - 1] == ']'))
+		return (1);
+	return (strcasecmp(s, "N/A") == 0 || strcasecmp(s, "NA") == 0 ||
+	    strcasecmp(s, "unknown") == 0);
+}
+
+/*
+ * Says whether a name from a tool may be kept: valid UTF-8 (it goes out as
+ * JSON), no control characters, not absurdly long.
+ */
+int
+card_text_ok(const char *s)
+{
+	const u_char	*p;
+	json_t		*j;
+
+	if (strlen(s) > 255)
+		return (0);
+	for (p = (const u_char *)s; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			return (0);
+	}
+	if ((j = json_string(s)) == NULL)
+		return (0);
+	json_decref(j);
+	return (1);
+}
+
+/* Appends a zeroed process entry and returns it; the list owns it. */
+struct card_proc *
+card_procs_add(struct card_procs *ps)
+{
+	struct card_proc	*p;
+
+	ps->v = xreallocarray(ps->v, ps->n + 1, sizeof *ps->v);
+	p = &ps->v[ps->n++];
+	memset(p, 0, sizeof *p);
+	p->card = -1;
+	p->vendor_index = -1;
+	p->mem = CARD_UNKNOWN;
+	return (p);
+}
+
+/* Drops the entries from index n on. */
+void
+card_procs_truncate(struct card_procs *ps, u_int n)
+{
+	u_int	 i;
+
+	for (i = n; i < ps->n; i++)
+		free(ps->v[i].uuid);
+	if (n < ps->n)
+		ps->n = n;
+}
+
+void
+card_procs_free(struct card_procs *ps)
+{
+	card_procs_truncate(ps, 0);
+	free(ps->v);
+	ps->v = NULL;
+}
+
+/* Appends a usage entry, all unknown, and returns it; the list owns it. */
+struct card_usage *
+card_usages_add(struct card_usages *us)
+{
+	struct card_usage	*u;
+
+	us->v = xreallocarray(us->v, us->n + 1, sizeof *us->v);
+	u = &us->v[us->n++];
+	memset(u, 0, sizeof *u);
+	u->card = -1;
+	u->vendor_index = -1;
+	u->util = -1;
+	u->mem_used = CARD_UNKNOWN;
+	return (u);
+}
+
+void
+card_usages_truncate(struct card_usages *us, u_int n)
+{
+	if (n < us->n)
+		us->n = n;
+}
+
+void
+card_usages_free(struct card_usages *us)
+{
+	free(us->v);
+	us->v = NULL;
+	us->n = 0;
+}
+
+/* Finds the real card a tool names by its index or UUID; -1 if none. */
+static int
+cards_match(const struct cards *cs, enum vendor v, int vendor_index,
+    const char *uuid)
+{
+	const struct card	*c;
+	u_int			 i;
+
+	for (i = 0; i < cs->n; i++) {
+		c = &cs->v[i];
+		if (c->fake || c->vendor != v)
+			continue;
+		if (uuid != NULL && c->uuid != NULL &&
+		    strcasecmp(c->uuid, uuid) == 0)
+			return ((int)i);
+		if (uuid == NULL && vendor_index >= 0 &&
+		    c->vendor_index == vendor_index)
+			return ((int)i);
+	}
+	return (-1);
+}
+
+static int
+cards_have(const struct cards *cs, enum vendor v)
+{
+	u_int	 i;
+
+	for (i = 0; i < cs->n; i++) {
+		if (!cs->v[i].fake && cs->v[i].vendor == v)
+			return (1);
+	}
+	return (0);
+}
+
+/* Keeps the first cause and frees the others. */
+static void
+cards_keep_cause(char **cause, char *why)
+{
+	if (*cause == NULL)
+		*cause = why;
+	else
+		free(why);
+}
+
+/*
+ * Fills ps with the processes the drivers report on the real cards of cs,
+ * each matched to its card (fake cards have none).  Returns -1 with *cause
+ * if a vendor's tool failed; ps still holds what the others reported.
+ */
+int
+cards_procs(const struct cards *cs, struct card_procs *ps, char **cause)
+{
+	struct card_proc	*p;
+	char			*why;
+	u_int			 i;
+
+	*cause = NULL;
+	if (cards_have(cs, VENDOR_NVIDIA) && card_nvidia_procs(ps, &why) != 0)
+		cards_keep_cause(cause, why);
+	if (cards_have(cs, VENDOR_AMD) && card_amd_procs(ps, &why) != 0)
+		cards_keep_cause(cause, why);
+	for (i = 0; i < ps->n; i++) {
+		p = &ps->v[i];
+		p->card = cards_match(cs, p->vendor, p->vendor_index, p->uuid);
+	}
+	return (*cause == NULL ? 0 : -1);
+}
+
+/*
+ * Fills us with the measured use of the real cards of cs, as cards_procs
+ * does for processes.
+ */
+int
+cards_usage(const struct cards *cs, struct card_usages *us, char **cause)
+{
+	struct card_usage	*u;
+	char			*why;
+	u_int			 i;
+
+	*cause = NULL;
+	if (cards_have(cs, VENDOR_NVIDIA) && card_nvidia_usage(us, &why) != 0)
+		cards_keep_cause(cause, why);
+	if (cards_have(cs, VENDOR_AMD) && card_amd_usage(us, &why) != 0)
+		cards_keep_cause(cause, why);
+	for (i = 0; i < us->n; i++) {
+		u = &us->v[i];
+		u->card = cards_match(cs, u->vendor, u->vendor_index, NULL);
+	}
+	return (*cause == NULL ? 0 : -1);
 }

@@ -261,37 +261,111 @@ struct card {
 	uint64_t	 memory;	/* bytes */
 	int		 fake;
 	u_int		 cus;		/* compute units (AMD), 0 if unknown */
+	char		*bus_id;	/* PCI address, as the tool gives it */
 	struct card_enforce enforce;
 };
 struct cards {
 	struct card	*v;
 	u_int		 n;
 };
+#define CARDS_MAX	1024		/* cards one host may have */
+#define CARD_UNKNOWN	UINT64_MAX	/* a figure the tool did not give */
+#define CARD_TOOL_TIMEOUT_MS 10000	/* the longest a vendor tool may run */
+/* A process the driver reports on a card (enforcement compares these). */
+struct card_proc {
+	pid_t		 pid;
+	enum vendor	 vendor;
+	int		 card;		/* gmux index; -1 until matched */
+	int		 vendor_index;	/* the tool's index; -1: by UUID */
+	char		*uuid;		/* the card's, if the tool names it */
+	uint64_t	 mem;		/* bytes; CARD_UNKNOWN: not reported */
+};
+struct card_procs {
+	struct card_proc *v;
+	u_int		  n;
+};
+/* A card's measured use (for gmux top). */
+struct card_usage {
+	enum vendor	 vendor;
+	int		 card;		/* gmux index; -1 until matched */
+	int		 vendor_index;	/* the tool's card index */
+	int		 util;		/* percent busy, -1 if unknown */
+	uint64_t	 mem_used;	/* bytes, CARD_UNKNOWN if unknown */
+};
+struct card_usages {
+	struct card_usage *v;
+	u_int		   n;
+};
 const char	*vendor_name(enum vendor);
 int		 vendor_from_name(const char *, enum vendor *);
 const char	*vendor_device_env(enum vendor);
 struct card	*cards_add(struct cards *);
+void		 cards_truncate(struct cards *, u_int);
 void		 cards_free(struct cards *);
 int		 cards_detect(struct cards *, const char *, char **);
 struct card	*cards_find(struct cards *, const char *);
+int		 cards_procs(const struct cards *, struct card_procs *,
+		     char **);
+int		 cards_usage(const struct cards *, struct card_usages *,
+		     char **);
 json_t		*card_to_json(const struct card *);
 char		*card_device_id(const struct card *);
+int		 card_room(const struct cards *, const char *, char **);
+int		 card_parse_u64(const char *, uint64_t *);
+char		*card_trim(char *);
+int		 card_na(const char *);
+int		 card_text_ok(const char *);
+struct card_proc *card_procs_add(struct card_procs *);
+void		 card_procs_truncate(struct card_procs *, u_int);
+void		 card_procs_free(struct card_procs *);
+struct card_usage *card_usages_add(struct card_usages *);
+void		 card_usages_truncate(struct card_usages *, u_int);
+void		 card_usages_free(struct card_usages *);
+
+/* card-tool.c: running the vendors' tools */
+int		 card_tool_found(const char *);
+char		*card_tool_run(char *const *, char **);
+int		 card_tool_output(char *const *, char **, char **);
+void		 card_tool_timeout(int);
 
 /* card-fake.c */
 int		 card_fake_parse(const char *, struct cards *, char **);
 
 /* card-nvidia.c */
 int		 card_nvidia_parse(const char *, struct cards *, char **);
+int		 card_nvidia_parse_apps(const char *, struct card_procs *,
+		     char **);
+int		 card_nvidia_parse_usage(const char *, struct card_usages *,
+		     char **);
 int		 card_nvidia_detect(struct cards *, char **);
+int		 card_nvidia_procs(struct card_procs *, char **);
+int		 card_nvidia_usage(struct card_usages *, char **);
 
 /* card-amd.c */
 int		 card_amd_parse_amdsmi(const char *, struct cards *, char **);
+int		 card_amd_parse_amdsmi_list(const char *, struct cards *, u_int,
+		     char **);
 int		 card_amd_parse_rocmsmi(const char *, struct cards *, char **);
+int		 card_amd_parse_procs(const char *, struct card_procs *,
+		     char **);
+int		 card_amd_parse_usage(const char *, struct card_usages *,
+		     char **);
 int		 card_amd_detect(struct cards *, char **);
+int		 card_amd_procs(struct card_procs *, char **);
+int		 card_amd_usage(struct card_usages *, char **);
 
 /* card-intel.c */
 int		 card_intel_parse(const char *, struct cards *, char **);
 int		 card_intel_detect(struct cards *, char **);
+
+/* card-json.c: the JSON that amd-smi, rocm-smi and xpu-smi print */
+json_t		*card_json_load(const char *, char **);
+json_t		*card_json_list(json_t *, char **);
+json_t		*card_json_get(json_t *, const char *);
+char		*card_json_text(json_t *, const char *);
+int		 card_json_u64(json_t *, uint64_t *);
+int		 card_json_bytes(json_t *, const char *, uint64_t *);
+int		 card_json_index(json_t *, const char *, int *);
 
 /* enforce.c: the one interface through which caps and ceilings change */
 struct audit_job;

@@ -102,11 +102,18 @@ size_from_json(json_t *v, const char *field, uint64_t *out, char **cause)
 		return (0);
 	}
 	if (json_is_string(v)) {
-		if (parse_size(json_string_value(v), out, &why) == 0)
-			return (0);
-		xasprintf(cause, "%s: %s", field, why);
-		free(why);
-		return (-1);
+		if (parse_size(json_string_value(v), out, &why) != 0) {
+			xasprintf(cause, "%s: %s", field, why);
+			free(why);
+			return (-1);
+		}
+		/* Past this it would not survive jobreq_to_json. */
+		if (*out > INT64_MAX) {
+			xasprintf(cause, "%s: larger than %lld bytes", field,
+			    (long long)INT64_MAX);
+			return (-1);
+		}
+		return (0);
 	}
 	xasprintf(cause, "%s: must be a byte count or a size like 20G", field);
 	return (-1);

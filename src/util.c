@@ -33,7 +33,8 @@ parse_size(const char *s, uint64_t *out, char **cause)
 	if (*p == '.') {
 		p++;
 		while (isdigit((u_char)*p)) {
-			if (fscale < 1000000000ULL) {
+			/* Six digits at most: frac * mult must fit 64 bits. */
+			if (fscale < 1000000ULL) {
 				frac = frac * 10 + (uint64_t)(*p - '0');
 				fscale *= 10;
 			}

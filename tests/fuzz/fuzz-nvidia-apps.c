@@ -1,0 +1,25 @@
+/*
+ * fuzz-nvidia-apps.c: nvidia-smi --query-compute-apps=pid,gpu_uuid,...
+ * seeds: tests/fixtures/nvidia/apps-*.csv
+ */
+
+#include "fuzz.h"
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct card_procs	 ps = { NULL, 0 };
+	char			*text = fuzz_text(data, size), *cause = NULL;
+	u_int			 i;
+
+	if (card_nvidia_parse_apps(text, &ps, &cause) != 0)
+		FUZZ_ASSERT(cause != NULL && ps.n == 0);
+	for (i = 0; i < ps.n; i++) {
+		FUZZ_ASSERT(ps.v[i].pid > 0 && ps.v[i].uuid != NULL);
+		FUZZ_ASSERT(ps.v[i].vendor == VENDOR_NVIDIA);
+	}
+	free(cause);
+	card_procs_free(&ps);
+	free(text);
+	return (0);
+}
