@@ -1,6 +1,7 @@
 /*
  * fuzz-http.c: the client's HTTP/1.1 response parser, fed in pieces of
  * varying sizes as a socket would deliver them.
+ * seeds: tests/fuzz/seeds/http/
  */
 
 #include <stdlib.h>
