@@ -44,6 +44,8 @@ SRCS += src/card-intel.c src/enforce.c
 # -- scheduler (issue 3)
 
 # -- ledger (issue 4)
+SRCS += src/hash.c src/ledger.c src/ledger-chain.c src/ledger-query.c
+SRCS += src/usage.c src/metrics.c src/top.c
 
 # -- enforcement (issue 5)
 

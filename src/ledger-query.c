@@ -1,0 +1,362 @@
+/*
+ * ledger-query.c: integrating the books over a window [since, until).
+ *
+ * Whole UTC days inside the window are read from the rollup (one row per
+ * day, job, card), the partial days at its edges from the closed intervals
+ * that touch them (through the day index), clipped, and the open intervals
+ * from memory, running to the last tick.  Every figure is an integer sum of
+ * seats x ms and bytes x ms, so the result is exact and the same whichever
+ * way a span was read; a query costs the days and jobs in the window, not
+ * the rows.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmux.h"
+
+typedef unsigned __int128 u128;
+
+struct uq_group {
+	char		*key;
+	u_int		 jobs;
+	int64_t		 seat_ms;
+	u128		 mem;		/* byte-ms */
+};
+
+/* An open-addressing set of 64-bit keys (stored plus one; 0 is empty). */
+struct uq_set {
+	uint64_t	*v;
+	u_int		 n;
+	u_int		 size;		/* a power of two */
+};
+
+struct uq {
+	enum usage_by	 by;
+	struct uq_group	*g;
+	u_int		 ng;
+	u_int		*slot;		/* group index plus one; 0 is empty */
+	u_int		 nslot;		/* a power of two */
+	struct uq_set	 pairs;		/* group << 32 | job */
+	struct uq_set	 jobs;
+	struct uq_group	 total;
+};
+
+static uint64_t
+uq_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (x);
+}
+
+static uint32_t
+uq_hash_str(const char *s)
+{
+	uint32_t	 h = 2166136261U;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (u_char)*s) * 16777619U;
+	return (h);
+}
+
+/* Adds k to the set; returns 1 if it was not there. */
+static int
+uq_set_add(struct uq_set *s, uint64_t k)
+{
+	uint64_t	*old = s->v;
+	u_int		 i, oldsize = s->size;
+
+	if ((s->n + 1) * 2 > s->size) {
+		s->size = s->size ? s->size * 2 : 1024;
+		s->v = xcalloc(s->size, sizeof *s->v);
+		s->n = 0;
+		for (i = 0; i < oldsize; i++) {
+			if (old[i] != 0)
+				uq_set_add(s, old[i] - 1);
+		}
+		free(old);
+	}
+	for (i = uq_mix(k) & (s->size - 1); s->v[i] != 0;
+	    i = (i + 1) & (s->size - 1)) {
+		if (s->v[i] == k + 1)
+			return (0);
+	}
+	s->v[i] = k + 1;
+	s->n++;
+	return (1);
+}
+
+static void
+uq_rehash(struct uq *q)
+{
+	u_int	 i, j;
+
+	free(q->slot);
+	q->nslot = q->nslot ? q->nslot * 2 : 256;
+	q->slot = xcalloc(q->nslot, sizeof *q->slot);
+	for (i = 0; i < q->ng; i++) {
+		j = uq_hash_str(q->g[i].key) & (q->nslot - 1);
+		while (q->slot[j] != 0)
+			j = (j + 1) & (q->nslot - 1);
+		q->slot[j] = i + 1;
+	}
+}
+
+static u_int
+uq_group(struct uq *q, const char *key)
+{
+	u_int	 i;
+
+	if ((q->ng + 1) * 2 > q->nslot)
+		uq_rehash(q);
+	for (i = uq_hash_str(key) & (q->nslot - 1); q->slot[i] != 0;
+	    i = (i + 1) & (q->nslot - 1)) {
+		if (strcmp(q->g[q->slot[i] - 1].key, key) == 0)
+			return (q->slot[i] - 1);
+	}
+	q->g = xreallocarray(q->g, q->ng + 1, sizeof *q->g);
+	memset(&q->g[q->ng], 0, sizeof *q->g);
+	q->g[q->ng].key = xstrdup(key);
+	q->slot[i] = q->ng + 1;
+	return (q->ng++);
+}
+
+/* The group key of a span; day is the UTC day it lies in. */
+static const char *
+uq_key(struct uq *q, u_int job, const char *owner, u_int card,
+    const char *vendor, int64_t day, char *buf)
+{
+	switch (q->by) {
+	case USAGE_OWNER:
+		return (owner);
+	case USAGE_VENDOR:
+		return (vendor);
+	case USAGE_JOB:
+		snprintf(buf, 16, "j%u", job);
+		return (buf);
+	case USAGE_CARD:
+		snprintf(buf, 16, "%u", card);
+		return (buf);
+	case USAGE_DAY:
+		usage_format_day(day, buf);
+		return (buf);
+	}
+	return ("");
+}
+
+static void
+uq_add(struct uq *q, const char *key, u_int job, int64_t ms, int64_t seat_ms,
+    u128 mem)
+{
+	struct uq_group	*g;
+	u_int		 i;
+
+	i = uq_group(q, key);
+	g = &q->g[i];
+	g->seat_ms += seat_ms;
+	g->mem += mem;
+	q->total.seat_ms += seat_ms;
+	q->total.mem += mem;
+	if (ms <= 0)
+		return;
+	if (uq_set_add(&q->pairs, (uint64_t)i << 32 | job))
+		g->jobs++;
+	if (uq_set_add(&q->jobs, job))
+		q->total.jobs++;
+}
+
+/* Adds use u over [a, b), split at UTC days when grouping by day. */
+static void
+uq_add_span(struct uq *q, const struct ledger_use *u, int64_t a, int64_t b)
+{
+	char	 buf[16];
+	int64_t	 day, to;
+
+	while (a < b) {
+		day = ledger_day(a);
+		to = b;
+		if (q->by == USAGE_DAY && to > (day + 1) * LEDGER_DAY_MS)
+			to = (day + 1) * LEDGER_DAY_MS;
+		uq_add(q, uq_key(q, u->job, u->owner, u->card, u->vendor, day,
+		    buf), u->job, to - a, (int64_t)u->seats * (to - a),
+		    (u128)u->mem * (uint64_t)(to - a));
+		a = to;
+	}
+}
+
+static int
+uq_rollup(struct uq *q, struct ledger *l, int64_t from, int64_t to)
+{
+	struct dbstmt	*st;
+	char		 buf[16];
+	int		 rc;
+
+	st = db_prepare(ledger_db(l), "SELECT day, job, card, owner, vendor, "
+	    "ms, seat_ms, mem_hi, mem_lo FROM ledger_rollup "
+	    "WHERE day >= ? AND day < ?");
+	db_bind_int(st, 1, from);
+	db_bind_int(st, 2, to);
+	while ((rc = db_step(st)) == 1) {
+		uq_add(q, uq_key(q, (u_int)db_col_int(st, 1),
+		    db_col_text(st, 3), (u_int)db_col_int(st, 2),
+		    db_col_text(st, 4), db_col_int(st, 0), buf),
+		    (u_int)db_col_int(st, 1), db_col_int(st, 5),
+		    db_col_int(st, 6), ((u128)db_col_int(st, 7) << 40) +
+		    (uint64_t)db_col_int(st, 8));
+	}
+	db_finalize(st);
+	return (rc);
+}
+
+/* The closed intervals that touch day, clipped to [a, b) within it. */
+static int
+uq_partial_day(struct uq *q, struct ledger *l, int64_t day, int64_t a,
+    int64_t b)
+{
+	struct dbstmt		*st;
+	struct ledger_use	 u;
+	int64_t			 s, e;
+	int			 rc;
+
+	memset(&u, 0, sizeof u);
+	st = db_prepare(ledger_db(l), "SELECT job, owner, card, vendor, "
+	    "seats, mem, start_ms, end_ms FROM ledger_day d JOIN ledger l "
+	    "ON l.seq = d.seq WHERE d.day = ? AND start_ms < ? AND end_ms > ?");
+	db_bind_int(st, 1, day);
+	db_bind_int(st, 2, b);
+	db_bind_int(st, 3, a);
+	while ((rc = db_step(st)) == 1) {
+		u.job = (u_int)db_col_int(st, 0);
+		u.owner = db_col_text(st, 1);
+		u.card = (u_int)db_col_int(st, 2);
+		u.vendor = db_col_text(st, 3);
+		u.seats = (u_int)db_col_int(st, 4);
+		u.mem = (uint64_t)db_col_int(st, 5);
+		s = db_col_int(st, 6);
+		e = db_col_int(st, 7);
+		uq_add_span(q, &u, s > a ? s : a, e < b ? e : b);
+	}
+	db_finalize(st);
+	return (rc);
+}
+
+static void
+uq_open(struct uq *q, struct ledger *l, int64_t since, int64_t until)
+{
+	const struct ledger_use	*u;
+	int64_t			 s, e;
+	u_int			 i;
+
+	for (i = 0; (u = ledger_open_interval(l, i, &s)) != NULL; i++) {
+		e = ledger_last_tick(l);
+		uq_add_span(q, u, s > since ? s : since, e < until ? e : until);
+	}
+}
+
+static int
+uq_read(struct uq *q, struct ledger *l, int64_t since, int64_t until)
+{
+	int64_t	 first, last, fa, fb, day;
+
+	first = ledger_day(since);
+	last = ledger_day(until - 1);
+	fa = ledger_day(since - 1) + 1;		/* whole days: [fa, fb) */
+	fb = ledger_day(until);
+	if (fa < fb && uq_rollup(q, l, fa, fb) == -1)
+		return (-1);
+	for (day = first; day <= last; day++) {
+		if (day >= fa && day < fb) {
+			day = fb - 1;
+			continue;
+		}
+		if (uq_partial_day(q, l, day, since > day * LEDGER_DAY_MS ?
+		    since : day * LEDGER_DAY_MS, until < (day + 1) *
+		    LEDGER_DAY_MS ? until : (day + 1) * LEDGER_DAY_MS) == -1)
+			return (-1);
+	}
+	uq_open(q, l, since, until);
+	return (0);
+}
+
+static enum usage_by uq_sort_by;
+
+static int
+uq_cmp(const void *a, const void *b)
+{
+	const struct usage_row	*ra = a, *rb = b;
+	long long		 na, nb;
+
+	switch (uq_sort_by) {
+	case USAGE_JOB:
+	case USAGE_CARD:
+		na = atoll(ra->key + (uq_sort_by == USAGE_JOB));
+		nb = atoll(rb->key + (uq_sort_by == USAGE_JOB));
+		return (na < nb ? -1 : na > nb);
+	default:
+		return (strcmp(ra->key, rb->key));
+	}
+}
+
+static double
+uq_gib_hours(u128 byte_ms)
+{
+	return ((double)byte_ms / (1073741824.0 * 3600000.0));
+}
+
+static void
+uq_result(struct uq *q, struct usage *u)
+{
+	u_int	 i;
+
+	u->rows = xcalloc(q->ng ? q->ng : 1, sizeof *u->rows);
+	u->nrows = q->ng;
+	for (i = 0; i < q->ng; i++) {
+		u->rows[i].key = q->g[i].key;
+		u->rows[i].jobs = q->g[i].jobs;
+		u->rows[i].seat_ms = q->g[i].seat_ms;
+		u->rows[i].mem_gib_hours = uq_gib_hours(q->g[i].mem);
+	}
+	uq_sort_by = q->by;
+	qsort(u->rows, u->nrows, sizeof *u->rows, uq_cmp);
+	u->total.key = xstrdup("total");
+	u->total.jobs = q->total.jobs;
+	u->total.seat_ms = q->total.seat_ms;
+	u->total.mem_gib_hours = uq_gib_hours(q->total.mem);
+}
+
+/*
+ * Integrates the books over [since, until), grouped by by.  Open intervals
+ * count up to the last tick (tick first for up-to-the-second figures).
+ * Fills u (usage_free it) or returns -1 with cause.
+ */
+int
+ledger_usage(struct ledger *l, enum usage_by by, int64_t since, int64_t until,
+    struct usage *u, char **cause)
+{
+	struct uq	 q;
+	u_int		 i;
+	int		 rc = 0;
+
+	memset(u, 0, sizeof *u);
+	u->by = by;
+	u->since = since;
+	u->until = until;
+	memset(&q, 0, sizeof q);
+	q.by = by;
+	if (since < until && uq_read(&q, l, since, until) != 0) {
+		xasprintf(cause, "usage: %s", db_error(ledger_db(l)));
+		for (i = 0; i < q.ng; i++)
+			free(q.g[i].key);
+		free(q.g);
+		rc = -1;
+	} else
+		uq_result(&q, u);
+	free(q.slot);
+	free(q.pairs.v);
+	free(q.jobs.v);
+	if (rc == 0)
+		free(q.g);
+	return (rc);
+}
