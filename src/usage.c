@@ -431,7 +431,8 @@ usage_print(const struct usage *u, enum usage_format fmt, FILE *f)
 		break;
 	case USAGE_JSON:
 		j = usage_to_json(u);
-		s = json_dumps(j, JSON_INDENT(2)|JSON_PRESERVE_ORDER);
+		s = json_dumps(j, JSON_INDENT(2)|JSON_PRESERVE_ORDER|
+		    JSON_REAL_PRECISION(15));
 		fprintf(f, "%s\n", s);
 		free(s);
 		json_decref(j);
