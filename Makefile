@@ -46,6 +46,11 @@ SRCS += src/card-intel.c src/enforce.c
 # -- ledger (issue 4)
 SRCS += src/hash.c src/ledger.c src/ledger-chain.c src/ledger-query.c
 SRCS += src/usage.c src/metrics.c src/top.c
+# bench/NAME.c -> $(O)/bench/NAME, linked like the unit tests (a pattern
+# rule, so it never becomes the default goal); bench/run-ledger runs it.
+$(O)/bench/%: bench/%.c src/gmux.h $(O)/libgmuxcore.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
 
 # -- enforcement (issue 5)
 

@@ -161,10 +161,14 @@ uq_add(struct uq *q, const char *key, u_int job, int64_t ms, int64_t seat_ms,
 	q->total.mem += mem;
 	if (ms <= 0)
 		return;
-	if (uq_set_add(&q->pairs, (uint64_t)i << 32 | job))
+	if (uq_set_add(&q->pairs, (uint64_t)i << 32 | job)) {
 		g->jobs++;
-	if (uq_set_add(&q->jobs, job))
-		q->total.jobs++;
+		/* A job is in one owner's (or job's) group only. */
+		if (q->by == USAGE_OWNER || q->by == USAGE_JOB)
+			q->total.jobs++;
+		else if (uq_set_add(&q->jobs, job))
+			q->total.jobs++;
+	}
 }
 
 /* Adds use u over [a, b), split at UTC days when grouping by day. */
