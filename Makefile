@@ -44,7 +44,8 @@ SRCS += src/card-intel.c src/enforce.c
 # -- scheduler (issue 3)
 
 # -- ledger (issue 4)
-SRCS += src/hash.c src/ledger.c src/ledger-chain.c src/ledger-query.c
+SRCS += src/hash.c src/ledger.c src/ledger-interval.c src/ledger-chain.c
+SRCS += src/ledger-query.c
 SRCS += src/usage.c src/metrics.c src/top.c
 # bench/NAME.c -> $(O)/bench/NAME, linked like the unit tests (a pattern
 # rule, so it never becomes the default goal); bench/run-ledger runs it.

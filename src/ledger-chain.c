@@ -455,8 +455,12 @@ ledger_prune(struct ledger *l, int64_t before, const char *path,
 		ledger_rollback(l);
 		return (-1);
 	}
-	ledger_meta_set(l, "anchor_seq", last, NULL);
-	ledger_meta_set(l, "anchor_hash", 0, prev);
+	if (ledger_meta_set(l, "anchor_seq", last, NULL) != 0 ||
+	    ledger_meta_set(l, "anchor_hash", 0, prev) != 0) {
+		xasprintf(cause, "prune: %s", db_error(ledger_db(l)));
+		ledger_rollback(l);
+		return (-1);
+	}
 	*nrows = last - anchor;
 	log_debug("%s: %lld rows before %lld to %s", __func__,
 	    (long long)*nrows, (long long)before, path);

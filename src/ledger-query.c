@@ -284,6 +284,19 @@ uq_read(struct uq *q, struct ledger *l, int64_t since, int64_t until)
 	return (0);
 }
 
+static void
+uq_free(struct uq *q, int keys)
+{
+	u_int	 i;
+
+	for (i = 0; keys && i < q->ng; i++)
+		free(q->g[i].key);
+	free(q->g);
+	free(q->slot);
+	free(q->pairs.v);
+	free(q->jobs.v);
+}
+
 static enum usage_by uq_sort_by;
 
 static int
@@ -340,8 +353,6 @@ ledger_usage(struct ledger *l, enum usage_by by, int64_t since, int64_t until,
     struct usage *u, char **cause)
 {
 	struct uq	 q;
-	u_int		 i;
-	int		 rc = 0;
 
 	memset(u, 0, sizeof *u);
 	u->by = by;
@@ -351,16 +362,93 @@ ledger_usage(struct ledger *l, enum usage_by by, int64_t since, int64_t until,
 	q.by = by;
 	if (since < until && uq_read(&q, l, since, until) != 0) {
 		xasprintf(cause, "usage: %s", db_error(ledger_db(l)));
-		for (i = 0; i < q.ng; i++)
-			free(q.g[i].key);
-		free(q.g);
-		rc = -1;
-	} else
-		uq_result(&q, u);
-	free(q.slot);
-	free(q.pairs.v);
-	free(q.jobs.v);
-	if (rc == 0)
-		free(q.g);
-	return (rc);
+		uq_free(&q, 1);
+		return (-1);
+	}
+	uq_result(&q, u);	/* the rows take the keys */
+	uq_free(&q, 0);
+	return (0);
+}
+
+/*
+ * The answer to GET /v1/usage?since=&until=&by= (each may be NULL): the
+ * window is resolved with now, and the books are ticked first so that open
+ * intervals count up to now.  Returns a new reference, or NULL and a cause
+ * (bad input: a 400).
+ */
+json_t *
+ledger_usage_json(struct ledger *l, const char *since_s, const char *until_s,
+    const char *by_s, int64_t now, char **cause)
+{
+	struct usage	 u;
+	enum usage_by	 by = USAGE_OWNER;
+	int64_t		 since, until;
+	json_t		*j;
+
+	if (by_s != NULL && usage_by_from_name(by_s, &by, cause) != 0)
+		return (NULL);
+	if (usage_parse_window(since_s, until_s, now, &since, &until,
+	    cause) != 0)
+		return (NULL);
+	if (ledger_tick(l, now, cause) != 0 ||
+	    ledger_usage(l, by, since, until, &u, cause) != 0)
+		return (NULL);
+	j = usage_to_json(&u);
+	usage_free(&u);
+	return (j);
+}
+
+static int
+uq_total_cmp(const void *a, const void *b)
+{
+	return (strcmp(((const struct ledger_total *)a)->owner,
+	    ((const struct ledger_total *)b)->owner));
+}
+
+/*
+ * All-time totals per owner, open intervals counted to the last tick,
+ * sorted by owner.  The caller frees the array with ledger_totals_free.
+ */
+int
+ledger_totals(struct ledger *l, struct ledger_total **out, u_int *nout)
+{
+	struct uq		 q;
+	struct dbstmt		*st;
+	const struct ledger_use	*u;
+	int64_t			 s;
+	u_int			 i;
+	int			 rc;
+
+	memset(&q, 0, sizeof q);
+	q.by = USAGE_OWNER;
+	st = db_prepare(ledger_db(l), "SELECT owner, seat_ms, mem_hi, mem_lo "
+	    "FROM ledger_total");
+	while ((rc = db_step(st)) == 1) {
+		uq_add(&q, db_col_text(st, 0), 0, 0, db_col_int(st, 1),
+		    ((u128)db_col_int(st, 2) << 40) +
+		    (uint64_t)db_col_int(st, 3));
+	}
+	db_finalize(st);
+	for (i = 0; (u = ledger_open_interval(l, i, &s)) != NULL; i++)
+		uq_add_span(&q, u, s, ledger_last_tick(l));
+	*out = xcalloc(q.ng + 1, sizeof **out);
+	for (i = 0; i < q.ng; i++) {
+		(*out)[i].owner = q.g[i].key;
+		(*out)[i].seat_ms = q.g[i].seat_ms;
+		(*out)[i].mem_byte_seconds = (double)q.g[i].mem / 1000.0;
+	}
+	qsort(*out, q.ng, sizeof **out, uq_total_cmp);
+	*nout = q.ng;
+	uq_free(&q, 0);
+	return (rc == -1 ? -1 : 0);
+}
+
+void
+ledger_totals_free(struct ledger_total *v, u_int n)
+{
+	u_int	 i;
+
+	for (i = 0; i < n; i++)
+		free(v[i].owner);
+	free(v);
 }

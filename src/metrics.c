@@ -5,6 +5,7 @@
  */
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,17 +58,67 @@ metrics_fixed(FILE *f, int64_t v, u_int decimals)
 	fprintf(f, ".%s", frac);
 }
 
+enum metrics_kind {
+	METRICS_BYTES,		/* uint64_t */
+	METRICS_SEATS,		/* u_int seats, shown as a share */
+	METRICS_COUNT,		/* u_int */
+	METRICS_RATIO,		/* double; no series when negative */
+};
+
+/* The per-card gauges, in the order of the page. */
+static const struct {
+	const char		*name;
+	const char		*help;
+	enum metrics_kind	 kind;
+	size_t			 offset;
+} metrics_card_gauges[] = {
+	{ "gmux_card_memory_bytes", "Memory of the card in bytes.",
+	  METRICS_BYTES, offsetof(struct metrics_card, memory) },
+	{ "gmux_card_memory_allocated_bytes", "Sum of the memory caps of the "
+	  "jobs on the card, in bytes.", METRICS_BYTES,
+	  offsetof(struct metrics_card, mem_allocated) },
+	{ "gmux_card_share_allocated", "Guaranteed compute share allocated on "
+	  "the card (0 to 1).", METRICS_SEATS,
+	  offsetof(struct metrics_card, seats) },
+	{ "gmux_card_share_burst", "Compute share granted above their "
+	  "guarantees to bursting jobs (0 to 1).", METRICS_SEATS,
+	  offsetof(struct metrics_card, burst) },
+	{ "gmux_card_jobs", "Running jobs on the card.", METRICS_COUNT,
+	  offsetof(struct metrics_card, jobs) },
+	{ "gmux_card_utilization_ratio", "Measured compute utilization of the "
+	  "card (0 to 1); absent where it cannot be measured.",
+	  METRICS_RATIO, offsetof(struct metrics_card, util) },
+};
+
 static void
-metrics_card_label(FILE *f, const char *name, const struct metrics_card *c)
+metrics_card_value(FILE *f, const char *name, enum metrics_kind kind,
+    const struct metrics_card *c, const void *p)
 {
+	if (kind == METRICS_RATIO && *(const double *)p < 0)
+		return;
 	fprintf(f, "%s{card=\"%u\"} ", name, c->index);
+	switch (kind) {
+	case METRICS_BYTES:
+		fprintf(f, "%" PRIu64 "\n", *(const uint64_t *)p);
+		break;
+	case METRICS_SEATS:
+		metrics_fixed(f, *(const u_int *)p, 2);
+		fputc('\n', f);
+		break;
+	case METRICS_COUNT:
+		fprintf(f, "%u\n", *(const u_int *)p);
+		break;
+	case METRICS_RATIO:
+		fprintf(f, "%.6g\n", *(const double *)p);
+		break;
+	}
 }
 
 static void
-metrics_cards_info(FILE *f, const struct metrics_input *in)
+metrics_cards(FILE *f, const struct metrics_input *in)
 {
 	const struct metrics_card	*c;
-	u_int				 i;
+	u_int				 i, m;
 
 	metrics_head(f, "gmux_card_info", "gauge",
 	    "A card the daemon manages; always 1.");
@@ -81,58 +132,15 @@ metrics_cards_info(FILE *f, const struct metrics_input *in)
 		metrics_label(f, c->uuid != NULL ? c->uuid : "");
 		fputs("} 1\n", f);
 	}
-	metrics_head(f, "gmux_card_memory_bytes", "gauge",
-	    "Memory of the card in bytes.");
-	for (i = 0; i < in->ncards; i++) {
-		metrics_card_label(f, "gmux_card_memory_bytes", &in->cards[i]);
-		fprintf(f, "%" PRIu64 "\n", in->cards[i].memory);
-	}
-}
-
-static void
-metrics_cards_use(FILE *f, const struct metrics_input *in)
-{
-	const struct metrics_card	*c;
-	u_int				 i;
-
-	metrics_head(f, "gmux_card_memory_allocated_bytes", "gauge",
-	    "Sum of the memory caps of the jobs on the card, in bytes.");
-	for (i = 0; i < in->ncards; i++) {
-		c = &in->cards[i];
-		metrics_card_label(f, "gmux_card_memory_allocated_bytes", c);
-		fprintf(f, "%" PRIu64 "\n", c->mem_allocated);
-	}
-	metrics_head(f, "gmux_card_share_allocated", "gauge",
-	    "Guaranteed compute share allocated on the card (0 to 1).");
-	for (i = 0; i < in->ncards; i++) {
-		metrics_card_label(f, "gmux_card_share_allocated",
-		    &in->cards[i]);
-		metrics_fixed(f, in->cards[i].seats, 2);
-		fputc('\n', f);
-	}
-	metrics_head(f, "gmux_card_share_burst", "gauge",
-	    "Compute share granted above their guarantees to bursting jobs "
-	    "(0 to 1).");
-	for (i = 0; i < in->ncards; i++) {
-		metrics_card_label(f, "gmux_card_share_burst", &in->cards[i]);
-		metrics_fixed(f, in->cards[i].burst, 2);
-		fputc('\n', f);
-	}
-	metrics_head(f, "gmux_card_jobs", "gauge",
-	    "Running jobs on the card.");
-	for (i = 0; i < in->ncards; i++) {
-		metrics_card_label(f, "gmux_card_jobs", &in->cards[i]);
-		fprintf(f, "%u\n", in->cards[i].jobs);
-	}
-	metrics_head(f, "gmux_card_utilization_ratio", "gauge",
-	    "Measured compute utilization of the card (0 to 1); absent "
-	    "where it cannot be measured.");
-	for (i = 0; i < in->ncards; i++) {
-		if (in->cards[i].util < 0)
-			continue;
-		metrics_card_label(f, "gmux_card_utilization_ratio",
-		    &in->cards[i]);
-		fprintf(f, "%.6g\n", in->cards[i].util);
+	for (m = 0; m < nitems(metrics_card_gauges); m++) {
+		metrics_head(f, metrics_card_gauges[m].name, "gauge",
+		    metrics_card_gauges[m].help);
+		for (i = 0; i < in->ncards; i++) {
+			c = &in->cards[i];
+			metrics_card_value(f, metrics_card_gauges[m].name,
+			    metrics_card_gauges[m].kind, c, (const char *)c +
+			    metrics_card_gauges[m].offset);
+		}
 	}
 }
 
@@ -198,8 +206,7 @@ metrics_render(const struct metrics_input *in)
 	fputs("gmux_start_time_seconds ", f);
 	metrics_fixed(f, in->start_ms, 3);
 	fputc('\n', f);
-	metrics_cards_info(f, in);
-	metrics_cards_use(f, in);
+	metrics_cards(f, in);
 	metrics_jobs(f, in);
 	metrics_usage(f, in);
 	if (fclose(f) != 0)

@@ -62,7 +62,7 @@ top_line(struct top_frame *fr, const char *fmt, ...)
 		if ((u_char)s[i] < 0x20 || s[i] == 0x7f)
 			s[i] = '?';
 	}
-	/* No trailing blanks: lines compare exactly and terminals stay clean. */
+	/* No trailing blanks: lines compare exactly, terminals stay clean. */
 	while (n > 0 && s[n - 1] == ' ')
 		n--;
 	fwrite(s, 1, n, fr->f);
@@ -171,8 +171,9 @@ top_card(struct top_frame *fr, json_t *c, json_t *jobs)
 	uint64_t	 memory, mem_used;
 	int		 g, burst, util;
 	u_int		 w = top_bar_width(fr->width), n;
-	json_int_t	 index = json_integer_value(json_object_get(c, "index"));
+	json_int_t	 index;
 
+	index = json_integer_value(json_object_get(c, "index"));
 	memory = top_u64(json_object_get(c, "memory"));
 	if ((g = top_seats(json_object_get(c, "guaranteed"))) < 0 &&
 	    (g = top_seats(json_object_get(c, "share_free"))) >= 0)

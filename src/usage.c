@@ -11,7 +11,7 @@
 
 #include "gmux.h"
 
-#define USAGE_SEAT_MS_PER_SHARE_SECOND	100000.0	/* 100 seats x 1000 ms */
+#define USAGE_SEAT_MS_PER_SHARE_SECOND	100000.0	/* 100 seats x 1 s */
 #define USAGE_SEAT_MS_PER_CARD_HOUR	360000000.0
 #define USAGE_MAX_DAY	2932896LL	/* 10000-01-01 */
 

@@ -53,7 +53,7 @@ test_env_file(void)
 	CHECK(write_file_atomic(path, "6000", 4, 0600, NULL) == 0);
 	CHECK(clock_ms() == 6000);			/* read on every call */
 	CHECK(write_file_atomic(path, "garbage", 7, 0600, NULL) == 0);
-	CHECK(clock_ms() == 6000);			/* keeps the last good */
+	CHECK(clock_ms() == 6000);		/* keeps the last good one */
 	unlink(path);
 	CHECK(clock_ms() == 6000);
 	close(fd);

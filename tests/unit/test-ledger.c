@@ -379,8 +379,8 @@ six_rows(void)
 
 	l = ledger_open(path, &cause);
 	for (i = 0; i < 6; i++) {
-		set1(l, use(10 + i, i % 2 ? "alice" : "bob", i % 3, 10 * (i + 1),
-		    GIB), T0 + (int64_t)i * 12 * HOUR);
+		set1(l, use(10 + i, i % 2 ? "alice" : "bob", i % 3,
+		    10 * (i + 1), GIB), T0 + (int64_t)i * 12 * HOUR);
 		end1(l, 10 + i, T0 + (int64_t)i * 12 * HOUR + 13 * HOUR);
 	}
 	ledger_close(l);
@@ -511,11 +511,32 @@ test_prune(void)
 	free(path);
 }
 
+/* Six rows pruned into path: for tests/regress/test_ledger_export.py. */
+static int
+export_six(const char *path)
+{
+	struct ledger	*l;
+	char		*db = six_rows(), *cause = NULL;
+	int64_t		 n;
+
+	l = ledger_open(db, &cause);
+	if (ledger_prune(l, T0 + 4 * LEDGER_DAY_MS, path, &n, &cause) != 0) {
+		fprintf(stderr, "%s\n", cause);
+		return (1);
+	}
+	ledger_close(l);
+	free(db);
+	rm_dir();
+	return (n == 6 ? 0 : 1);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	if (mkdtemp(dir) == NULL)
 		return (1);
+	if (argc == 3 && strcmp(argv[1], "--export") == 0)
+		return (export_six(argv[2]));
 	RUN(test_resize);
 	RUN(test_preempt_and_stop);
 	RUN(test_burst);

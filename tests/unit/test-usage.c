@@ -359,6 +359,54 @@ test_against_naive(void)
 	free(db);
 }
 
+/* The route's helper: the window from strings, ticked to now. */
+static void
+test_usage_json(void)
+{
+	struct ledger		*l;
+	struct ledger_use	 u;
+	char			 dir[] = "/tmp/gmux-test-usage.XXXXXX", *path;
+	char			*cause = NULL, *s;
+	json_t			*j;
+
+	CHECK(mkdtemp(dir) != NULL);
+	xasprintf(&path, "%s/l.db", dir);
+	l = ledger_open(path, &cause);
+	memset(&u, 0, sizeof u);
+	u.job = 7;
+	u.owner = "alice";
+	u.vendor = "nvidia";
+	u.model = "H100";
+	u.fence = "none";
+	u.seats = u.ceiling = 25;
+	u.mem = 1ULL << 30;
+	CHECK(ledger_set(l, 7, &u, 1, T0 - HOUR, &cause) == 0);
+	j = ledger_usage_json(l, "2026-11-01", NULL, "day", T0 + 2 * HOUR,
+	    &cause);
+	CHECK(j != NULL);
+	s = json_dumps(json_object_get(j, "rows"), JSON_COMPACT|
+	    JSON_PRESERVE_ORDER|JSON_REAL_PRECISION(15));
+	CHECK_STR(s, "[{\"day\":\"2026-11-01\",\"jobs\":1,\"seat_ms\":"
+	    "180000000,\"share_seconds\":1800.0,\"card_hours\":0.5,"
+	    "\"mem_gib_hours\":2.0}]");
+	free(s);
+	json_decref(j);
+	CHECK(ledger_last_tick(l) == T0 + 2 * HOUR);
+	CHECK(ledger_usage_json(l, "2026-11-01", NULL, "hour", T0, &cause) ==
+	    NULL);
+	CHECK_STR(cause, "'hour' is not one of owner, job, card, vendor, day");
+	free(cause);
+	cause = NULL;
+	CHECK(ledger_usage_json(l, "tomorrow", NULL, NULL, T0, &cause) ==
+	    NULL);
+	free(cause);
+	ledger_close(l);
+	free(path);
+	xasprintf(&path, "rm -rf '%s'", dir);
+	CHECK(system(path) == 0);
+	free(path);
+}
+
 int
 main(void)
 {
@@ -367,5 +415,6 @@ main(void)
 	RUN(test_format_time);
 	RUN(test_print);
 	RUN(test_against_naive);
+	RUN(test_usage_json);
 	UNIT_EXIT();
 }
