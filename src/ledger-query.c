@@ -190,16 +190,32 @@ uq_add_span(struct uq *q, const struct ledger_use *u, int64_t a, int64_t b)
 	}
 }
 
+/*
+ * The columns a query reads: those its grouping does not need are
+ * constants, so SQLite does not decode them.
+ */
+static char *
+uq_sql(struct uq *q, const char *fmt)
+{
+	char	*sql;
+
+	xasprintf(&sql, fmt, q->by == USAGE_CARD ? "card" : "0",
+	    q->by == USAGE_OWNER ? "owner" : "''",
+	    q->by == USAGE_VENDOR ? "vendor" : "''");
+	return (sql);
+}
+
 static int
 uq_rollup(struct uq *q, struct ledger *l, int64_t from, int64_t to)
 {
 	struct dbstmt	*st;
-	char		 buf[16];
+	char		 buf[16], *sql;
 	int		 rc;
 
-	st = db_prepare(ledger_db(l), "SELECT day, job, card, owner, vendor, "
-	    "ms, seat_ms, mem_hi, mem_lo FROM ledger_rollup "
-	    "WHERE day >= ? AND day < ?");
+	sql = uq_sql(q, "SELECT day, job, %s, %s, %s, ms, seat_ms, mem_hi, "
+	    "mem_lo FROM ledger_rollup WHERE day >= ? AND day < ?");
+	st = db_prepare(ledger_db(l), sql);
+	free(sql);
 	db_bind_int(st, 1, from);
 	db_bind_int(st, 2, to);
 	while ((rc = db_step(st)) == 1) {
@@ -221,20 +237,23 @@ uq_partial_day(struct uq *q, struct ledger *l, int64_t day, int64_t a,
 {
 	struct dbstmt		*st;
 	struct ledger_use	 u;
+	char			*sql;
 	int64_t			 s, e;
 	int			 rc;
 
 	memset(&u, 0, sizeof u);
-	st = db_prepare(ledger_db(l), "SELECT job, owner, card, vendor, "
-	    "seats, mem, start_ms, end_ms FROM ledger_day d JOIN ledger l "
-	    "ON l.seq = d.seq WHERE d.day = ? AND start_ms < ? AND end_ms > ?");
+	sql = uq_sql(q, "SELECT job, %s, %s, %s, seats, mem, start_ms, end_ms "
+	    "FROM ledger_day d JOIN ledger l ON l.seq = d.seq WHERE d.day = ? "
+	    "AND start_ms < ? AND end_ms > ?");
+	st = db_prepare(ledger_db(l), sql);
+	free(sql);
 	db_bind_int(st, 1, day);
 	db_bind_int(st, 2, b);
 	db_bind_int(st, 3, a);
 	while ((rc = db_step(st)) == 1) {
 		u.job = (u_int)db_col_int(st, 0);
-		u.owner = db_col_text(st, 1);
-		u.card = (u_int)db_col_int(st, 2);
+		u.card = (u_int)db_col_int(st, 1);
+		u.owner = db_col_text(st, 2);
 		u.vendor = db_col_text(st, 3);
 		u.seats = (u_int)db_col_int(st, 4);
 		u.mem = (uint64_t)db_col_int(st, 5);
