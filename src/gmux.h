@@ -408,6 +408,7 @@ int		 hash_from_hex(const char *, u_char *);
 /* ledger.c (issue 4) */
 /* The books: one row per job, card and span of unchanged terms. */
 #define LEDGER_DAY_MS	86400000LL	/* days are UTC days */
+#define LEDGER_LO_BITS	40	/* byte-ms sums are kept as hi << 40 | lo */
 /* What one job holds on one card: the terms an interval records. */
 struct ledger_use {
 	u_int		 job;

@@ -19,18 +19,17 @@
 #include "gmux.h"
 
 #define LEDGER_MAX_MEM	(1ULL << 50)
-#define LEDGER_LO_BITS	40	/* byte-ms sums are stored as hi << 40 | lo */
+#define LEDGER_LO_MASK	((1LL << LEDGER_LO_BITS) - 1)
 
 #define LEDGER_USE_COLS "job, owner, card, vendor, model, seats, ceiling, " \
 	"mem, fence"
-#define LEDGER_LO_MASK ((1LL << LEDGER_LO_BITS) - 1)
-/* Adds (hi, lo) pairs with the carry; SET sees the old row throughout. */
-#define LEDGER_UPSERT_CELL "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT DO " \
-	"UPDATE SET ms = ms + excluded.ms, seat_ms = seat_ms + " \
-	"excluded.seat_ms, " LEDGER_ADD_MEM
+/* Adds (hi, lo) pairs with the carry (SET sees the old row throughout). */
 #define LEDGER_ADD_MEM \
 	"mem_hi = mem_hi + excluded.mem_hi + (mem_lo + excluded.mem_lo) / " \
 	"1099511627776, mem_lo = (mem_lo + excluded.mem_lo) % 1099511627776"
+#define LEDGER_UPSERT_CELL "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT DO " \
+	"UPDATE SET ms = ms + excluded.ms, seat_ms = seat_ms + " \
+	"excluded.seat_ms, " LEDGER_ADD_MEM
 
 void
 ledger_intervals_prepare(struct ledger *l)

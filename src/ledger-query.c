@@ -146,6 +146,14 @@ uq_key(struct uq *q, u_int job, const char *owner, u_int card,
 	return ("");
 }
 
+/* Byte-ms stored as (hi, lo) in columns i and i + 1. */
+static u128
+uq_mem(struct dbstmt *st, int i)
+{
+	return (((u128)db_col_int(st, i) << LEDGER_LO_BITS) +
+	    (uint64_t)db_col_int(st, i + 1));
+}
+
 static void
 uq_add(struct uq *q, const char *key, u_int job, int64_t ms, int64_t seat_ms,
     u128 mem)
@@ -223,8 +231,7 @@ uq_rollup(struct uq *q, struct ledger *l, int64_t from, int64_t to)
 		    db_col_text(st, 3), (u_int)db_col_int(st, 2),
 		    db_col_text(st, 4), db_col_int(st, 0), buf),
 		    (u_int)db_col_int(st, 1), db_col_int(st, 5),
-		    db_col_int(st, 6), ((u128)db_col_int(st, 7) << 40) +
-		    (uint64_t)db_col_int(st, 8));
+		    db_col_int(st, 6), uq_mem(st, 7));
 	}
 	db_finalize(st);
 	return (rc);
@@ -444,8 +451,7 @@ ledger_totals(struct ledger *l, struct ledger_total **out, u_int *nout)
 	    "FROM ledger_total");
 	while ((rc = db_step(st)) == 1) {
 		uq_add(&q, db_col_text(st, 0), 0, 0, db_col_int(st, 1),
-		    ((u128)db_col_int(st, 2) << 40) +
-		    (uint64_t)db_col_int(st, 3));
+		    uq_mem(st, 2));
 	}
 	db_finalize(st);
 	for (i = 0; (u = ledger_open_interval(l, i, &s)) != NULL; i++)
