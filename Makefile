@@ -59,6 +59,14 @@ SRCS += src/cmd-stop.c src/cmd-cards.c src/cmd-version.c src/cmd-help.c
 # -- scheduler (issue 3)
 
 # -- ledger (issue 4)
+SRCS += src/hash.c src/ledger.c src/ledger-interval.c src/ledger-chain.c
+SRCS += src/ledger-query.c
+SRCS += src/usage.c src/metrics.c src/top.c
+# bench/NAME.c -> $(O)/bench/NAME, linked like the unit tests (a pattern
+# rule, so it never becomes the default goal); bench/run-ledger runs it.
+$(O)/bench/%: bench/%.c src/gmux.h $(O)/libgmuxcore.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
 
 # -- enforcement (issue 5)
 SRCS += src/region.c src/mps.c src/cumask.c src/audit.c

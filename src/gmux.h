@@ -536,13 +536,204 @@ void		 api_version(struct evhttp_request *, const char *);
 /* sched.c (issue 3: queue, preemption, burst, resize) */
 /* (end) */
 
+/* hash.c (issue 4): SHA-256 without OpenSSL's headers */
+#define HASH_LEN	32
+#define HASH_HEX_LEN	64
+void		 hash_sha256(const void *, size_t, u_char *);
+void		 hash_hex(const u_char *, char *);
+int		 hash_from_hex(const char *, u_char *);
+/* (end) */
+
 /* ledger.c (issue 4) */
+/* The books: one row per job, card and span of unchanged terms. */
+#define LEDGER_DAY_MS	86400000LL	/* days are UTC days */
+#define LEDGER_LO_BITS	40	/* byte-ms sums are kept as hi << 40 | lo */
+/* What one job holds on one card: the terms an interval records. */
+struct ledger_use {
+	u_int		 job;
+	const char	*owner;
+	u_int		 card;
+	const char	*vendor;
+	const char	*model;
+	u_int		 seats;		/* the guarantee: what is billed */
+	u_int		 ceiling;	/* burst ceiling; = seats if none */
+	uint64_t	 mem;		/* the memory cap, bytes */
+	const char	*fence;		/* "none", "deny-net", "allow:3" */
+};
+/* A closed interval as stored; strings are borrowed. */
+struct ledger_row {
+	int64_t		 seq;		/* its place in the chain, from 1 */
+	struct ledger_use u;
+	int64_t		 start;		/* ms since the epoch */
+	int64_t		 end;		/* exclusive */
+};
+/* An open interval in memory (for ledger*.c). */
+struct ledger_iv {
+	int64_t		 id;		/* its row in ledger_open */
+	struct ledger_use u;		/* strings owned */
+	int64_t		 start;
+	int		 claimed;
+};
+
+/* The books (its fields are for ledger*.c only). */
+struct ledger {
+	struct db	*db;
+	struct ledger_iv *open;
+	u_int		 nopen;
+	int64_t		 last_tick;
+	int64_t		 head_seq;
+	u_char		 head_hash[HASH_LEN];
+	int		 swept;		/* the first tick has run */
+	int		 batch;		/* inside ledger_begin */
+
+	struct dbstmt	*st_open_ins;
+	struct dbstmt	*st_open_del;
+	struct dbstmt	*st_ins;
+	struct dbstmt	*st_day;
+	struct dbstmt	*st_rollup;
+	struct dbstmt	*st_total;
+	struct dbstmt	*st_meta_get;
+	struct dbstmt	*st_meta_set;
+	struct dbstmt	*st_tick;
+	struct dbstmt	*st_check;	/* verify's rollup, made when needed */
+};
+
+/* All-time totals of one owner (never pruned: counters only grow). */
+struct ledger_total {
+	char		*owner;
+	int64_t		 seat_ms;	/* seats x ms; 100000: 1 share-second */
+	double		 mem_byte_seconds;
+};
+struct ledger	*ledger_open(const char *, char **);
+void		 ledger_close(struct ledger *);
+int		 ledger_tick(struct ledger *, int64_t, char **);
+int64_t		 ledger_last_tick(struct ledger *);
+int		 ledger_begin(struct ledger *);
+int		 ledger_commit(struct ledger *, char **);
+void		 ledger_rollback(struct ledger *);
+/* for ledger-*.c only */
+int64_t		 ledger_day(int64_t);
+int		 ledger_check_time(int64_t, char **);
+int		 ledger_txn_begin(struct ledger *);
+int		 ledger_txn_end(struct ledger *, int, char **);
+int		 ledger_fail(struct ledger *, char **);
+struct db	*ledger_db(struct ledger *);
+int64_t		 ledger_meta_int(struct ledger *, const char *);
+char		*ledger_meta_text(struct ledger *, const char *);
+int		 ledger_meta_set(struct ledger *, const char *, int64_t,
+		     const char *);
+/* (end) */
+
+/* ledger-interval.c (issue 4): opening, continuing and closing intervals */
+int		 ledger_set(struct ledger *, u_int, const struct ledger_use *,
+		     u_int, int64_t, char **);
+int		 ledger_end(struct ledger *, u_int, int64_t, char **);
+u_int		 ledger_adopt(struct ledger *, u_int);
+const struct ledger_use *ledger_open_interval(struct ledger *, u_int,
+		     int64_t *);
+/* for ledger-*.c only */
+void		 ledger_intervals_prepare(struct ledger *);
+void		 ledger_intervals_free(struct ledger *);
+int		 ledger_reload(struct ledger *);
+int		 ledger_sweep(struct ledger *);
+int		 ledger_rollup_add(struct ledger *, const struct ledger_row *,
+		     int64_t, int);
+/* (end) */
+
+/* ledger-chain.c (issue 4): the hash chain, verification and pruning */
+void		 ledger_row_hash(const u_char *, const struct ledger_row *,
+		     u_char *);
+int		 ledger_verify(struct ledger *, int64_t *, char **);
+int		 ledger_prune(struct ledger *, int64_t, const char *, int64_t *,
+		     char **);
 /* (end) */
 
 /* usage and top (issue 4) */
+enum usage_by {
+	USAGE_OWNER,
+	USAGE_JOB,
+	USAGE_CARD,
+	USAGE_VENDOR,
+	USAGE_DAY,
+};
+enum usage_format {
+	USAGE_TABLE,
+	USAGE_JSON,
+	USAGE_CSV,
+};
+struct usage_row {
+	char		*key;		/* owner, "j12", "0", vendor, a day */
+	u_int		 jobs;		/* distinct jobs with time in it */
+	int64_t		 seat_ms;	/* guaranteed seats x ms */
+	double		 mem_gib_hours;	/* memory cap x time */
+};
+struct usage {
+	enum usage_by	 by;
+	int64_t		 since;		/* [since, until), ms */
+	int64_t		 until;
+	struct usage_row *rows;
+	u_int		 nrows;
+	struct usage_row total;		/* key "total"; jobs counted once */
+};
+const char	*usage_by_name(enum usage_by);
+int		 usage_by_from_name(const char *, enum usage_by *, char **);
+int		 usage_parse_time(const char *, int64_t, int64_t *, char **);
+int		 usage_parse_window(const char *, const char *, int64_t,
+		     int64_t *, int64_t *, char **);
+void		 usage_format_day(int64_t, char *);
+void		 usage_format_time(int64_t, char *);
+void		 usage_free(struct usage *);
+json_t		*usage_to_json(const struct usage *);
+int		 usage_from_json(json_t *, struct usage *, char **);
+void		 usage_print(const struct usage *, enum usage_format, FILE *);
+void		 usage_csv_field(FILE *, const char *);
+/* (end) */
+
+/* ledger-query.c (issue 4): integrating the books over a window */
+int		 ledger_usage(struct ledger *, enum usage_by, int64_t, int64_t,
+		     struct usage *, char **);
+json_t		*ledger_usage_json(struct ledger *, const char *, const char *,
+		     const char *, int64_t, char **);
+int		 ledger_totals(struct ledger *, struct ledger_total **,
+		     u_int *);
+void		 ledger_totals_free(struct ledger_total *, u_int);
+/* (end) */
+
+/* top.c (issue 4): gmux top, one frame and the live loop */
+typedef int (*top_fetch_cb)(void *, json_t **, json_t **, char **);
+char		*top_render(json_t *, json_t *, u_int, u_int, int64_t);
+int		 top_loop(top_fetch_cb, void *, int, char **);
 /* (end) */
 
 /* metrics.c (issue 4) */
+struct metrics_card {
+	u_int		 index;
+	const char	*vendor;
+	const char	*model;
+	const char	*uuid;		/* NULL if none */
+	uint64_t	 memory;	/* bytes */
+	u_int		 seats;		/* guaranteed seats allocated */
+	u_int		 burst;		/* seats granted above guarantees */
+	uint64_t	 mem_allocated;	/* sum of memory caps, bytes */
+	u_int		 jobs;		/* running jobs on the card */
+	double		 util;		/* measured, 0..1; < 0 if unknown */
+};
+struct metrics_state {
+	const char	*state;		/* "queued", "running", ... */
+	u_int		 jobs;
+};
+struct metrics_input {
+	const char	*version;
+	int64_t		 start_ms;	/* when the daemon started */
+	const struct metrics_card *cards;
+	u_int		 ncards;
+	const struct metrics_state *states;
+	u_int		 nstates;
+	u_int		 queue_length;
+	const struct ledger_total *owners;
+	u_int		 nowners;
+};
+char		*metrics_render(const struct metrics_input *);
 /* (end) */
 
 /* region.c (issue 5: the shim's shared region, daemon side) */
