@@ -46,6 +46,7 @@ SRCS += src/cmd.c src/client.c src/http.c src/output.c src/stream.c
 # -- daemon
 SRCS += src/sched.c src/server.c src/server-api.c src/api-job.c
 SRCS += src/api-card.c src/job.c src/keeper.c src/state.c src/follow.c
+SRCS += src/config.c src/retention.c
 
 # -- cards
 SRCS += src/card.c src/card-fake.c src/card-nvidia.c src/card-amd.c
@@ -61,7 +62,8 @@ SRCS += src/cmd-stop.c src/cmd-cards.c src/cmd-version.c src/cmd-help.c
 # -- ledger (issue 4)
 SRCS += src/hash.c src/ledger.c src/ledger-interval.c src/ledger-chain.c
 SRCS += src/ledger-query.c
-SRCS += src/usage.c src/metrics.c src/top.c
+SRCS += src/usage.c src/metrics.c src/top.c src/api-usage.c
+SRCS += src/cmd-usage.c src/cmd-top.c
 # bench/NAME.c -> $(O)/bench/NAME, linked like the unit tests (a pattern
 # rule, so it never becomes the default goal); bench/run-ledger runs it.
 $(O)/bench/%: bench/%.c src/gmux.h $(O)/libgmuxcore.a

@@ -29,6 +29,14 @@ api_cards_list(struct evhttp_request *req, const char *id)
 		json_object_set_new(o, "mem_free", json_integer(
 		    (json_int_t)(sc[i].memory - sc[i].mem_used)));
 		json_object_set_new(o, "jobs", json_integer(njobs[i]));
+		json_object_set_new(o, "guaranteed",
+		    json_real(sc[i].seats_used / 100.0));
+		json_object_set_new(o, "burst", json_real(0));
+		json_object_set_new(o, "mem_used",
+		    json_integer((json_int_t)sc[i].mem_used));
+		json_object_set_new(o, "util", server_cards.v[i].fake ?
+		    json_real(sc[i].seats_used > SEATS_PER_CARD ? 1.0 :
+		    sc[i].seats_used / 100.0) : json_null());
 		json_array_append_new(a, o);
 	}
 	api_reply(req, 200, a);

@@ -17,6 +17,8 @@ const struct cmd_entry *cmd_table[] = {
 	&cmd_attach_entry,
 	&cmd_stop_entry,
 	&cmd_cards_entry,
+	&cmd_top_entry,
+	&cmd_usage_entry,
 	&cmd_version_entry,
 	&cmd_help_entry,
 	NULL

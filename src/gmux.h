@@ -217,6 +217,8 @@ extern const struct cmd_entry cmd_logs_entry;
 extern const struct cmd_entry cmd_attach_entry;
 extern const struct cmd_entry cmd_stop_entry;
 extern const struct cmd_entry cmd_cards_entry;
+extern const struct cmd_entry cmd_top_entry;
+extern const struct cmd_entry cmd_usage_entry;
 extern const struct cmd_entry cmd_version_entry;
 extern const struct cmd_entry cmd_help_entry;
 
@@ -466,6 +468,7 @@ int		 job_start(struct job *, char **);
 int		 job_stop(struct job *, int64_t, const char *);
 void		 job_finish(struct job *);
 void		 job_adopt(struct job *);
+void		 job_account(struct job *, int64_t);
 json_t		*job_to_json(const struct job *);
 void		 job_free(struct job *);
 
@@ -489,6 +492,23 @@ u_int		 state_next_id(void);
 void		 state_save_job(const struct job *);
 void		 state_load_jobs(void);
 struct db	*state_database(void);
+void		 state_delete_job(u_int);
+
+/* config.c: the daemon's settings, KEY=VALUE */
+struct config_entry {
+	char		*key;
+	char		*value;
+};
+int		 config_parse(const char *, struct config_entry **, u_int *,
+		     char **);
+void		 config_free(struct config_entry *, u_int);
+int		 config_load(char **);
+const char	*config_get(const char *);
+u_int		 config_uint(const char *, u_int, u_int, u_int);
+
+/* retention.c: finished jobs are forgotten after JOB_RETENTION_DAYS */
+u_int		 retention_prune(int64_t);
+void		 retention_tick(void);
 
 /* follow.c: streaming a job's log to clients */
 #define FOLLOW_LIVE	0x1	/* until the job ends */
@@ -507,6 +527,8 @@ struct event_base;
 extern struct event_base *server_base;
 extern struct cards server_cards;
 extern int	 server_audit_report_only;
+extern struct ledger *server_ledger;
+extern int64_t	 server_started;
 int		 server_main(const char *, int);
 void		 server_schedule(void);
 void		 server_tick(void);
@@ -532,6 +554,9 @@ void		 api_job_stop(struct evhttp_request *, const char *);
 void		 api_job_log(struct evhttp_request *, const char *);
 void		 api_cards_list(struct evhttp_request *, const char *);
 void		 api_version(struct evhttp_request *, const char *);
+void		 api_usage(struct evhttp_request *, const char *);
+void		 api_usage_prune(struct evhttp_request *, const char *);
+void		 api_metrics(struct evhttp_request *, const char *);
 
 /* sched.c (issue 3: queue, preemption, burst, resize) */
 /* (end) */

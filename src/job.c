@@ -199,6 +199,48 @@ job_env(struct job *j, struct card *c, char **cause)
 	return (env);
 }
 
+/* The books: from now, the job holds what its record says. */
+void
+job_account(struct job *j, int64_t now)
+{
+	struct ledger_use	 u;
+	struct card		*c;
+	char			*cause = NULL;
+
+	if (server_ledger == NULL || j->card < 0 ||
+	    (u_int)j->card >= server_cards.n)
+		return;
+	c = &server_cards.v[j->card];
+	memset(&u, 0, sizeof u);
+	u.job = j->id;
+	u.owner = j->owner;
+	u.card = (u_int)j->card;
+	u.vendor = vendor_name(c->vendor);
+	u.model = c->model;
+	u.seats = j->seats;
+	u.ceiling = j->seats;
+	u.mem = j->mem;
+	u.fence = "none";
+	if (ledger_set(server_ledger, j->id, &u, 1, now, &cause) != 0) {
+		log_warnx("%s: %s: %s", __func__, j->name, cause);
+		free(cause);
+	}
+}
+
+/* The books: the job holds nothing from time t. */
+static void
+job_account_end(struct job *j, int64_t t)
+{
+	char	*cause = NULL;
+
+	if (server_ledger == NULL || j->card < 0)
+		return;
+	if (ledger_end(server_ledger, j->id, t, &cause) != 0) {
+		log_warnx("%s: %s: %s", __func__, j->name, cause);
+		free(cause);
+	}
+}
+
 static void
 job_watch_link(struct job *j)
 {
@@ -246,6 +288,7 @@ job_start(struct job *j, char **cause)
 		j->state = JOB_RUNNING;
 		j->started = clock_ms();
 		job_watch_link(j);
+		job_account(j, j->started);
 		rc = 0;
 	} else if (c != NULL)
 		enforce_forget(j->id);
@@ -319,6 +362,7 @@ job_record_end(struct job *j, json_t *st)
 		j->ended = clock_ms();
 	if (j->card >= 0)
 		enforce_forget(j->id);
+	job_account_end(j, j->ended);
 	state_save_job(j);
 	log_debug("%s: %s %s exit %d", __func__, j->name,
 	    job_state_name(j->state), j->exit_code);
@@ -411,6 +455,8 @@ job_adopt(struct job *j)
 	}
 	log_debug("%s: %s re-adopted", __func__, j->name);
 	job_watch_link(j);
+	if (server_ledger != NULL && j->card >= 0)
+		ledger_adopt(server_ledger, j->id);
 }
 
 /* Returns the job as the API shows it; the caller owns the reference. */

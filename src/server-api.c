@@ -34,6 +34,9 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/jobs/*", api_job_get },
 	{ EVHTTP_REQ_POST, "/v1/jobs/*/stop", api_job_stop },
 	{ EVHTTP_REQ_GET, "/v1/jobs/*/log", api_job_log },
+	{ EVHTTP_REQ_GET, "/v1/usage", api_usage },
+	{ EVHTTP_REQ_POST, "/v1/usage/prune", api_usage_prune },
+	{ EVHTTP_REQ_GET, "/metrics", api_metrics },
 };
 
 /* Matches path against pattern; the "*" segment is copied to id. */

@@ -32,6 +32,8 @@ static struct event	*server_tick_ev;
 static int		 server_lock_fd = -1;
 
 int			 server_audit_report_only;
+struct ledger		*server_ledger;
+int64_t			 server_started;
 
 /* Takes the home's lock; a second daemon on one home is refused. */
 static int
@@ -171,7 +173,15 @@ server_tick_enforce(void)
 void
 server_tick(void)
 {
+	char	*cause = NULL;
+
 	server_tick_enforce();
+	if (server_ledger != NULL &&
+	    ledger_tick(server_ledger, clock_ms(), &cause) != 0) {
+		log_warnx("ledger: %s", cause);
+		free(cause);
+	}
+	retention_tick();
 }
 
 /* Each card's admitted seats and memory, from the running jobs. */
@@ -309,10 +319,14 @@ server_setup(const char *fake, char **cause)
 	struct evconnlistener	*l;
 	int			 fd;
 
+	if (config_load(cause) != 0)
+		return (-1);
 	if (cards_detect(&server_cards, fake, cause) != 0)
 		return (-1);
 	enforce_init(&server_cards);
 	if (state_open(cause) != 0)
+		return (-1);
+	if ((server_ledger = ledger_open(path_db(), cause)) == NULL)
 		return (-1);
 	server_base = event_base_new();
 	follow_init();
@@ -364,6 +378,7 @@ server_main(const char *fake, int detach)
 		free(logpath);
 	}
 	server_write_pid();
+	server_started = clock_ms();
 	signal(SIGPIPE, SIG_IGN);
 	if (server_setup(fake, &cause) != 0)
 		goto fail;
@@ -380,6 +395,8 @@ server_main(const char *fake, int detach)
 	evhttp_free(server_http);
 	unlink(path_socket());
 	enforce_shutdown();
+	ledger_close(server_ledger);
+	server_ledger = NULL;
 	state_close();
 	if (ftruncate(server_lock_fd, 0) == -1)
 		log_warn("ftruncate");

@@ -123,6 +123,19 @@ state_save_job(const struct job *j)
 	free(text);
 }
 
+/* Forgets a job's record (retention: its books stay in the ledger). */
+void
+state_delete_job(u_int id)
+{
+	struct dbstmt	*st;
+
+	st = db_prepare(state_db, "DELETE FROM jobs WHERE id = ?");
+	db_bind_int(st, 1, id);
+	if (db_step(st) == -1)
+		log_warnx("%s: j%u: %s", __func__, id, db_error(state_db));
+	db_finalize(st);
+}
+
 static struct job *
 state_row(struct dbstmt *st)
 {

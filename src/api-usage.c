@@ -1,0 +1,159 @@
+/* api-usage.c: the books on the API: /v1/usage, its pruning, and /metrics. */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "gmux.h"
+
+/* GET /v1/usage?since=&until=&by= */
+void
+api_usage(struct evhttp_request *req, const char *id)
+{
+	json_t	*o;
+	char	*cause = NULL;
+	char	*since = NULL, *until = NULL, *by = NULL;
+	const char *v;
+
+	/* api_query's value lasts until its next call: copy each. */
+	if ((v = api_query(req, "since")) != NULL)
+		since = xstrdup(v);
+	if ((v = api_query(req, "until")) != NULL)
+		until = xstrdup(v);
+	if ((v = api_query(req, "by")) != NULL)
+		by = xstrdup(v);
+	o = ledger_usage_json(server_ledger, since, until, by, clock_ms(),
+	    &cause);
+	if (o == NULL)
+		api_error(req, 400, "%s", cause);
+	else
+		api_reply(req, 200, o);
+	json_decref(o);
+	free(cause);
+	free(since);
+	free(until);
+	free(by);
+}
+
+/*
+ * POST /v1/usage/prune {"before": DATE}: exports the closed intervals that
+ * ended by DATE to a CSV file under $GMUX_HOME/exports (never a path from
+ * the client), then removes them from the books.
+ */
+void
+api_usage_prune(struct evhttp_request *req, const char *id)
+{
+	json_t		*body, *o;
+	const char	*before;
+	char		*cause = NULL, *path = NULL, *dir, day[32];
+	int64_t		 t, n = 0;
+
+	if ((body = api_body(req, &cause)) == NULL)
+		goto bad;
+	before = json_string_value(json_object_get(body, "before"));
+	if (before == NULL) {
+		xasprintf(&cause, "before: a date is needed");
+		goto bad;
+	}
+	if (usage_parse_time(before, clock_ms(), &t, &cause) != 0)
+		goto bad;
+	xasprintf(&dir, "%s/exports", path_home());
+	mkdir_p(dir, 0700);
+	usage_format_time(t, day);
+	xasprintf(&path, "%s/ledger-before-%s.csv", dir, day);
+	free(dir);
+	if (ledger_prune(server_ledger, t, path, &n, &cause) != 0) {
+		api_error(req, 409, "%s", cause);
+		goto out;
+	}
+	o = json_pack("{s:I,s:s}", "pruned", (json_int_t)n, "export", path);
+	api_reply(req, 200, o);
+	json_decref(o);
+	goto out;
+bad:
+	api_error(req, 400, "%s", cause);
+out:
+	json_decref(body);
+	free(cause);
+	free(path);
+}
+
+/* A card's measured use; fake cards report their ceilings as a load. */
+static double
+metrics_util(u_int card, u_int ceilings)
+{
+	if (server_cards.v[card].fake)
+		return (ceilings > SEATS_PER_CARD ? 1.0 : ceilings / 100.0);
+	return (-1);
+}
+
+static void
+metrics_fill(struct metrics_input *in, struct metrics_card *mc,
+    struct metrics_state *ms)
+{
+	struct job	*j;
+	struct card	*c;
+	u_int		 i;
+
+	for (i = 0; i < server_cards.n; i++) {
+		c = &server_cards.v[i];
+		mc[i].index = i;
+		mc[i].vendor = vendor_name(c->vendor);
+		mc[i].model = c->model;
+		mc[i].uuid = c->uuid;
+		mc[i].memory = c->memory;
+	}
+	for (i = 0; i <= JOB_FAILED; i++)
+		ms[i].state = job_state_name((enum job_state)i);
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		ms[j->state].jobs++;
+		if (j->state == JOB_QUEUED)
+			in->queue_length++;
+		if (j->state != JOB_RUNNING || j->card < 0)
+			continue;
+		mc[j->card].seats += j->seats;
+		mc[j->card].mem_allocated += j->mem;
+		mc[j->card].jobs++;
+	}
+	for (i = 0; i < server_cards.n; i++)
+		mc[i].util = metrics_util(i, mc[i].seats + mc[i].burst);
+}
+
+/* GET /metrics: Prometheus text exposition (docs/metrics.md). */
+void
+api_metrics(struct evhttp_request *req, const char *id)
+{
+	struct metrics_input	 in;
+	struct metrics_card	*mc;
+	struct metrics_state	 ms[JOB_FAILED + 1];
+	struct ledger_total	*owners = NULL;
+	struct evbuffer		*b;
+	u_int			 nowners = 0;
+	char			*text;
+
+	memset(&in, 0, sizeof in);
+	memset(ms, 0, sizeof ms);
+	mc = xcalloc(server_cards.n + 1, sizeof *mc);
+	metrics_fill(&in, mc, ms);
+	ledger_totals(server_ledger, &owners, &nowners);
+	in.version = GMUX_VERSION;
+	in.start_ms = server_started;
+	in.cards = mc;
+	in.ncards = server_cards.n;
+	in.states = ms;
+	in.nstates = nitems(ms);
+	in.owners = owners;
+	in.nowners = nowners;
+	text = metrics_render(&in);
+	b = evbuffer_new();
+	evbuffer_add(b, text, strlen(text));
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "text/plain; version=0.0.4");
+	evhttp_send_reply(req, 200, "OK", b);
+	evbuffer_free(b);
+	free(text);
+	ledger_totals_free(owners, nowners);
+	free(mc);
+}

@@ -1,0 +1,170 @@
+/* cmd-usage.c: gmux usage, the books: who used what, over any window. */
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmux.h"
+
+static int	cmd_usage_exec(int, char **);
+
+const struct cmd_entry cmd_usage_entry = {
+	.name = "usage",
+	.args = "[--since WHEN] [--until WHEN] [--by owner|job|card|vendor|day] "
+	    "[--json|--csv]",
+	.help = "share-seconds, memory GB-hours and jobs over a window",
+	.options =
+	    "  --since WHEN         start: 24h, 30d, 2026-11-01, "
+	    "2026-11-01T08:00 (default 24h)\n"
+	    "  --until WHEN         end (default now)\n"
+	    "  --by KEY             owner (default), job, card, vendor or day\n"
+	    "  --json, --csv        machine-readable output\n"
+	    "  --verify             check the books' hash chain; names the "
+	    "first broken row\n"
+	    "  --prune-before DATE  export the intervals that ended before DATE "
+	    "to a CSV\n"
+	    "                       under $GMUX_HOME/exports, then remove them\n"
+	    "\nShare-seconds are guaranteed fractions of a card times seconds "
+	    "(3600 are one\ncard-hour); what a job bursts above its guarantee "
+	    "is not billed.\n",
+	.exec = cmd_usage_exec,
+};
+
+enum { OPT_SINCE = 256, OPT_UNTIL, OPT_BY, OPT_JSON, OPT_CSV, OPT_VERIFY,
+    OPT_PRUNE };
+
+static const struct option usage_opts[] = {
+	{ "since", required_argument, NULL, OPT_SINCE },
+	{ "until", required_argument, NULL, OPT_UNTIL },
+	{ "by", required_argument, NULL, OPT_BY },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "csv", no_argument, NULL, OPT_CSV },
+	{ "verify", no_argument, NULL, OPT_VERIFY },
+	{ "prune-before", required_argument, NULL, OPT_PRUNE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* Appends &name=value to a query, percent-encoding the value. */
+static void
+usage_query_add(char **q, const char *name, const char *v)
+{
+	char	*old = *q, *enc, *p;
+
+	enc = xmalloc(strlen(v) * 3 + 1);
+	for (p = enc; *v != '\0'; v++) {
+		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		    "0123456789-._~", *v) != NULL)
+			*p++ = *v;
+		else
+			p += sprintf(p, "%%%02X", (u_char)*v);
+	}
+	*p = '\0';
+	xasprintf(q, "%s%c%s=%s", old, strchr(old, '?') ? '&' : '?', name, enc);
+	free(old);
+	free(enc);
+}
+
+/* Verification reads the books directly: it may take seconds. */
+static int
+usage_verify(void)
+{
+	struct ledger	*l;
+	int64_t		 n = 0;
+	char		*cause = NULL;
+	int		 rc;
+
+	if ((l = ledger_open(path_db(), &cause)) == NULL) {
+		fprintf(stderr, "gmux usage: %s\n", cause);
+		free(cause);
+		return (1);
+	}
+	rc = ledger_verify(l, &n, &cause);
+	if (rc == 0)
+		printf("the books are intact: %lld closed intervals\n",
+		    (long long)n);
+	else
+		fprintf(stderr, "gmux usage: %s\n", cause);
+	free(cause);
+	ledger_close(l);
+	return (rc == 0 ? 0 : 1);
+}
+
+static int
+usage_prune(const char *before)
+{
+	json_t	*body, *o;
+
+	body = json_pack("{s:s}", "before", before);
+	o = cmd_call(&cmd_usage_entry, "POST", "/v1/usage/prune", body);
+	printf("exported %lld intervals to %s, then removed them\n",
+	    (long long)json_integer_value(json_object_get(o, "pruned")),
+	    json_string_value(json_object_get(o, "export")));
+	json_decref(o);
+	json_decref(body);
+	return (0);
+}
+
+static int
+cmd_usage_exec(int argc, char **argv)
+{
+	const struct cmd_entry	*c = &cmd_usage_entry;
+	enum usage_format	 fmt = USAGE_TABLE;
+	enum usage_by		 by;
+	struct usage		 u;
+	json_t			*o;
+	char			*q, *cause = NULL;
+	int			 ch, verify = 0;
+	const char		*prune = NULL;
+
+	q = xstrdup("/v1/usage");
+	while ((ch = cmd_getopt(c, argc, argv, "h", usage_opts)) != -1) {
+		switch (ch) {
+		case OPT_SINCE:
+			usage_query_add(&q, "since", optarg);
+			break;
+		case OPT_UNTIL:
+			usage_query_add(&q, "until", optarg);
+			break;
+		case OPT_BY:
+			if (usage_by_from_name(optarg, &by, &cause) != 0)
+				cmd_usage_error(c, "--by: %s", cause);
+			usage_query_add(&q, "by", optarg);
+			break;
+		case OPT_JSON:
+			fmt = USAGE_JSON;
+			break;
+		case OPT_CSV:
+			fmt = USAGE_CSV;
+			break;
+		case OPT_VERIFY:
+			verify = 1;
+			break;
+		case OPT_PRUNE:
+			prune = optarg;
+			break;
+		}
+	}
+	if (optind != argc)
+		cmd_usage_error(c, "unexpected argument '%s'", argv[optind]);
+	if (verify) {
+		free(q);
+		return (usage_verify());
+	}
+	if (prune != NULL) {
+		free(q);
+		return (usage_prune(prune));
+	}
+	o = cmd_call(c, "GET", q, NULL);
+	free(q);
+	if (usage_from_json(o, &u, &cause) != 0) {
+		fprintf(stderr, "gmux usage: %s\n", cause);
+		free(cause);
+		json_decref(o);
+		return (1);
+	}
+	usage_print(&u, fmt, stdout);
+	usage_free(&u);
+	json_decref(o);
+	return (0);
+}
