@@ -42,6 +42,7 @@ SRCS += src/card-intel.c src/enforce.c
 # -- commands
 
 # -- scheduler (issue 3)
+SRCS += src/sched-queue.c src/sched-preempt.c src/sched-explain.c
 
 # -- ledger (issue 4)
 

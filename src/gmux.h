@@ -257,15 +257,173 @@ void		 enforce_set(u_int, const struct card *, u_int, u_int,
 void		 enforce_forget(u_int);
 json_t		*enforce_history(void);
 
-/* sched.c: pure scheduling policy; no I/O */
-struct sched_card {
-	u_int		 seats_used;	/* guaranteed seats admitted */
-	uint64_t	 mem_used;
-	uint64_t	 memory;
-	u_int		 index;
+/* sched.c: pure scheduling policy; no I/O (the interface: top of sched.c) */
+#define SCHED_CARDS_MAX	64		/* a host's cards fit in a uint64_t */
+#define SCHED_PRIOS	10		/* priorities 0..9 */
+#define SCHED_AGE_MS	(5 * 60 * 1000)	/* waiting this long = one level */
+struct sched_req {			/* a job as the scheduler sees it */
+	u_int		 id;		/* the daemon's job id, > 0 */
+	u_int		 seats;		/* guarantee per card, 0..100 */
+	uint64_t	 mem;		/* cap per card; 0: share x card memory */
+	u_int		 ncards;	/* cards at once (ignored if seats is 0) */
+	int		 pin;		/* card index, -1: any */
+	u_int		 prio;		/* 0..9 */
+	int		 flags;		/* JOB_BURST, _PREEMPTIBLE, _REQUEUE, _NOWAIT */
+	int64_t		 submit;	/* ms; when it (re)entered the queue */
+	int64_t		 timeout;	/* ms it may wait; 0: no bound */
 };
-int		 sched_place(const struct sched_card *, u_int, u_int, uint64_t,
-		     int, int *, char **);
+struct sched_run {			/* where a running job is (for restore) */
+	uint64_t	 cards;		/* bit i: card i */
+	int64_t		 start;		/* ms */
+	u_int		 by;		/* being preempted for this job; 0: no */
+	int		 by_card;	/* the card it is cleared from */
+};
+enum sched_act {
+	SCHED_ADMIT,		/* start job: one per card, card -1 if none */
+	SCHED_QUEUE,		/* job waits: pos, reason */
+	SCHED_REFUSE,		/* job will not run: reason */
+	SCHED_PREEMPT,		/* stop job (grace, kill) to make room for by */
+	SCHED_CEILING,		/* running job's compute ceiling on card */
+	SCHED_RESIZE,		/* running job's guarantee and cap on card */
+	SCHED_REQUEUE,		/* preempted job is back in the queue: pos */
+};
+struct sched_decision {
+	enum sched_act	 act;
+	u_int		 job;
+	int		 card;		/* -1: not about one card */
+	uint64_t	 cards;		/* ADMIT: all the job's cards */
+	u_int		 seats;		/* guarantee on card */
+	u_int		 ceiling;	/* compute ceiling on card, in seats */
+	uint64_t	 mem;		/* memory cap on card */
+	u_int		 by;		/* PREEMPT: the job it makes room for */
+	u_int		 pos;		/* QUEUE, REQUEUE: 1-based position */
+	char		*reason;	/* QUEUE, REFUSE, PREEMPT; owned by out */
+};
+struct sched_out {
+	struct sched_decision *v;
+	u_int		 n;
+	u_int		 size;
+};
+enum sched_state {
+	SCHED_QUEUED,
+	SCHED_RUNNING,
+};
+enum sched_hold {
+	SCHED_HOLD_NONE,
+	SCHED_HOLD_DRAIN,	/* first in the queue: cards kept for it */
+	SCHED_HOLD_CLAIM,	/* cards it is preempting jobs on */
+};
+struct sched_slot {			/* a running job on one card */
+	struct sched_job *job;
+	u_int		 card;
+	uint64_t	 mem;		/* its cap on this card */
+	u_int		 ceiling;	/* UINT_MAX until first told */
+	int		 told;		/* decision to patch with the ceiling */
+	TAILQ_ENTRY(sched_slot) entry;
+};
+TAILQ_HEAD(sched_slots, sched_slot);
+struct sched_class;
+struct sched_job {
+	struct sched_req req;		/* seats and mem follow resizes */
+	int64_t		 key;		/* submit - prio x age: queue order */
+	enum sched_state state;
+	uint64_t	 cards;		/* running: its cards; queued: held */
+	enum sched_hold	 hold;
+	int64_t		 start;
+	u_int		 by;		/* running: preempted for this job */
+	int		 by_card;
+	struct sched_job *claimant;	/* running victim: who waits for it */
+	u_int		 nvictims;	/* queued claimant: victims pending */
+	struct sched_slot *slots;	/* running: one per card */
+	struct sched_class *class;	/* queued: its class of equals */
+	TAILQ_ENTRY(sched_job) centry;	/* in the class, by key */
+	TAILQ_ENTRY(sched_job) tentry;	/* queued with a timeout */
+	struct sched_job *left;		/* queue order: a treap */
+	struct sched_job *right;
+	u_int		 size;
+	uint32_t	 weight;
+	struct sched_job *hnext;	/* id hash chain */
+};
+TAILQ_HEAD(sched_jobs, sched_job);
+struct sched_card {
+	uint64_t	 memory;
+	u_int		 used;		/* guaranteed seats */
+	uint64_t	 mem_used;	/* memory caps */
+	u_int		 nburst;
+	struct sched_slots slots;	/* by start time */
+	struct sched_job *holder;	/* queued job it is kept for */
+	u_int		 pre_seats[SCHED_PRIOS + 1]; /* preemptible below p */
+	uint64_t	 pre_mem[SCHED_PRIOS + 1];
+};
+struct sched {
+	struct sched_card card[SCHED_CARDS_MAX];
+	u_int		 ncards;
+	uint64_t	 all;		/* mask of every card */
+	uint64_t	 held;		/* cards kept for queued jobs */
+	uint64_t	 dirty;		/* more room for the queue since a pass */
+	uint64_t	 pdirty;	/* more room by preemption */
+	uint64_t	 touched;	/* ceilings to recompute */
+	int64_t		 age;		/* ms of waiting per priority level */
+	int		 restored;	/* claims to rebuild */
+	struct sched_job *drain;	/* holder of SCHED_HOLD_DRAIN cards */
+	struct sched_job *pcheck;	/* new job to try preempting for */
+	struct sched_job **jhash;
+	u_int		 jhsize;
+	u_int		 njobs;
+	struct sched_class **chash;
+	u_int		 chsize;
+	struct sched_class **classes;	/* dense, for scans */
+	u_int		 nclasses;
+	u_int		 classes_size;
+	struct sched_job *root;		/* queue order */
+	u_int		 npre[SCHED_PRIOS]; /* preemptible running, by prio */
+	struct sched_jobs timed;
+	struct sched_job **cand;	/* scratch: admission candidates */
+	u_int		 ncand;
+	u_int		 cand_size;
+};
+struct sched_info {
+	enum sched_state state;
+	uint64_t	 cards;		/* running: its cards; queued: held */
+	enum sched_hold	 hold;
+	u_int		 pos;		/* queued: 1-based */
+	u_int		 by;		/* running: being preempted for */
+	u_int		 seats;
+	int64_t		 start;
+};
+typedef void (*sched_walk_cb)(const struct sched_req *,
+		     const struct sched_run *, void *);
+struct sched	*sched_create(const uint64_t *, u_int, char **);
+void		 sched_free(struct sched *);
+void		 sched_set_age(struct sched *, int64_t);
+int		 sched_submit(struct sched *, const struct sched_req *, int64_t,
+		     struct sched_out *);
+int		 sched_end(struct sched *, u_int, int64_t, struct sched_out *);
+int		 sched_resize(struct sched *, u_int, u_int, uint64_t, int64_t,
+		     struct sched_out *, char **);
+void		 sched_tick(struct sched *, int64_t, struct sched_out *);
+int		 sched_restore(struct sched *, const struct sched_req *,
+		     const struct sched_run *, char **);
+void		 sched_pass(struct sched *, int64_t, struct sched_out *);
+void		 sched_walk(const struct sched *, sched_walk_cb, void *);
+int		 sched_info(const struct sched *, u_int, struct sched_info *);
+u_int		 sched_holder(const struct sched *, u_int);
+u_int		 sched_ceiling(const struct sched *, u_int, u_int);
+struct sched_job *sched_find(const struct sched *, u_int);
+uint64_t	 sched_need(const struct sched *, const struct sched_req *,
+		     u_int);
+uint64_t	 sched_eligible(const struct sched *, const struct sched_req *);
+u_int		 sched_fit(const struct sched *, const struct sched_req *,
+		     uint64_t, uint64_t *);
+uint64_t	 sched_place(const struct sched *, const struct sched_req *,
+		     uint64_t, uint64_t);
+uint64_t	 sched_avail(const struct sched *, const struct sched_job *);
+void		 sched_hold(struct sched *, struct sched_job *, uint64_t,
+		     enum sched_hold);
+void		 sched_release(struct sched *, struct sched_job *);
+struct sched_decision *sched_emit(struct sched_out *, enum sched_act, u_int);
+void		 sched_out_clear(struct sched_out *);
+void		 sched_out_free(struct sched_out *);
 
 /* proc.c: running a helper program and capturing its output */
 char		*proc_output(char *const *, int, int *);
@@ -395,6 +553,42 @@ void		 api_cards_list(struct evhttp_request *, const char *);
 void		 api_version(struct evhttp_request *, const char *);
 
 /* sched.c (issue 3: queue, preemption, burst, resize) */
+/* sched-queue.c: the queue, in order and in classes of equal requests */
+struct sched_class {
+	struct sched_req shape;		/* seats, mem, ncards, pin, prio */
+	uint64_t	 elig;		/* cards that could ever hold it */
+	struct sched_jobs jobs;		/* by key */
+	u_int		 n;
+	u_int		 idx;		/* in sched->classes */
+	struct sched_class *hnext;
+};
+int		 sched_queue_cmp(const struct sched_job *,
+		     const struct sched_job *);
+void		 sched_queue_insert(struct sched *, struct sched_job *);
+void		 sched_queue_remove(struct sched *, struct sched_job *);
+struct sched_job *sched_queue_head(const struct sched *);
+u_int		 sched_queue_position(const struct sched *,
+		     const struct sched_job *);
+u_int		 sched_queue_count(const struct sched *);
+u_int		 sched_queue_list(const struct sched *, u_int *, u_int);
+void		 sched_queue_free(struct sched *);
+
+/* sched-preempt.c: making room by preemption */
+int		 sched_preempt_for(struct sched *, struct sched_job *,
+		     struct sched_out *);
+void		 sched_preempt_round(struct sched *, struct sched_out *);
+void		 sched_preempt_pool(struct sched *, struct sched_job *, int);
+
+/* sched-explain.c: reasons, in words */
+char		*sched_explain(const struct sched *, u_int, int64_t);
+char		*sched_explain_req(const struct sched *,
+		     const struct sched_req *, int64_t);
+char		*sched_explain_reason(const struct sched *,
+		     const struct sched_job *);
+char		*sched_explain_need(const struct sched *,
+		     const struct sched_req *, uint64_t);
+char		*sched_explain_impossible(const struct sched *,
+		     const struct sched_req *);
 /* (end) */
 
 /* ledger.c (issue 4) */
