@@ -595,6 +595,9 @@ admit_fitting(struct sched *s, int64_t now, struct sched_out *out)
 	d = s->dirty;
 	s->dirty = 0;
 	cand_scan(s, d);
+	/* A job just (re)queued was never looked at on the other cards. */
+	if (s->pcheck != NULL && s->pcheck->state == SCHED_QUEUED)
+		cand_add(s, s->pcheck);
 	while ((j = cand_pick(s, &fit)) != NULL) {
 		next = TAILQ_NEXT(j, centry);
 		admit(s, j, sched_place(s, &j->req, fit, j->cards), now, out);
@@ -609,7 +612,9 @@ admit_fitting(struct sched *s, int64_t now, struct sched_out *out)
 
 /*
  * Chooses the cards the first job in the queue waits on: those where it
- * fits, then those missing the least; nothing if claims leave too few.
+ * fits, then those missing the least.  If claims leave fewer free than it
+ * needs, it takes what there is and the rest as the claims end, so that
+ * new claims cannot keep it waiting.
  */
 static void
 drain_pick(struct sched *s, struct sched_job *h)
@@ -619,9 +624,12 @@ drain_pick(struct sched *s, struct sched_job *h)
 	uint64_t		 cand = h->class->elig & ~s->held & s->all;
 	uint64_t		 pick = 0, m, need;
 	double			 score[SCHED_CARDS_MAX], ds, dm;
-	u_int			 i, c, best;
+	u_int			 i, c, best, want;
 
-	if ((u_int)__builtin_popcountll(cand) < r->ncards)
+	want = r->ncards - __builtin_popcountll(h->cards);
+	if ((u_int)__builtin_popcountll(cand) < want)
+		want = __builtin_popcountll(cand);
+	if (want == 0)
 		return;
 	for (m = cand; m != 0; m &= m - 1) {
 		c = __builtin_ctzll(m);
@@ -633,7 +641,7 @@ drain_pick(struct sched *s, struct sched_job *h)
 		    (double)(need - free_mem(k)) / k->memory : 0;
 		score[c] = ds > dm ? ds : dm;
 	}
-	for (i = 0; i < r->ncards; i++) {
+	for (i = 0; i < want; i++) {
 		m = cand & ~pick;
 		best = __builtin_ctzll(m);
 		for (m &= m - 1; m != 0; m &= m - 1) {
@@ -664,7 +672,7 @@ settle_head(struct sched *s, struct sched_out *out)
 		return (changed);
 	if (sched_preempt_for(s, h, out))
 		return (1);
-	if (h->hold == SCHED_HOLD_NONE)
+	if ((u_int)__builtin_popcountll(h->cards) < h->req.ncards)
 		drain_pick(s, h);
 	return (changed);
 }
@@ -720,8 +728,11 @@ rebuild_claims(struct sched *s)
 static void
 pass(struct sched *s, int64_t now, struct sched_out *out)
 {
-	if (s->restored)
+	if (s->restored) {
+		/* The first job takes its cards back before anyone else. */
 		rebuild_claims(s);
+		settle_head(s, out);
+	}
 	do
 		admit_fitting(s, now, out);
 	while (drop_idle_claims(s) || settle_head(s, out));
@@ -978,7 +989,6 @@ resize_queued(struct sched *s, struct sched_job *j, u_int seats,
 	dequeue(s, j);
 	j->req = r;
 	enqueue(s, j);
-	s->dirty |= s->all;
 	s->pcheck = j;
 	pass(s, now, out);
 	if (j->state == SCHED_QUEUED) {
