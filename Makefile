@@ -42,7 +42,8 @@ SRCS += src/card-intel.c src/enforce.c
 # -- commands
 
 # -- scheduler (issue 3)
-SRCS += src/sched-queue.c src/sched-preempt.c src/sched-explain.c
+SRCS += src/sched-queue.c src/sched-card.c src/sched-pass.c
+SRCS += src/sched-preempt.c src/sched-explain.c
 
 # -- ledger (issue 4)
 

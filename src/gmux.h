@@ -264,18 +264,18 @@ json_t		*enforce_history(void);
 struct sched_req {			/* a job as the scheduler sees it */
 	u_int		 id;		/* the daemon's job id, > 0 */
 	u_int		 seats;		/* guarantee per card, 0..100 */
-	uint64_t	 mem;		/* cap per card; 0: share x card memory */
-	u_int		 ncards;	/* cards at once (ignored if seats is 0) */
+	uint64_t	 mem;		/* cap per card; 0: share x memory */
+	u_int		 ncards;	/* cards at once (0 if seats is 0) */
 	int		 pin;		/* card index, -1: any */
 	u_int		 prio;		/* 0..9 */
-	int		 flags;		/* JOB_BURST, _PREEMPTIBLE, _REQUEUE, _NOWAIT */
+	int		 flags;		/* JOB_BURST, JOB_PREEMPTIBLE... */
 	int64_t		 submit;	/* ms; when it (re)entered the queue */
 	int64_t		 timeout;	/* ms it may wait; 0: no bound */
 };
-struct sched_run {			/* where a running job is (for restore) */
+struct sched_run {			/* where a running job is */
 	uint64_t	 cards;		/* bit i: card i */
 	int64_t		 start;		/* ms */
-	u_int		 by;		/* being preempted for this job; 0: no */
+	u_int		 by;		/* preempted for this job; 0: not */
 	int		 by_card;	/* the card it is cleared from */
 };
 enum sched_act {
@@ -297,7 +297,7 @@ struct sched_decision {
 	uint64_t	 mem;		/* memory cap on card */
 	u_int		 by;		/* PREEMPT: the job it makes room for */
 	u_int		 pos;		/* QUEUE, REQUEUE: 1-based position */
-	char		*reason;	/* QUEUE, REFUSE, PREEMPT; owned by out */
+	char		*reason;	/* QUEUE, REFUSE, PREEMPT; out's */
 };
 struct sched_out {
 	struct sched_decision *v;
@@ -410,17 +410,6 @@ int		 sched_info(const struct sched *, u_int, struct sched_info *);
 u_int		 sched_holder(const struct sched *, u_int);
 u_int		 sched_ceiling(const struct sched *, u_int, u_int);
 struct sched_job *sched_find(const struct sched *, u_int);
-uint64_t	 sched_need(const struct sched *, const struct sched_req *,
-		     u_int);
-uint64_t	 sched_eligible(const struct sched *, const struct sched_req *);
-u_int		 sched_fit(const struct sched *, const struct sched_req *,
-		     uint64_t, uint64_t *);
-uint64_t	 sched_place(const struct sched *, const struct sched_req *,
-		     uint64_t, uint64_t);
-uint64_t	 sched_avail(const struct sched *, const struct sched_job *);
-void		 sched_hold(struct sched *, struct sched_job *, uint64_t,
-		     enum sched_hold);
-void		 sched_release(struct sched *, struct sched_job *);
 struct sched_decision *sched_emit(struct sched_out *, enum sched_act, u_int);
 void		 sched_out_clear(struct sched_out *);
 void		 sched_out_free(struct sched_out *);
@@ -572,6 +561,34 @@ u_int		 sched_queue_position(const struct sched *,
 u_int		 sched_queue_count(const struct sched *);
 u_int		 sched_queue_list(const struct sched *, u_int *, u_int);
 void		 sched_queue_free(struct sched *);
+
+void		 sched_queue_enter(struct sched *, struct sched_job *);
+void		 sched_queue_leave(struct sched *, struct sched_job *);
+
+/* sched-card.c: room on the cards, placement, holds, ceilings */
+u_int		 sched_card_free_seats(const struct sched_card *);
+uint64_t	 sched_card_free_mem(const struct sched_card *);
+uint64_t	 sched_card_need(const struct sched *, const struct sched_req *,
+		     u_int);
+uint64_t	 sched_card_eligible(const struct sched *,
+		     const struct sched_req *);
+u_int		 sched_card_fit(const struct sched *, const struct sched_req *,
+		     uint64_t, uint64_t *);
+uint64_t	 sched_card_place(const struct sched *,
+		     const struct sched_req *, uint64_t, uint64_t);
+uint64_t	 sched_card_avail(const struct sched *,
+		     const struct sched_job *);
+void		 sched_card_hold(struct sched *, struct sched_job *, uint64_t,
+		     enum sched_hold);
+void		 sched_card_release(struct sched *, struct sched_job *);
+void		 sched_card_add(struct sched *, struct sched_job *);
+void		 sched_card_remove(struct sched *, struct sched_job *);
+void		 sched_card_ceilings(struct sched *, struct sched_out *, u_int);
+
+/* sched-pass.c: the admission pass */
+void		 sched_pass_run(struct sched *, int64_t, struct sched_out *);
+void		 sched_pass_admit(struct sched *, struct sched_job *, uint64_t,
+		     int64_t, struct sched_out *);
 
 /* sched-preempt.c: making room by preemption */
 int		 sched_preempt_for(struct sched *, struct sched_job *,

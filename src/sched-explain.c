@@ -78,7 +78,7 @@ sched_explain_impossible(const struct sched *s, const struct sched_req *r)
 		xasprintf(&why, "needs more than one card's compute");
 	if (why != NULL)
 		return (why);
-	elig = sched_eligible(s, r);
+	elig = sched_card_eligible(s, r);
 	if (popcount(elig) >= r->ncards)
 		return (NULL);
 	need = format_size(r->mem);
@@ -114,9 +114,9 @@ explain_mem(const struct sched *s, const struct sched_req *r, uint64_t m,
 		return (format_size(r->mem));
 	for (; m != 0; m &= m - 1) {
 		c = __builtin_ctzll(m);
-		if (mem != 0 && sched_need(s, r, c) != mem)
+		if (mem != 0 && sched_card_need(s, r, c) != mem)
 			*mixed = 1;
-		mem = sched_need(s, r, c);
+		mem = sched_card_need(s, r, c);
 	}
 	return (format_size(mem));
 }
@@ -131,7 +131,7 @@ sched_explain_need(const struct sched *s, const struct sched_req *r,
     uint64_t avail)
 {
 	const struct sched_card	*k;
-	uint64_t		 elig = sched_eligible(s, r), m;
+	uint64_t		 elig = sched_card_eligible(s, r), m;
 	char			*out, *share, *mem, where[32];
 	u_int			 c, nseat = 0, nmem = 0, n = r->ncards;
 	int			 seat_short, mem_short, mixed;
@@ -140,7 +140,7 @@ sched_explain_need(const struct sched *s, const struct sched_req *r,
 		c = __builtin_ctzll(m);
 		k = &s->card[c];
 		nseat += SEATS_PER_CARD - k->used >= r->seats;
-		nmem += k->memory - k->mem_used >= sched_need(s, r, c);
+		nmem += k->memory - k->mem_used >= sched_card_need(s, r, c);
 	}
 	seat_short = nseat < n;
 	mem_short = nmem < n;
@@ -238,7 +238,7 @@ sched_explain_reason(const struct sched *s, const struct sched_job *j)
 {
 	const struct sched_req	*r = &j->req;
 	char			*out, *need, *cards, *who;
-	uint64_t		 fit, vcards;
+	uint64_t		 fit, vcards, elig = j->class->elig;
 	u_int			 ids[SEATS_PER_CARD], n;
 
 	if (j->hold == SCHED_HOLD_CLAIM &&
@@ -251,15 +251,14 @@ sched_explain_reason(const struct sched *s, const struct sched_job *j)
 		free(cards);
 		return (out);
 	}
-	need = sched_explain_need(s, r, sched_avail(s, j));
+	need = sched_explain_need(s, r, sched_card_avail(s, j));
 	if (j->hold == SCHED_HOLD_DRAIN) {
 		cards = explain_cards(j->cards);
 		xasprintf(&out, "waiting for %s (first in the queue; %s kept "
 		    "for it)", need, cards);
 		free(cards);
-	} else if (sched_fit(s, r, sched_eligible(s, r) & s->held, &fit) > 0 &&
-	    sched_fit(s, r, sched_eligible(s, r) & s->all, NULL) >=
-	    r->ncards) {
+	} else if (sched_card_fit(s, r, elig & s->held, &fit) > 0 &&
+	    sched_card_fit(s, r, elig & s->all, NULL) >= r->ncards) {
 		n = __builtin_ctzll(fit);
 		xasprintf(&out, "waiting for %s (card %u is held for j%u)",
 		    need, n, s->card[n].holder->req.id);
@@ -275,7 +274,7 @@ explain_card_lines(const struct sched *s, const struct sched_job *j,
     const struct sched_req *r, char **text)
 {
 	const struct sched_card	*k;
-	uint64_t		 elig = sched_eligible(s, r);
+	uint64_t		 elig = sched_card_eligible(s, r);
 	char			*t, *share, *mem, *total, *why;
 	u_int			 c;
 
@@ -293,12 +292,12 @@ explain_card_lines(const struct sched *s, const struct sched_job *j,
 			    "kept for it" : "being cleared for it");
 		else if (k->holder != NULL)
 			xasprintf(&why, "held for j%u", k->holder->req.id);
-		else if (sched_fit(s, r, BIT(c), NULL) == 1)
+		else if (sched_card_fit(s, r, BIT(c), NULL) == 1)
 			why = xstrdup("it fits");
 		else
 			why = xstrdup("it does not fit");
-		xasprintf(&t, "%s  card %u: %s free, %s of %s memory free; %s\n",
-		    *text, c, share, mem, total, why);
+		xasprintf(&t, "%s  card %u: %s free, %s of %s memory free; "
+		    "%s\n", *text, c, share, mem, total, why);
 		free(*text);
 		*text = t;
 		free(share);
@@ -452,8 +451,9 @@ sched_explain_req(const struct sched *s, const struct sched_req *r,
 		free(why);
 		return (text);
 	}
-	if (sched_fit(s, r, sched_eligible(s, r) & avail, &fit) >= r->ncards) {
-		t = explain_cards(sched_place(s, r, fit, 0));
+	if (sched_card_fit(s, r, sched_card_eligible(s, r) & avail, &fit) >=
+	    r->ncards) {
+		t = explain_cards(sched_card_place(s, r, fit, 0));
 		xasprintf(&text, "would start now on %s\n", t);
 		free(t);
 		return (text);

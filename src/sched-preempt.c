@@ -59,7 +59,7 @@ preempt_cards(const struct sched *s, const struct sched_req *r,
 	uint64_t		 fit, m, res = 0;
 	u_int			 c, nfit;
 
-	nfit = sched_fit(s, r, elig & avail, &fit);
+	nfit = sched_card_fit(s, r, elig & avail, &fit);
 	if (nfit >= r->ncards || nfit + 1 < r->ncards)
 		return (0);
 	for (m = elig & avail & ~fit & only; m != 0; m &= m - 1) {
@@ -67,7 +67,7 @@ preempt_cards(const struct sched *s, const struct sched_req *r,
 		k = &s->card[c];
 		if (SEATS_PER_CARD - k->used + k->pre_seats[r->prio] >=
 		    r->seats && k->memory - k->mem_used +
-		    k->pre_mem[r->prio] >= sched_need(s, r, c))
+		    k->pre_mem[r->prio] >= sched_card_need(s, r, c))
 			res |= BIT(c);
 	}
 	if (fitp != NULL)
@@ -91,13 +91,15 @@ victims_table(struct sched_job *const *v, const uint64_t *mem, u_int n,
 	f = xreallocarray(NULL, (size_t)(n + 1) * kw, sizeof *f);
 	for (k = 0; k <= kmax; k++) {
 		for (x = 0; x < w; x++)
-			f[(size_t)n * kw + k * w + x] = k == 0 && x == 0 ? 0 : -1;
+			f[(size_t)n * kw + k * w + x] =
+			    k == 0 && x == 0 ? 0 : -1;
 	}
 	for (i = n; i-- > 0;) {
 		for (k = 0; k <= kmax; k++) {
 			for (x = 0; x < w; x++) {
 				best = f[(size_t)(i + 1) * kw + k * w + x];
-				x2 = x > v[i]->req.seats ? x - v[i]->req.seats : 0;
+				x2 = x > v[i]->req.seats ?
+				    x - v[i]->req.seats : 0;
 				if (k > 0 && (t = f[(size_t)(i + 1) * kw +
 				    (k - 1) * w + x2]) >= 0 &&
 				    t + (int64_t)mem[i] > best)
@@ -231,12 +233,12 @@ sched_preempt_for(struct sched *s, struct sched_job *j, struct sched_out *out)
 
 	if (r->seats == 0 || r->prio == 0 || j->hold == SCHED_HOLD_CLAIM)
 		return (0);
-	cards = preempt_cards(s, r, j->class->elig, sched_avail(s, j), ~0ULL,
-	    &fit);
+	cards = preempt_cards(s, r, j->class->elig, sched_card_avail(s, j),
+	    ~0ULL, &fit);
 	for (; cards != 0; cards &= cards - 1) {
 		c = __builtin_ctzll(cards);
 		k = &s->card[c];
-		need = sched_need(s, r, c);
+		need = sched_card_need(s, r, c);
 		ds = r->seats > SEATS_PER_CARD - k->used ?
 		    r->seats - (SEATS_PER_CARD - k->used) : 0;
 		n = preempt_victims(s, c, r->prio, ds, need >
@@ -255,10 +257,10 @@ sched_preempt_for(struct sched *s, struct sched_job *j, struct sched_out *out)
 		return (0);
 	rest = *r;
 	rest.ncards = r->ncards - 1;
-	claim = BIT(bestc) | sched_place(s, &rest, fit & ~BIT(bestc),
+	claim = BIT(bestc) | sched_card_place(s, &rest, fit & ~BIT(bestc),
 	    j->cards);
-	sched_release(s, j);
-	sched_hold(s, j, claim, SCHED_HOLD_CLAIM);
+	sched_card_release(s, j);
+	sched_card_hold(s, j, claim, SCHED_HOLD_CLAIM);
 	for (i = 0; i < nbest; i++)
 		preempt_mark(s, best[i], j, bestc, out);
 	return (1);

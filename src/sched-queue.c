@@ -163,7 +163,7 @@ class_get(struct sched *s, const struct sched_req *r)
 	k->shape.ncards = r->ncards;
 	k->shape.pin = r->pin;
 	k->shape.prio = r->prio;
-	k->elig = sched_eligible(s, r);
+	k->elig = sched_card_eligible(s, r);
 	TAILQ_INIT(&k->jobs);
 	k->hnext = s->chash[h];
 	s->chash[h] = k;
@@ -294,6 +294,28 @@ sched_queue_list(const struct sched *s, u_int *ids, u_int max)
 
 	queue_walk(s->root, ids, max, &n);
 	return (n);
+}
+
+/* Puts a job (new, requeued or resized) in the queue, as of req.submit. */
+void
+sched_queue_enter(struct sched *s, struct sched_job *j)
+{
+	j->key = j->req.submit - (int64_t)j->req.prio * s->age;
+	j->cards = 0;
+	j->hold = SCHED_HOLD_NONE;
+	sched_queue_insert(s, j);
+	if (j->req.timeout > 0)
+		TAILQ_INSERT_TAIL(&s->timed, j, tentry);
+}
+
+/* Takes a job out of the queue, letting go of what it holds. */
+void
+sched_queue_leave(struct sched *s, struct sched_job *j)
+{
+	sched_card_release(s, j);
+	sched_queue_remove(s, j);
+	if (j->req.timeout > 0)
+		TAILQ_REMOVE(&s->timed, j, tentry);
 }
 
 /* Frees the classes (the jobs are the caller's). */

@@ -24,7 +24,7 @@
  *	sched_resize(s, id, seats, mem, now, out, &cause)
  *					-1 with *cause if growing does not fit
  *	sched_tick(s, now, out)		queued jobs past their timeout: REFUSE
- *	sched_restore(s, req, run, &cause) + sched_pass(s, now, out)
+ *	sched_restore(s, req, run, &cause) + sched_sched_pass_run(s, now, out)
  *					rebuilding after a restart: restore
  *					every job (run NULL: queued), then one
  *					pass, which admits what fits and tells
@@ -63,175 +63,6 @@
 #include "gmux.h"
 
 #define BIT(c)		(1ULL << (c))
-#define CEIL_UNSET	UINT_MAX
-
-static void	 pass(struct sched *, int64_t, struct sched_out *);
-
-static u_int
-free_seats(const struct sched_card *k)
-{
-	return (SEATS_PER_CARD - k->used);
-}
-
-static uint64_t
-free_mem(const struct sched_card *k)
-{
-	return (k->memory - k->mem_used);
-}
-
-/* The memory r needs on card c: its cap, or its share of the card's. */
-uint64_t
-sched_need(const struct sched *s, const struct sched_req *r, u_int c)
-{
-	if (r->mem != 0)
-		return (r->mem);
-	return ((uint64_t)r->seats * s->card[c].memory / SEATS_PER_CARD);
-}
-
-/* The cards that could ever hold r (empty, and its pin if any). */
-uint64_t
-sched_eligible(const struct sched *s, const struct sched_req *r)
-{
-	uint64_t	 m = 0;
-	u_int		 c;
-
-	if (r->seats > SEATS_PER_CARD)
-		return (0);
-	for (c = 0; c < s->ncards; c++) {
-		if (r->pin >= 0 && (u_int)r->pin != c)
-			continue;
-		if (sched_need(s, r, c) <= s->card[c].memory)
-			m |= BIT(c);
-	}
-	return (m);
-}
-
-/*
- * Counts the cards among `cards' (and r's pin) where r fits now; *fit gets
- * them if not NULL.  This is the admission test: seats and memory.
- */
-u_int
-sched_fit(const struct sched *s, const struct sched_req *r, uint64_t cards,
-    uint64_t *fit)
-{
-	const struct sched_card	*k;
-	uint64_t		 m = 0;
-	u_int			 c, n = 0;
-
-	if (r->pin >= 0)
-		cards &= (u_int)r->pin < s->ncards ? BIT(r->pin) : 0;
-	while (cards != 0) {
-		c = __builtin_ctzll(cards);
-		cards &= cards - 1;
-		k = &s->card[c];
-		if (free_seats(k) >= r->seats &&
-		    free_mem(k) >= sched_need(s, r, c)) {
-			m |= BIT(c);
-			n++;
-		}
-	}
-	if (fit != NULL)
-		*fit = m;
-	return (n);
-}
-
-/* Whether card c is a better home than card b for r: the fuller one. */
-static int
-place_better(const struct sched *s, const struct sched_req *r, u_int c,
-    u_int b)
-{
-	const struct sched_card	*kc = &s->card[c], *kb = &s->card[b];
-	uint64_t		 mc, mb;
-
-	if (free_seats(kc) != free_seats(kb))
-		return (free_seats(kc) < free_seats(kb));
-	mc = free_mem(kc) - sched_need(s, r, c);
-	mb = free_mem(kb) - sched_need(s, r, b);
-	return (mc < mb);
-}
-
-/*
- * Chooses n of the cards in fit for r: those in prefer first (cards held
- * for it), then the fullest (best fit keeps whole cards free for whole-card
- * jobs), then the lowest index.  Returns 0 if fit has fewer than n.
- */
-uint64_t
-sched_place(const struct sched *s, const struct sched_req *r, uint64_t fit,
-    uint64_t prefer)
-{
-	uint64_t	 pick = 0, m;
-	u_int		 i, c, best;
-
-	for (i = 0; i < r->ncards; i++) {
-		if ((m = fit & prefer & ~pick) == 0)
-			m = fit & ~pick;
-		if (m == 0)
-			return (0);
-		best = __builtin_ctzll(m);
-		for (m &= m - 1; m != 0; m &= m - 1) {
-			c = __builtin_ctzll(m);
-			if (place_better(s, r, c, best))
-				best = c;
-		}
-		pick |= BIT(best);
-	}
-	return (pick);
-}
-
-/* The cards j may use: those not held for another job. */
-uint64_t
-sched_avail(const struct sched *s, const struct sched_job *j)
-{
-	uint64_t	 own = j->hold != SCHED_HOLD_NONE ? j->cards : 0;
-
-	return ((~s->held | own) & s->all);
-}
-
-/* Holds cards for a queued job (adding to what it holds already). */
-void
-sched_hold(struct sched *s, struct sched_job *j, uint64_t cards,
-    enum sched_hold how)
-{
-	uint64_t	 m;
-
-	j->cards |= cards;
-	j->hold = how;
-	s->held |= cards;
-	for (m = cards; m != 0; m &= m - 1)
-		s->card[__builtin_ctzll(m)].holder = j;
-	if (how == SCHED_HOLD_DRAIN)
-		s->drain = j;
-}
-
-/* Lets go of what a queued job holds; its victims keep going. */
-void
-sched_release(struct sched *s, struct sched_job *j)
-{
-	struct sched_slot	*sl;
-	uint64_t		 m;
-	u_int			 c;
-
-	if (j->hold == SCHED_HOLD_NONE)
-		return;
-	for (m = j->cards; m != 0; m &= m - 1) {
-		c = __builtin_ctzll(m);
-		s->card[c].holder = NULL;
-		if (j->hold != SCHED_HOLD_CLAIM)
-			continue;
-		TAILQ_FOREACH(sl, &s->card[c].slots, entry) {
-			if (sl->job->claimant == j)
-				sl->job->claimant = NULL;
-		}
-	}
-	s->held &= ~j->cards;
-	s->dirty |= j->cards;
-	s->pdirty |= j->cards;
-	if (s->drain == j)
-		s->drain = NULL;
-	j->nvictims = 0;
-	j->cards = 0;
-	j->hold = SCHED_HOLD_NONE;
-}
 
 /*
  * Returns the next decision, zeroed, in out (which owns it until
@@ -342,403 +173,6 @@ sjob_free(struct sched *s, struct sched_job *j)
 	s->njobs--;
 	free(j->slots);
 	free(j);
-}
-
-static void
-enqueue(struct sched *s, struct sched_job *j)
-{
-	j->key = j->req.submit - (int64_t)j->req.prio * s->age;
-	j->cards = 0;
-	j->hold = SCHED_HOLD_NONE;
-	sched_queue_insert(s, j);
-	if (j->req.timeout > 0)
-		TAILQ_INSERT_TAIL(&s->timed, j, tentry);
-}
-
-static void
-dequeue(struct sched *s, struct sched_job *j)
-{
-	sched_release(s, j);
-	sched_queue_remove(s, j);
-	if (j->req.timeout > 0)
-		TAILQ_REMOVE(&s->timed, j, tentry);
-}
-
-/* Puts a running job on its cards (j->cards), in start order. */
-static void
-slots_add(struct sched *s, struct sched_job *j)
-{
-	struct sched_card	*k;
-	struct sched_slot	*sl, *p;
-	uint64_t		 m;
-	u_int			 i = 0, c;
-
-	j->slots = xcalloc(__builtin_popcountll(j->cards), sizeof *j->slots);
-	for (m = j->cards; m != 0; m &= m - 1) {
-		c = __builtin_ctzll(m);
-		k = &s->card[c];
-		sl = &j->slots[i++];
-		sl->job = j;
-		sl->card = c;
-		sl->mem = sched_need(s, &j->req, c);
-		sl->ceiling = CEIL_UNSET;
-		sl->told = -1;
-		p = TAILQ_LAST(&k->slots, sched_slots);
-		while (p != NULL && (p->job->start > j->start ||
-		    (p->job->start == j->start && p->job->req.id > j->req.id)))
-			p = TAILQ_PREV(p, sched_slots, entry);
-		if (p == NULL)
-			TAILQ_INSERT_HEAD(&k->slots, sl, entry);
-		else
-			TAILQ_INSERT_AFTER(&k->slots, p, sl, entry);
-		k->used += j->req.seats;
-		k->mem_used += sl->mem;
-		if (j->req.flags & JOB_BURST)
-			k->nburst++;
-	}
-	j->state = SCHED_RUNNING;
-	sched_preempt_pool(s, j, 1);
-	s->touched |= j->cards;
-}
-
-static void
-slots_remove(struct sched *s, struct sched_job *j)
-{
-	struct sched_card	*k;
-	u_int			 i, n = __builtin_popcountll(j->cards);
-
-	sched_preempt_pool(s, j, 0);
-	for (i = 0; i < n; i++) {
-		k = &s->card[j->slots[i].card];
-		TAILQ_REMOVE(&k->slots, &j->slots[i], entry);
-		k->used -= j->req.seats;
-		k->mem_used -= j->slots[i].mem;
-		if (j->req.flags & JOB_BURST)
-			k->nburst--;
-	}
-	free(j->slots);
-	j->slots = NULL;
-	s->touched |= j->cards;
-	s->dirty |= j->cards;
-	s->pdirty |= j->cards;
-	j->cards = 0;
-}
-
-/* Starts j on cards: takes it out of the queue, tells the daemon. */
-static void
-admit(struct sched *s, struct sched_job *j, uint64_t cards, int64_t now,
-    struct sched_out *out)
-{
-	struct sched_decision	*d;
-	u_int			 i, n = __builtin_popcountll(cards);
-
-	if (j->class != NULL)
-		dequeue(s, j);
-	j->cards = cards;
-	j->start = now;
-	if (cards == 0) {
-		j->state = SCHED_RUNNING;
-		sched_emit(out, SCHED_ADMIT, j->req.id);
-		return;
-	}
-	slots_add(s, j);
-	for (i = 0; i < n; i++) {
-		d = sched_emit(out, SCHED_ADMIT, j->req.id);
-		d->card = j->slots[i].card;
-		d->cards = cards;
-		d->seats = j->req.seats;
-		d->mem = j->slots[i].mem;
-		j->slots[i].told = out->n - 1;
-	}
-	log_debug("%s: j%u on %#llx", __func__, j->req.id,
-	    (unsigned long long)cards);
-}
-
-/*
- * Works out card c's ceilings: a burst job gets its guarantee plus an equal
- * part of the idle seats (the oldest get the remainder), others their
- * guarantee.  New values patch this call's ADMIT or RESIZE; changes to
- * lower go to low (they are carried out first), the rest to out.
- */
-static void
-card_ceilings(struct sched *s, u_int c, struct sched_out *out,
-    struct sched_out *low)
-{
-	struct sched_card	*k = &s->card[c];
-	struct sched_slot	*sl;
-	struct sched_decision	*d;
-	u_int			 idle = free_seats(k), extra = 0, rest = 0, v;
-
-	if (k->nburst != 0) {
-		extra = idle / k->nburst;
-		rest = idle % k->nburst;
-	}
-	TAILQ_FOREACH(sl, &k->slots, entry) {
-		v = sl->job->req.seats;
-		if (sl->job->req.flags & JOB_BURST) {
-			v += extra;
-			if (rest != 0) {
-				v++;
-				rest--;
-			}
-		}
-		if (sl->told != -1) {
-			out->v[sl->told].ceiling = v;
-			sl->told = -1;
-		} else if (v != sl->ceiling) {
-			d = sched_emit(v < sl->ceiling &&
-			    sl->ceiling != CEIL_UNSET ? low : out,
-			    SCHED_CEILING, sl->job->req.id);
-			d->card = c;
-			d->seats = sl->job->req.seats;
-			d->mem = sl->mem;
-			d->ceiling = v;
-		}
-		sl->ceiling = v;
-	}
-}
-
-/* Ends a call: ceilings of the cards that changed, lowered ones first. */
-static void
-finish(struct sched *s, struct sched_out *out, u_int start)
-{
-	struct sched_out	 low;
-	uint64_t		 m = s->touched & s->all;
-	u_int			 i;
-
-	memset(&low, 0, sizeof low);
-	s->touched = 0;
-	for (; m != 0; m &= m - 1)
-		card_ceilings(s, __builtin_ctzll(m), out, &low);
-	if (low.n == 0)
-		return;
-	for (i = 0; i < low.n; i++)
-		sched_emit(out, SCHED_CEILING, 0);
-	memmove(&out->v[start + low.n], &out->v[start],
-	    (out->n - low.n - start) * sizeof *out->v);
-	memcpy(&out->v[start], low.v, low.n * sizeof *low.v);
-	free(low.v);
-}
-
-static void
-cand_add(struct sched *s, struct sched_job *j)
-{
-	if (s->ncand == s->cand_size) {
-		s->cand_size = s->cand_size == 0 ? 64 : s->cand_size * 2;
-		s->cand = xreallocarray(s->cand, s->cand_size,
-		    sizeof *s->cand);
-	}
-	s->cand[s->ncand++] = j;
-}
-
-/*
- * Finds the classes that may fit now that cards d have more room: a class
- * of one-card jobs needs a look at d only, since nothing fitted before.
- * Jobs holding cards are candidates always (few: one per card at most).
- */
-static void
-cand_scan(struct sched *s, uint64_t d)
-{
-	struct sched_class	*k;
-	struct sched_job	*h;
-	uint64_t		 avail = ~s->held & s->all, m;
-	u_int			 i;
-
-	for (i = 0; d != 0 && i < s->nclasses; i++) {
-		k = s->classes[i];
-		if (k->shape.ncards == 1)
-			m = k->elig & avail & d;
-		else
-			m = (k->elig & d) != 0 ? k->elig & avail : 0;
-		if (m != 0 && sched_fit(s, &k->shape, m, NULL) >=
-		    k->shape.ncards)
-			cand_add(s, TAILQ_FIRST(&k->jobs));
-	}
-	for (m = s->held; m != 0; m &= ~h->cards) {
-		h = s->card[__builtin_ctzll(m)].holder;
-		cand_add(s, h);
-	}
-}
-
-/* Returns the first candidate in queue order that fits; drops the rest. */
-static struct sched_job *
-cand_pick(struct sched *s, uint64_t *fit)
-{
-	struct sched_job	*j, *best = NULL;
-	uint64_t		 f, bestf = 0;
-	u_int			 i, n = 0;
-
-	for (i = 0; i < s->ncand; i++) {
-		j = s->cand[i];
-		if (j->state != SCHED_QUEUED || sched_fit(s, &j->req,
-		    j->class->elig & sched_avail(s, j), &f) < j->req.ncards)
-			continue;
-		s->cand[n++] = j;
-		if (best == NULL || sched_queue_cmp(j, best) < 0) {
-			best = j;
-			bestf = f;
-		}
-	}
-	s->ncand = n;
-	*fit = bestf;
-	return (best);
-}
-
-/* Admits, in queue order, every waiting job that fits. */
-static void
-admit_fitting(struct sched *s, int64_t now, struct sched_out *out)
-{
-	struct sched_job	*j, *next;
-	uint64_t		 fit, d;
-
-	s->ncand = 0;
-	d = s->dirty;
-	s->dirty = 0;
-	cand_scan(s, d);
-	/* A job just (re)queued was never looked at on the other cards. */
-	if (s->pcheck != NULL && s->pcheck->state == SCHED_QUEUED)
-		cand_add(s, s->pcheck);
-	while ((j = cand_pick(s, &fit)) != NULL) {
-		next = TAILQ_NEXT(j, centry);
-		admit(s, j, sched_place(s, &j->req, fit, j->cards), now, out);
-		if (next != NULL)
-			cand_add(s, next);
-		if ((d = s->dirty) != 0) {
-			s->dirty = 0;
-			cand_scan(s, d);
-		}
-	}
-}
-
-/*
- * Chooses the cards the first job in the queue waits on: those where it
- * fits, then those missing the least.  If claims leave fewer free than it
- * needs, it takes what there is and the rest as the claims end, so that
- * new claims cannot keep it waiting.
- */
-static void
-drain_pick(struct sched *s, struct sched_job *h)
-{
-	const struct sched_req	*r = &h->req;
-	const struct sched_card	*k;
-	uint64_t		 cand = h->class->elig & ~s->held & s->all;
-	uint64_t		 pick = 0, m, need;
-	double			 score[SCHED_CARDS_MAX], ds, dm;
-	u_int			 i, c, best, want;
-
-	want = r->ncards - __builtin_popcountll(h->cards);
-	if ((u_int)__builtin_popcountll(cand) < want)
-		want = __builtin_popcountll(cand);
-	if (want == 0)
-		return;
-	for (m = cand; m != 0; m &= m - 1) {
-		c = __builtin_ctzll(m);
-		k = &s->card[c];
-		need = sched_need(s, r, c);
-		ds = r->seats > free_seats(k) ?
-		    (double)(r->seats - free_seats(k)) / SEATS_PER_CARD : 0;
-		dm = need > free_mem(k) ?
-		    (double)(need - free_mem(k)) / k->memory : 0;
-		score[c] = ds > dm ? ds : dm;
-	}
-	for (i = 0; i < want; i++) {
-		m = cand & ~pick;
-		best = __builtin_ctzll(m);
-		for (m &= m - 1; m != 0; m &= m - 1) {
-			c = __builtin_ctzll(m);
-			if (score[c] < score[best])
-				best = c;
-		}
-		pick |= BIT(best);
-	}
-	sched_hold(s, h, pick, SCHED_HOLD_DRAIN);
-}
-
-/*
- * Makes sure the first job in the queue holds cards or is preempting for
- * some.  Returns 1 if room changed hands (another admission round).
- */
-static int
-settle_head(struct sched *s, struct sched_out *out)
-{
-	struct sched_job	*h = sched_queue_head(s);
-	int			 changed = 0;
-
-	if (s->drain != NULL && s->drain != h) {
-		sched_release(s, s->drain);
-		changed = 1;
-	}
-	if (h == NULL || h->hold == SCHED_HOLD_CLAIM)
-		return (changed);
-	if (sched_preempt_for(s, h, out))
-		return (1);
-	if ((u_int)__builtin_popcountll(h->cards) < h->req.ncards)
-		drain_pick(s, h);
-	return (changed);
-}
-
-/* Claims whose victims are all gone but that still do not fit. */
-static int
-drop_idle_claims(struct sched *s)
-{
-	struct sched_job	*h;
-	uint64_t		 m;
-	int			 changed = 0;
-
-	for (m = s->held; m != 0; m &= ~h->cards) {
-		h = s->card[__builtin_ctzll(m)].holder;
-		if (h->hold == SCHED_HOLD_CLAIM && h->nvictims == 0) {
-			m &= ~h->cards;
-			sched_release(s, h);
-			changed = 1;
-		}
-	}
-	return (changed);
-}
-
-/* After a restore: victims being preempted name the job they clear for. */
-static void
-rebuild_claims(struct sched *s)
-{
-	struct sched_slot	*sl;
-	struct sched_job	*v, *h;
-	u_int			 c;
-
-	s->restored = 0;
-	for (c = 0; c < s->ncards; c++) {
-		TAILQ_FOREACH(sl, &s->card[c].slots, entry) {
-			v = sl->job;
-			if (v->by == 0 || v->claimant != NULL ||
-			    (u_int)__builtin_ctzll(v->cards) != c)
-				continue;
-			h = sched_find(s, v->by);
-			if (h == NULL || h->state != SCHED_QUEUED ||
-			    h->hold == SCHED_HOLD_DRAIN)
-				continue;
-			v->claimant = h;
-			h->nvictims++;
-			if (v->by_card >= 0 && (v->cards & BIT(v->by_card)) &&
-			    s->card[v->by_card].holder == NULL)
-				sched_hold(s, h, BIT(v->by_card),
-				    SCHED_HOLD_CLAIM);
-		}
-	}
-}
-
-static void
-pass(struct sched *s, int64_t now, struct sched_out *out)
-{
-	if (s->restored) {
-		/* The first job takes its cards back before anyone else. */
-		rebuild_claims(s);
-		settle_head(s, out);
-	}
-	do
-		admit_fitting(s, now, out);
-	while (drop_idle_claims(s) || settle_head(s, out));
-	sched_preempt_round(s, out);
-	s->pdirty = 0;
-	s->pcheck = NULL;
 }
 
 /*
@@ -857,8 +291,8 @@ sched_submit(struct sched *s, const struct sched_req *r, int64_t now,
 		refuse(out, r->id, why);
 		return (-1);
 	}
-	elig = sched_eligible(s, r);
-	if (r->seats != 0 && sched_fit(s, r, elig & ~s->held & s->all,
+	elig = sched_card_eligible(s, r);
+	if (r->seats != 0 && sched_card_fit(s, r, elig & ~s->held & s->all,
 	    &fit) < r->ncards) {
 		if (r->flags & JOB_NOWAIT) {
 			need = sched_explain_need(s, r, ~s->held & s->all);
@@ -868,9 +302,9 @@ sched_submit(struct sched *s, const struct sched_req *r, int64_t now,
 			return (-1);
 		}
 		j = sjob_new(s, r);
-		enqueue(s, j);
+		sched_queue_enter(s, j);
 		s->pcheck = j;
-		pass(s, now, out);
+		sched_pass_run(s, now, out);
 		if (j->state == SCHED_QUEUED) {
 			d = sched_emit(out, SCHED_QUEUE, j->req.id);
 			d->pos = sched_queue_position(s, j);
@@ -878,11 +312,11 @@ sched_submit(struct sched *s, const struct sched_req *r, int64_t now,
 		}
 	} else {
 		j = sjob_new(s, r);
-		admit(s, j, r->seats == 0 ? 0 : sched_place(s, r, fit, 0),
-		    now, out);
-		pass(s, now, out);
+		sched_pass_admit(s, j, r->seats == 0 ? 0 :
+		    sched_card_place(s, r, fit, 0), now, out);
+		sched_pass_run(s, now, out);
 	}
-	finish(s, out, start);
+	sched_card_ceilings(s, out, start);
 	return (0);
 }
 
@@ -902,11 +336,11 @@ sched_end(struct sched *s, u_int id, int64_t now, struct sched_out *out)
 	if ((j = sched_find(s, id)) == NULL)
 		return (-1);
 	if (j->state == SCHED_QUEUED) {
-		dequeue(s, j);
+		sched_queue_leave(s, j);
 		sjob_free(s, j);
 	} else {
 		if (j->cards != 0)
-			slots_remove(s, j);
+			sched_card_remove(s, j);
 		if (j->claimant != NULL) {
 			j->claimant->nvictims--;
 			j->claimant = NULL;
@@ -915,7 +349,7 @@ sched_end(struct sched *s, u_int id, int64_t now, struct sched_out *out)
 			j->by = 0;
 			j->by_card = -1;
 			j->req.submit = now;
-			enqueue(s, j);
+			sched_queue_enter(s, j);
 			s->pcheck = j;
 			d = sched_emit(out, SCHED_REQUEUE, id);
 			d->pos = sched_queue_position(s, j);
@@ -923,8 +357,8 @@ sched_end(struct sched *s, u_int id, int64_t now, struct sched_out *out)
 		} else
 			sjob_free(s, j);
 	}
-	pass(s, now, out);
-	finish(s, out, start);
+	sched_pass_run(s, now, out);
+	sched_card_ceilings(s, out, start);
 	return (requeued);
 }
 
@@ -951,15 +385,16 @@ grow_check(const struct sched *s, const struct sched_job *j,
 		    "%s", sl->card, k->holder->req.id,
 		    k->holder->hold == SCHED_HOLD_DRAIN ?
 		    "first in the queue" : "which preempted jobs there");
-	else if (seats > j->req.seats && seats - j->req.seats > free_seats(k)) {
+	else if (seats > j->req.seats &&
+	    seats - j->req.seats > sched_card_free_seats(k)) {
 		a = format_share(seats);
-		b = format_share(free_seats(k));
+		b = format_share(sched_card_free_seats(k));
 		c = format_share(seats - j->req.seats);
 		xasprintf(&why, "cannot grow to %s: card %u has %s free, "
 		    "%s more is needed", a, sl->card, b, c);
-	} else if (mem > sl->mem && mem - sl->mem > free_mem(k)) {
+	} else if (mem > sl->mem && mem - sl->mem > sched_card_free_mem(k)) {
 		a = format_size(mem);
-		b = format_size(free_mem(k));
+		b = format_size(sched_card_free_mem(k));
 		c = format_size(mem - sl->mem);
 		xasprintf(&why, "cannot grow to %s of memory: card %u has %s "
 		    "free, %s more is needed", a, sl->card, b, c);
@@ -986,11 +421,11 @@ resize_queued(struct sched *s, struct sched_job *j, u_int seats,
 		*cause = why;
 		return (-1);
 	}
-	dequeue(s, j);
+	sched_queue_leave(s, j);
 	j->req = r;
-	enqueue(s, j);
+	sched_queue_enter(s, j);
 	s->pcheck = j;
-	pass(s, now, out);
+	sched_pass_run(s, now, out);
 	if (j->state == SCHED_QUEUED) {
 		d = sched_emit(out, SCHED_QUEUE, j->req.id);
 		d->pos = sched_queue_position(s, j);
@@ -1027,7 +462,7 @@ sched_resize(struct sched *s, u_int id, u_int seats, uint64_t mem,
 	}
 	if (j->state == SCHED_QUEUED) {
 		rc = resize_queued(s, j, seats, mem, now, out, cause);
-		finish(s, out, start);
+		sched_card_ceilings(s, out, start);
 		return (rc);
 	}
 	r = j->req;
@@ -1038,7 +473,7 @@ sched_resize(struct sched *s, u_int id, u_int seats, uint64_t mem,
 	for (i = 0; i < n; i++) {
 		sl = &j->slots[i];
 		if ((*cause = grow_check(s, j, sl, seats,
-		    sched_need(s, &r, sl->card))) != NULL)
+		    sched_card_need(s, &r, sl->card))) != NULL)
 			return (-1);
 	}
 	sched_preempt_pool(s, j, 0);
@@ -1047,7 +482,7 @@ sched_resize(struct sched *s, u_int id, u_int seats, uint64_t mem,
 		s->card[sl->card].used += seats;
 		s->card[sl->card].used -= j->req.seats;
 		s->card[sl->card].mem_used -= sl->mem;
-		sl->mem = sched_need(s, &r, sl->card);
+		sl->mem = sched_card_need(s, &r, sl->card);
 		s->card[sl->card].mem_used += sl->mem;
 		d = sched_emit(out, SCHED_RESIZE, id);
 		d->card = sl->card;
@@ -1060,8 +495,8 @@ sched_resize(struct sched *s, u_int id, u_int seats, uint64_t mem,
 	s->touched |= j->cards;
 	s->dirty |= j->cards;
 	s->pdirty |= j->cards;
-	pass(s, now, out);
-	finish(s, out, start);
+	sched_pass_run(s, now, out);
+	sched_card_ceilings(s, out, start);
 	return (0);
 }
 
@@ -1082,13 +517,13 @@ sched_tick(struct sched *s, int64_t now, struct sched_out *out)
 		xasprintf(&why, "did not start within %s (--timeout)", t);
 		free(t);
 		refuse(out, j->req.id, why);
-		dequeue(s, j);
+		sched_queue_leave(s, j);
 		sjob_free(s, j);
 		any = 1;
 	}
 	if (any)
-		pass(s, now, out);
-	finish(s, out, start);
+		sched_pass_run(s, now, out);
+	sched_card_ceilings(s, out, start);
 }
 
 /*
@@ -1113,7 +548,7 @@ sched_restore(struct sched *s, const struct sched_req *r,
 			return (-1);
 		j = sjob_new(s, r);
 		if (run == NULL)
-			enqueue(s, j);
+			sched_queue_enter(s, j);
 		else {
 			j->state = SCHED_RUNNING;
 			j->start = run->start;
@@ -1129,8 +564,7 @@ sched_restore(struct sched *s, const struct sched_req *r,
 	}
 	for (m = run->cards; m != 0; m &= m - 1) {
 		c = __builtin_ctzll(m);
-		if (free_seats(&s->card[c]) < r->seats ||
-		    free_mem(&s->card[c]) < sched_need(s, r, c)) {
+		if (sched_card_fit(s, r, BIT(c), NULL) == 0) {
 			xasprintf(cause, "j%u would overfill card %u", r->id,
 			    c);
 			return (-1);
@@ -1143,20 +577,10 @@ sched_restore(struct sched *s, const struct sched_req *r,
 		j->by = run->by;
 		j->by_card = run->by_card;
 	}
-	slots_add(s, j);
+	sched_card_add(s, j);
 	s->dirty = s->pdirty = s->touched = s->all;
 	s->restored = 1;
 	return (0);
-}
-
-/* A pass on its own: after restoring, admits what fits and tells all. */
-void
-sched_pass(struct sched *s, int64_t now, struct sched_out *out)
-{
-	u_int	 start = out->n;
-
-	pass(s, now, out);
-	finish(s, out, start);
 }
 
 /* Calls cb for every job, with what a restore needs to put it back. */

@@ -87,7 +87,8 @@ used(const struct model *m, u_int c, u_int *seats, uint64_t *mem)
 	*seats = 0;
 	*mem = 0;
 	for (i = 1; i <= m->n; i++) {
-		if (m->j[i].state == M_RUNNING && (m->j[i].cards & (1ULL << c))) {
+		if (m->j[i].state == M_RUNNING &&
+		    (m->j[i].cards & (1ULL << c))) {
 			*seats += m->j[i].req.seats;
 			*mem += m->j[i].mem[c];
 		}
@@ -384,6 +385,13 @@ check_all(struct model *m)
 	check_queue(m);
 }
 
+static int
+older(const struct mjob *a, const struct mjob *b)
+{
+	return (a->start < b->start || (a->start == b->start &&
+	    a->req.id < b->req.id));
+}
+
 /* Brute force: fewest victims on c for job p; the set sparing the oldest. */
 static u_int
 best_victims(const struct model *m, const struct mjob *p, u_int c,
@@ -401,9 +409,8 @@ best_victims(const struct model *m, const struct mjob *p, u_int c,
 	}
 	/* Oldest first, as the scheduler sees age. */
 	for (i = 1; i < nc; i++) {
-		for (k = i; k > 0 && (m->j[cand[k]].start < m->j[cand[k - 1]].start ||
-		    (m->j[cand[k]].start == m->j[cand[k - 1]].start &&
-		    cand[k] < cand[k - 1])); k--) {
+		for (k = i; k > 0 && older(&m->j[cand[k]],
+		    &m->j[cand[k - 1]]); k--) {
 			u_int t = cand[k];
 			cand[k] = cand[k - 1];
 			cand[k - 1] = t;
@@ -451,9 +458,9 @@ apply(struct model *m)
 	for (i = 0; i < m->out.n; i++) {
 		d = &m->out.v[i];
 		if (trace)
-			fprintf(stderr, "  -> act %d j%u card %d seats %u ceil %u "
-			    "mem %lluG by %u pos %u %s\n", d->act, d->job,
-			    d->card, d->seats, d->ceiling,
+			fprintf(stderr, "  -> act %d j%u card %d seats %u "
+			    "ceil %u mem %lluG by %u pos %u %s\n", d->act,
+			    d->job, d->card, d->seats, d->ceiling,
 			    (unsigned long long)(d->mem >> 30), d->by, d->pos,
 			    d->reason ? d->reason : "");
 		if (d->job == 0 || d->job > m->n)
@@ -509,11 +516,11 @@ apply(struct model *m)
 					FAIL(m, "j%u preempts %u on card %u, "
 					    "%u would do", d->by, n, c, k);
 				for (k = 0; k < n; k++) {
-					if (m->out.v[i + k].job != want[k])
-						FAIL(m, "j%u preempts j%u, want "
-						    "j%u", d->by,
-						    m->out.v[i + k].job,
-						    want[k]);
+					if (m->out.v[i + k].job == want[k])
+						continue;
+					FAIL(m, "j%u preempts j%u, want j%u",
+					    d->by, m->out.v[i + k].job,
+					    want[k]);
 				}
 			}
 			for (k = 0; k < n; k++)
@@ -1010,7 +1017,8 @@ test_aging_bound(void)
 	int		 failed = 0;
 
 	if (getenv("GMUX_PROP_SEED") != NULL) {
-		CHECK(guarded(env_u64("GMUX_PROP_SEED", 0), "aging", aging) == 0);
+		CHECK(guarded(env_u64("GMUX_PROP_SEED", 0), "aging",
+		    aging) == 0);
 		return;
 	}
 	n = env_u64("GMUX_PROP_RUNS", 10000) / 20;

@@ -277,7 +277,8 @@ test_preempt(void)
 	CHECK(sub(s, rq(3, 30, 0, 2, pf), 3) == 0);
 	CHECK(sub(s, rq(4, 60, 0, 5, 0), 4) == 0);
 	CHECK(count(SCHED_PREEMPT) == 2);
-	CHECK(dec(SCHED_PREEMPT, 0)->job == 2 && dec(SCHED_PREEMPT, 1)->job == 3);
+	CHECK(dec(SCHED_PREEMPT, 0)->job == 2);
+	CHECK(dec(SCHED_PREEMPT, 1)->job == 3);
 	sched_free(s);
 
 	/* Never a job that is not preemptible, nor one of equal priority. */
@@ -388,7 +389,8 @@ test_cards(void)
 	    "j3)");
 	CHECK(end(s, 2, 4) == 0);
 	CHECK(count(SCHED_ADMIT) == 3);
-	CHECK(dec(SCHED_ADMIT, 0)->job == 3 && dec(SCHED_ADMIT, 0)->cards == 0xa);
+	CHECK(dec(SCHED_ADMIT, 0)->job == 3);
+	CHECK(dec(SCHED_ADMIT, 0)->cards == 0xa);
 	CHECK(dec(SCHED_ADMIT, 2)->job == 5 && dec(SCHED_ADMIT, 2)->card == 1);
 	sched_free(s);
 }
