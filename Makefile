@@ -44,6 +44,12 @@ SRCS += src/card-intel.c src/enforce.c
 # -- scheduler (issue 3)
 SRCS += src/sched-queue.c src/sched-card.c src/sched-pass.c
 SRCS += src/sched-preempt.c src/sched-explain.c
+BENCHES += $(O)/bench/sched-admission
+
+# A pattern rule (not the default goal): $(O)/bench/NAME from bench/NAME.c.
+$(O)/bench/%: bench/%.c src/gmux.h $(O)/libgmuxcore.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
 
 # -- ledger (issue 4)
 

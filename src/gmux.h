@@ -345,6 +345,33 @@ struct sched_job {
 	struct sched_job *hnext;	/* id hash chain */
 };
 TAILQ_HEAD(sched_jobs, sched_job);
+struct sched_cref {			/* a class as scans read it: dense */
+	uint64_t	 elig;		/* cards that could ever hold it */
+	uint64_t	 mem;		/* 0: share x card memory */
+	int64_t		 key;		/* of its first job */
+	int64_t		 submit;
+	struct sched_job *first;
+	struct sched_class *k;
+	u_int		 id;		/* of its first job */
+	u_short		 ncards;
+	u_short		 prio;
+};
+struct sched_cand {			/* a job that may fit, as a pass sees it */
+	int64_t		 key;
+	int64_t		 submit;
+	uint64_t	 elig;
+	uint64_t	 mem;
+	uint64_t	 own;		/* cards held for it */
+	struct sched_job *job;
+	u_int		 id;
+	u_int		 seats;
+	u_int		 ncards;
+};
+struct sched_bucket {			/* the classes asking for n seats */
+	struct sched_cref *v;
+	u_int		 n;
+	u_int		 size;
+};
 struct sched_card {
 	uint64_t	 memory;
 	u_int		 used;		/* guaranteed seats */
@@ -372,13 +399,12 @@ struct sched {
 	u_int		 njobs;
 	struct sched_class **chash;
 	u_int		 chsize;
-	struct sched_class **classes;	/* dense, for scans */
+	struct sched_bucket bucket[SEATS_PER_CARD + 1]; /* classes by seats */
 	u_int		 nclasses;
-	u_int		 classes_size;
 	struct sched_job *root;		/* queue order */
 	u_int		 npre[SCHED_PRIOS]; /* preemptible running, by prio */
 	struct sched_jobs timed;
-	struct sched_job **cand;	/* scratch: admission candidates */
+	struct sched_cand *cand;	/* scratch: admission candidates */
 	u_int		 ncand;
 	u_int		 cand_size;
 };
@@ -548,7 +574,7 @@ struct sched_class {
 	uint64_t	 elig;		/* cards that could ever hold it */
 	struct sched_jobs jobs;		/* by key */
 	u_int		 n;
-	u_int		 idx;		/* in sched->classes */
+	u_int		 idx;		/* in its bucket */
 	struct sched_class *hnext;
 };
 int		 sched_queue_cmp(const struct sched_job *,

@@ -14,72 +14,6 @@
 
 #define BIT(c)		(1ULL << (c))
 
-static void
-cand_add(struct sched *s, struct sched_job *j)
-{
-	if (s->ncand == s->cand_size) {
-		s->cand_size = s->cand_size == 0 ? 64 : s->cand_size * 2;
-		s->cand = xreallocarray(s->cand, s->cand_size,
-		    sizeof *s->cand);
-	}
-	s->cand[s->ncand++] = j;
-}
-
-/*
- * Finds the classes that may fit now that cards d have more room: a class
- * of one-card jobs needs a look at d only, since nothing fitted before.
- * Jobs holding cards are candidates always (few: one per card at most).
- */
-static void
-cand_scan(struct sched *s, uint64_t d)
-{
-	struct sched_class	*k;
-	struct sched_job	*h;
-	uint64_t		 avail = ~s->held & s->all, m;
-	u_int			 i;
-
-	for (i = 0; d != 0 && i < s->nclasses; i++) {
-		k = s->classes[i];
-		if (k->shape.ncards == 1)
-			m = k->elig & avail & d;
-		else
-			m = (k->elig & d) != 0 ? k->elig & avail : 0;
-		if (m != 0 && sched_card_fit(s, &k->shape, m, NULL) >=
-		    k->shape.ncards)
-			cand_add(s, TAILQ_FIRST(&k->jobs));
-	}
-	for (m = s->held; m != 0; m &= ~h->cards) {
-		h = s->card[__builtin_ctzll(m)].holder;
-		cand_add(s, h);
-	}
-}
-
-/* Returns the first candidate in queue order that fits; drops the rest. */
-static struct sched_job *
-cand_pick(struct sched *s, uint64_t *fit)
-{
-	struct sched_job	*j, *best = NULL;
-	uint64_t		 f, bestf = 0;
-	u_int			 i, n = 0;
-
-	for (i = 0; i < s->ncand; i++) {
-		j = s->cand[i];
-		if (j->state != SCHED_QUEUED)
-			continue;
-		if (sched_card_fit(s, &j->req, j->class->elig &
-		    sched_card_avail(s, j), &f) < j->req.ncards)
-			continue;
-		s->cand[n++] = j;
-		if (best == NULL || sched_queue_cmp(j, best) < 0) {
-			best = j;
-			bestf = f;
-		}
-	}
-	s->ncand = n;
-	*fit = bestf;
-	return (best);
-}
-
 /* Starts j on cards: takes it out of the queue, tells the daemon. */
 void
 sched_pass_admit(struct sched *s, struct sched_job *j, uint64_t cards,
@@ -110,12 +44,156 @@ sched_pass_admit(struct sched *s, struct sched_job *j, uint64_t cards,
 	    (unsigned long long)cards);
 }
 
+/*
+ * Candidates are a flat array of what the pass needs to know about them
+ * (copied from the classes' dense entries): choosing one reads no job.
+ */
+static struct sched_cand *
+cand_new(struct sched *s)
+{
+	if (s->ncand == s->cand_size) {
+		s->cand_size = s->cand_size == 0 ? 64 : s->cand_size * 2;
+		s->cand = xreallocarray(s->cand, s->cand_size,
+		    sizeof *s->cand);
+	}
+	return (&s->cand[s->ncand++]);
+}
+
+static void
+cand_job(struct sched *s, struct sched_job *j)
+{
+	struct sched_cand	*c = cand_new(s);
+
+	c->key = j->key;
+	c->submit = j->req.submit;
+	c->id = j->req.id;
+	c->elig = j->class->elig;
+	c->mem = j->req.mem;
+	c->seats = j->req.seats;
+	c->ncards = j->req.ncards;
+	c->own = j->hold != SCHED_HOLD_NONE ? j->cards : 0;
+	c->job = j;
+}
+
+static void
+cand_class(struct sched *s, const struct sched_cref *cr, u_int seats)
+{
+	struct sched_cand	*c = cand_new(s);
+
+	c->key = cr->key;
+	c->submit = cr->submit;
+	c->id = cr->id;
+	c->elig = cr->elig;
+	c->mem = cr->mem;
+	c->seats = seats;
+	c->ncards = cr->ncards;
+	c->own = 0;
+	c->job = cr->first;
+}
+
+/* Whether candidate c fits, on n of the cards in m (and c's own). */
+static int
+cand_fits(const struct sched *s, const struct sched_cand *c, uint64_t m,
+    u_int n)
+{
+	const struct sched_card	*k;
+	uint64_t		 need;
+	u_int			 i;
+
+	for (; m != 0; m &= m - 1) {
+		i = __builtin_ctzll(m);
+		k = &s->card[i];
+		need = c->mem != 0 ? c->mem :
+		    (uint64_t)c->seats * k->memory / SEATS_PER_CARD;
+		if (SEATS_PER_CARD - k->used >= c->seats &&
+		    k->memory - k->mem_used >= need && --n == 0)
+			return (1);
+	}
+	return (0);
+}
+
+static int
+cand_before(const struct sched_cand *a, const struct sched_cand *b)
+{
+	if (a->key != b->key)
+		return (a->key < b->key);
+	if (a->submit != b->submit)
+		return (a->submit < b->submit);
+	return (a->id < b->id);
+}
+
+/*
+ * Finds the classes that may fit now that cards d have more room.  Nothing
+ * fitted before, so a class of one-card jobs needs a look at d only, and
+ * none asking more seats than d has free.  Jobs holding cards are
+ * candidates always (few: one per card at most).
+ */
+static void
+cand_scan(struct sched *s, uint64_t d)
+{
+	const struct sched_cref	*cr;
+	struct sched_cand	 c;
+	struct sched_job	*h;
+	uint64_t		 avail = ~s->held & s->all, m;
+	u_int			 seats, i, most = 0;
+
+	for (m = d & avail; m != 0; m &= m - 1) {
+		i = sched_card_free_seats(&s->card[__builtin_ctzll(m)]);
+		if (i > most)
+			most = i;
+	}
+	for (seats = 1; seats <= most; seats++) {
+		cr = s->bucket[seats].v;
+		for (i = 0; i < s->bucket[seats].n; i++, cr++) {
+			if ((m = cr->elig & avail & d) == 0)
+				continue;
+			c.seats = seats;
+			c.mem = cr->mem;
+			if (cr->ncards == 1 ? cand_fits(s, &c, m, 1) :
+			    cand_fits(s, &c, cr->elig & avail, cr->ncards))
+				cand_class(s, cr, seats);
+		}
+	}
+	for (m = s->held; m != 0; m &= ~h->cards) {
+		h = s->card[__builtin_ctzll(m)].holder;
+		cand_job(s, h);
+	}
+}
+
+/*
+ * Drops the candidates that no longer fit (room only shrinks as jobs are
+ * admitted) and returns the first of the others in queue order, -1 if
+ * none is left.
+ */
+static int
+cand_pick(struct sched *s)
+{
+	struct sched_cand	*c;
+	uint64_t		 avail = ~s->held & s->all;
+	u_int			 i, n = 0;
+	int			 best = -1;
+
+	for (i = 0; i < s->ncand; i++) {
+		c = &s->cand[i];
+		if (!cand_fits(s, c, c->elig & (avail | c->own), c->ncards))
+			continue;
+		if (n != i)
+			s->cand[n] = *c;
+		if (best == -1 || cand_before(&s->cand[n], &s->cand[best]))
+			best = n;
+		n++;
+	}
+	s->ncand = n;
+	return (best);
+}
+
 /* Admits, in queue order, every waiting job that fits. */
 static void
 admit_fitting(struct sched *s, int64_t now, struct sched_out *out)
 {
 	struct sched_job	*j, *next;
 	uint64_t		 fit, d, cards;
+	int			 i;
 
 	s->ncand = 0;
 	d = s->dirty;
@@ -123,13 +201,19 @@ admit_fitting(struct sched *s, int64_t now, struct sched_out *out)
 	cand_scan(s, d);
 	/* A job just (re)queued was never looked at on the other cards. */
 	if (s->pcheck != NULL && s->pcheck->state == SCHED_QUEUED)
-		cand_add(s, s->pcheck);
-	while ((j = cand_pick(s, &fit)) != NULL) {
+		cand_job(s, s->pcheck);
+	while ((i = cand_pick(s)) != -1) {
+		j = s->cand[i].job;
+		s->cand[i] = s->cand[--s->ncand];
+		if (j->state != SCHED_QUEUED ||
+		    sched_card_fit(s, &j->req, j->class->elig &
+		    sched_card_avail(s, j), &fit) < j->req.ncards)
+			continue;
 		next = TAILQ_NEXT(j, centry);
 		cards = sched_card_place(s, &j->req, fit, j->cards);
 		sched_pass_admit(s, j, cards, now, out);
 		if (next != NULL)
-			cand_add(s, next);
+			cand_job(s, next);
 		if ((d = s->dirty) != 0) {
 			s->dirty = 0;
 			cand_scan(s, d);

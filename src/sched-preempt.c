@@ -298,30 +298,31 @@ preempt_floor(const struct sched *s)
 void
 sched_preempt_round(struct sched *s, struct sched_out *out)
 {
-	struct sched_class	*k;
+	const struct sched_cref	*cr;
 	struct sched_job	*j, *best;
 	uint64_t		 d = s->pdirty, only, avail;
-	u_int			 i, floor;
+	u_int			 seats, i, floor;
 
 	for (;;) {
 		if ((floor = preempt_floor(s)) == SCHED_PRIOS)
 			return;
 		best = NULL;
 		avail = ~s->held & s->all;
-		for (i = 0; d != 0 && i < s->nclasses; i++) {
-			k = s->classes[i];
-			if (k->shape.prio <= floor)
-				continue;
-			if (k->shape.ncards == 1)
-				only = d;
-			else
-				only = (k->elig & d) != 0 ? ~0ULL : 0;
-			if (only == 0 || preempt_cards(s, &k->shape, k->elig,
-			    avail, only, NULL) == 0)
-				continue;
-			if ((j = preempt_candidate(k)) != NULL &&
-			    (best == NULL || sched_queue_cmp(j, best) < 0))
-				best = j;
+		for (seats = 1; d != 0 && seats <= SEATS_PER_CARD; seats++) {
+			cr = s->bucket[seats].v;
+			for (i = 0; i < s->bucket[seats].n; i++, cr++) {
+				if (cr->prio <= floor)
+					continue;
+				only = cr->ncards == 1 ? d :
+				    (cr->elig & d) != 0 ? ~0ULL : 0;
+				if (only == 0 || preempt_cards(s, &cr->k->shape,
+				    cr->elig, avail, only, NULL) == 0)
+					continue;
+				j = preempt_candidate(cr->k);
+				if (j != NULL && (best == NULL ||
+				    sched_queue_cmp(j, best) < 0))
+					best = j;
+			}
 		}
 		j = s->pcheck;
 		if (j != NULL && j->state == SCHED_QUEUED &&

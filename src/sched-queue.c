@@ -148,6 +148,7 @@ static struct sched_class *
 class_get(struct sched *s, const struct sched_req *r)
 {
 	struct sched_class	*k;
+	struct sched_bucket	*b;
 	u_int			 h;
 
 	if (s->chsize == 0 || s->nclasses >= s->chsize)
@@ -167,14 +168,19 @@ class_get(struct sched *s, const struct sched_req *r)
 	TAILQ_INIT(&k->jobs);
 	k->hnext = s->chash[h];
 	s->chash[h] = k;
-	if (s->nclasses == s->classes_size) {
-		s->classes_size = s->classes_size == 0 ? 64 :
-		    s->classes_size * 2;
-		s->classes = xreallocarray(s->classes, s->classes_size,
-		    sizeof *s->classes);
+	b = &s->bucket[r->seats];
+	if (b->n == b->size) {
+		b->size = b->size == 0 ? 16 : b->size * 2;
+		b->v = xreallocarray(b->v, b->size, sizeof *b->v);
 	}
-	k->idx = s->nclasses;
-	s->classes[s->nclasses++] = k;
+	k->idx = b->n;
+	memset(&b->v[b->n], 0, sizeof b->v[b->n]);
+	b->v[b->n].elig = k->elig;
+	b->v[b->n].mem = r->mem;
+	b->v[b->n].ncards = r->ncards;
+	b->v[b->n].prio = r->prio;
+	b->v[b->n++].k = k;
+	s->nclasses++;
 	return (k);
 }
 
@@ -182,14 +188,29 @@ static void
 class_drop(struct sched *s, struct sched_class *k)
 {
 	struct sched_class	**kp;
+	struct sched_bucket	 *b = &s->bucket[k->shape.seats];
 	u_int			  h = class_hash(&k->shape) & (s->chsize - 1);
 
 	for (kp = &s->chash[h]; *kp != k; kp = &(*kp)->hnext)
 		;
 	*kp = k->hnext;
-	s->classes[k->idx] = s->classes[--s->nclasses];
-	s->classes[k->idx]->idx = k->idx;
+	b->v[k->idx] = b->v[--b->n];
+	b->v[k->idx].k->idx = k->idx;
+	s->nclasses--;
 	free(k);
+}
+
+/* Copies a class's first job into its dense entry, for scans. */
+static void
+class_first(struct sched *s, struct sched_class *k)
+{
+	struct sched_cref	*cr = &s->bucket[k->shape.seats].v[k->idx];
+	struct sched_job	*j = TAILQ_FIRST(&k->jobs);
+
+	cr->first = j;
+	cr->key = j->key;
+	cr->submit = j->req.submit;
+	cr->id = j->req.id;
 }
 
 /* Puts a job in the queue; its key must be set. */
@@ -210,6 +231,8 @@ sched_queue_insert(struct sched *s, struct sched_job *j)
 	k->n++;
 	j->class = k;
 	j->state = SCHED_QUEUED;
+	if (TAILQ_FIRST(&k->jobs) == j)
+		class_first(s, k);
 
 	j->weight = queue_weight(j->req.id);
 	j->left = j->right = NULL;
@@ -223,10 +246,13 @@ void
 sched_queue_remove(struct sched *s, struct sched_job *j)
 {
 	struct sched_class	*k = j->class;
+	int			 first = TAILQ_FIRST(&k->jobs) == j;
 
 	TAILQ_REMOVE(&k->jobs, j, centry);
 	if (--k->n == 0)
 		class_drop(s, k);
+	else if (first)
+		class_first(s, k);
 	j->class = NULL;
 	s->root = queue_unlink(s->root, j);
 	j->left = j->right = NULL;
@@ -322,10 +348,12 @@ sched_queue_leave(struct sched *s, struct sched_job *j)
 void
 sched_queue_free(struct sched *s)
 {
-	u_int	 i;
+	u_int	 i, n;
 
-	for (i = 0; i < s->nclasses; i++)
-		free(s->classes[i]);
-	free(s->classes);
+	for (n = 0; n <= SEATS_PER_CARD; n++) {
+		for (i = 0; i < s->bucket[n].n; i++)
+			free(s->bucket[n].v[i].k);
+		free(s->bucket[n].v);
+	}
 	free(s->chash);
 }
