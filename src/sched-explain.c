@@ -286,7 +286,7 @@ explain_card_lines(const struct sched *s, const struct sched_job *j,
 		if (r->pin >= 0 && (u_int)r->pin != c)
 			why = xstrdup("not its pinned card");
 		else if (!(elig & BIT(c)))
-			xasprintf(&why, "too small for it");
+			why = xstrdup("too small for it");
 		else if (k->holder != NULL && j != NULL && k->holder == j)
 			why = xstrdup(j->hold == SCHED_HOLD_DRAIN ?
 			    "kept for it" : "being cleared for it");

@@ -250,6 +250,26 @@ sched_set_age(struct sched *s, int64_t age)
 	s->dirty = s->pdirty = s->all;
 }
 
+/*
+ * Queues j (new, or resized while waiting), then a pass: it may start at
+ * once if room changed hands; else tells where it waits and why.
+ */
+static void
+queue_wait(struct sched *s, struct sched_job *j, int64_t now,
+    struct sched_out *out)
+{
+	struct sched_decision	*d;
+
+	sched_queue_enter(s, j);
+	s->pcheck = j;
+	sched_pass_run(s, now, out);
+	if (j->state == SCHED_QUEUED) {
+		d = sched_emit(out, SCHED_QUEUE, j->req.id);
+		d->pos = sched_queue_position(s, j);
+		d->reason = sched_explain_reason(s, j);
+	}
+}
+
 /* Checks what no daemon should ever pass; NULL if r is well formed. */
 static char *
 req_check(const struct sched *s, const struct sched_req *r)
@@ -281,7 +301,6 @@ sched_submit(struct sched *s, const struct sched_req *r, int64_t now,
     struct sched_out *out)
 {
 	struct sched_job	*j;
-	struct sched_decision	*d;
 	char			*why, *need;
 	uint64_t		 fit, elig;
 	u_int			 start = out->n;
@@ -301,15 +320,7 @@ sched_submit(struct sched *s, const struct sched_req *r, int64_t now,
 			refuse(out, r->id, why);
 			return (-1);
 		}
-		j = sjob_new(s, r);
-		sched_queue_enter(s, j);
-		s->pcheck = j;
-		sched_pass_run(s, now, out);
-		if (j->state == SCHED_QUEUED) {
-			d = sched_emit(out, SCHED_QUEUE, j->req.id);
-			d->pos = sched_queue_position(s, j);
-			d->reason = sched_explain_reason(s, j);
-		}
+		queue_wait(s, sjob_new(s, r), now, out);
 	} else {
 		j = sjob_new(s, r);
 		sched_pass_admit(s, j, r->seats == 0 ? 0 :
@@ -411,7 +422,6 @@ resize_queued(struct sched *s, struct sched_job *j, u_int seats,
     uint64_t mem, int64_t now, struct sched_out *out, char **cause)
 {
 	struct sched_req	 r = j->req;
-	struct sched_decision	*d;
 	char			*why;
 
 	r.seats = seats;
@@ -423,14 +433,7 @@ resize_queued(struct sched *s, struct sched_job *j, u_int seats,
 	}
 	sched_queue_leave(s, j);
 	j->req = r;
-	sched_queue_enter(s, j);
-	s->pcheck = j;
-	sched_pass_run(s, now, out);
-	if (j->state == SCHED_QUEUED) {
-		d = sched_emit(out, SCHED_QUEUE, j->req.id);
-		d->pos = sched_queue_position(s, j);
-		d->reason = sched_explain_reason(s, j);
-	}
+	queue_wait(s, j, now, out);
 	return (0);
 }
 

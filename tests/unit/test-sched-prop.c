@@ -993,38 +993,32 @@ env_u64(const char *name, uint64_t dflt)
 	return (v != NULL && *v != '\0' ? strtoull(v, NULL, 10) : dflt);
 }
 
+/* Runs body n times from GMUX_PROP_BASE on, or once on GMUX_PROP_SEED. */
 static void
-test_sequences(void)
+many(const char *what, void (*body)(struct model *), uint64_t n)
 {
-	uint64_t	 base = env_u64("GMUX_PROP_BASE", 1), i, n;
+	uint64_t	 base = env_u64("GMUX_PROP_BASE", 1), i;
 	int		 failed = 0;
 
 	if (getenv("GMUX_PROP_SEED") != NULL) {
-		CHECK(guarded(env_u64("GMUX_PROP_SEED", 0), "sequence",
-		    sequence) == 0);
+		CHECK(guarded(env_u64("GMUX_PROP_SEED", 0), what, body) == 0);
 		return;
 	}
-	n = env_u64("GMUX_PROP_RUNS", 10000);
 	for (i = 0; i < n && failed < 5; i++)
-		failed += guarded(base + i, "sequence", sequence) != 0;
+		failed += guarded(base + i, what, body) != 0;
 	CHECK(failed == 0);
+}
+
+static void
+test_sequences(void)
+{
+	many("sequence", sequence, env_u64("GMUX_PROP_RUNS", 10000));
 }
 
 static void
 test_aging_bound(void)
 {
-	uint64_t	 base = env_u64("GMUX_PROP_BASE", 1), i, n;
-	int		 failed = 0;
-
-	if (getenv("GMUX_PROP_SEED") != NULL) {
-		CHECK(guarded(env_u64("GMUX_PROP_SEED", 0), "aging",
-		    aging) == 0);
-		return;
-	}
-	n = env_u64("GMUX_PROP_RUNS", 10000) / 20;
-	for (i = 0; i < n && failed < 5; i++)
-		failed += guarded(base + i, "aging", aging) != 0;
-	CHECK(failed == 0);
+	many("aging", aging, env_u64("GMUX_PROP_RUNS", 10000) / 20);
 }
 
 int
