@@ -24,11 +24,18 @@
  *	sched_resize(s, id, seats, mem, now, out, &cause)
  *					-1 with *cause if growing does not fit
  *	sched_tick(s, now, out)		queued jobs past their timeout: REFUSE
- *	sched_restore(s, req, run, &cause) + sched_sched_pass_run(s, now, out)
+ *	sched_restore(s, req, run, &cause) + sched_pass(s, now, out)
  *					rebuilding after a restart: restore
  *					every job (run NULL: queued), then one
  *					pass, which admits what fits and tells
  *					every running job's ceiling again
+ *
+ * Questions, which change nothing: sched_walk() (every job as a restore
+ * needs it: what to persist), sched_info() (state, cards, place, holds),
+ * sched_queue_list() (the queue in order, for `gmux ps'),
+ * sched_explain_reason() (the one-line reason), sched_explain() (`gmux
+ * explain'), sched_explain_req() (where a request would go),
+ * sched_holder(), sched_ceiling().
  *
  * The decisions (struct sched_decision), in the order to carry them out:
  *
