@@ -46,7 +46,7 @@ SRCS += src/cmd.c src/client.c src/http.c src/output.c src/stream.c
 # -- daemon
 SRCS += src/sched.c src/server.c src/server-api.c src/api-job.c
 SRCS += src/api-card.c src/job.c src/keeper.c src/state.c src/follow.c
-SRCS += src/config.c src/retention.c
+SRCS += src/config.c src/retention.c src/server-sched.c
 
 # -- cards
 SRCS += src/card.c src/card-fake.c src/card-nvidia.c src/card-amd.c
@@ -56,19 +56,25 @@ SRCS += src/card-json.c src/card-tool.c
 # -- commands
 SRCS += src/cmd-serve.c src/cmd-run.c src/cmd-ps.c src/cmd-logs.c
 SRCS += src/cmd-stop.c src/cmd-cards.c src/cmd-version.c src/cmd-help.c
+SRCS += src/cmd-resize.c src/cmd-explain.c
 
 # -- scheduler (issue 3)
+SRCS += src/sched-queue.c src/sched-card.c src/sched-pass.c
+SRCS += src/sched-preempt.c src/sched-explain.c
+BENCHES += $(O)/bench/sched-admission
+
+# A pattern rule (not the default goal): $(O)/bench/NAME from bench/NAME.c,
+# linked like the unit tests; bench/run-* run them.
+$(O)/bench/%: bench/%.c src/gmux.h $(O)/libgmuxcore.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
 
 # -- ledger (issue 4)
 SRCS += src/hash.c src/ledger.c src/ledger-interval.c src/ledger-chain.c
 SRCS += src/ledger-query.c
 SRCS += src/usage.c src/metrics.c src/top.c src/api-usage.c
 SRCS += src/cmd-usage.c src/cmd-top.c
-# bench/NAME.c -> $(O)/bench/NAME, linked like the unit tests (a pattern
-# rule, so it never becomes the default goal); bench/run-ledger runs it.
-$(O)/bench/%: bench/%.c src/gmux.h $(O)/libgmuxcore.a
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
+BENCHES += $(O)/bench/bench-ledger
 
 # -- enforcement (issue 5)
 SRCS += src/region.c src/mps.c src/cumask.c src/audit.c

@@ -41,9 +41,10 @@ api_job_lookup(struct evhttp_request *req, const char *id)
 }
 
 /*
- * POST /v1/jobs: checks the request, places it and starts it.  422 if no
- * card could ever hold it, 409 if none can now; with ?attach=1 the reply is
- * the job's output stream, else 201 and the job.
+ * POST /v1/jobs: checks the request and submits it: it starts, or waits in
+ * the queue.  422 if no card could ever hold it, 409 if it does not fit
+ * now and may not wait (no_wait); with ?attach=1 the reply is the job's
+ * output stream, else 201 and the job.
  */
 void
 api_jobs_create(struct evhttp_request *req, const char *id)
@@ -52,7 +53,7 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 	struct job	*j;
 	json_t		*body, *o;
 	char		*cause = NULL, *owner;
-	int		 rc;
+	int		 code;
 
 	jobreq_init(&r);
 	if ((body = api_body(req, &cause)) == NULL ||
@@ -63,21 +64,12 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 	owner = api_owner(req);
 	j = job_create(0, owner, &r);
 	free(owner);
-	if ((rc = server_place(j, &cause)) != 0) {
-		api_error(req, rc == -1 ? 422 : 409, "%s", cause);
+	if (server_sched_submit(j, state_peek_id(), &code, &cause) != 0) {
+		api_error(req, code, "%s", cause);
 		job_free(j);
 		goto out;
 	}
-	job_set_id(j, state_next_id());
-	if (job_start(j, &cause) != 0) {
-		j->state = JOB_FAILED;
-		j->reason = xstrdup(cause);
-		j->ended = clock_ms();
-		state_save_job(j);
-		api_error(req, 500, "%s", cause);
-		goto out;
-	}
-	state_save_job(j);
+	state_next_id();
 	o = job_to_json(j);
 	if (api_query_flag(req, "attach"))
 		follow_start(j, req, 0, FOLLOW_LIVE, o);
@@ -88,6 +80,76 @@ out:
 	free(cause);
 	json_decref(body);
 	jobreq_clear(&r);
+}
+
+/*
+ * PATCH /v1/jobs/ID {"share": F, "mem": SIZE}: grows or shrinks a running
+ * job.  Growing must fit now (409 with the reason); shrinking always
+ * does.  Without mem, a job whose cap was the default keeps the default
+ * (share x the card's memory) and one with an explicit cap keeps it.
+ */
+void
+api_job_patch(struct evhttp_request *req, const char *id)
+{
+	struct jobreq	 r;
+	struct job	*j;
+	json_t		*body, *o, *v;
+	char		*cause = NULL;
+	uint64_t	 mem;
+
+	if ((j = api_job_lookup(req, id)) == NULL)
+		return;
+	jobreq_init(&r);
+	r.seats = j->req.seats;
+	r.mem = j->req.mem;
+	if ((body = api_body(req, &cause)) == NULL ||
+	    jobreq_patch_from_json(body, &r, &cause) != 0) {
+		api_error(req, 400, "%s", cause);
+		goto out;
+	}
+	if (j->state != JOB_RUNNING) {
+		api_error(req, 409, "%s is %s: only a running job can be "
+		    "resized", j->name, job_state_name(j->state));
+		goto out;
+	}
+	v = json_object_get(body, "mem");
+	mem = v != NULL ? r.mem : j->req.mem;
+	if (server_sched_resize(j, r.seats, mem, &cause) != 0) {
+		api_error(req, 409, "%s", cause);
+		goto out;
+	}
+	o = job_to_json(j);
+	api_reply(req, 200, o);
+	json_decref(o);
+out:
+	free(cause);
+	json_decref(body);
+	jobreq_clear(&r);
+}
+
+/* GET /v1/jobs/ID/explain: why it waits, or where it runs and why. */
+void
+api_job_explain(struct evhttp_request *req, const char *id)
+{
+	struct job	*j;
+	json_t		*o;
+	char		*text = NULL;
+
+	if ((j = api_job_lookup(req, id)) == NULL)
+		return;
+	if (!job_ended(j))
+		text = sched_explain(server_sched, j->id, clock_ms());
+	if (text == NULL && j->exit_code >= 0)
+		xasprintf(&text, "%s %s with exit code %d", j->name,
+		    job_state_name(j->state), j->exit_code);
+	else if (text == NULL)
+		xasprintf(&text, "%s %s%s%s", j->name, job_state_name(j->state),
+		    j->reason ? ": " : "", j->reason ? j->reason : "");
+	o = job_to_json(j);
+	json_object_set_new(o, "explain", json_string(text));
+	api_reply(req, 200, o);
+	json_decref(o);
+	free(text);
 }
 
 void

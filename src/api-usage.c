@@ -111,14 +111,15 @@ metrics_fill(struct metrics_input *in, struct metrics_card *mc,
 		ms[j->state].jobs++;
 		if (j->state == JOB_QUEUED)
 			in->queue_length++;
-		if (j->state != JOB_RUNNING || j->card < 0)
-			continue;
-		mc[j->card].seats += j->seats;
-		mc[j->card].mem_allocated += j->mem;
-		mc[j->card].jobs++;
+		for (i = 0; j->state == JOB_RUNNING && i < server_cards.n; i++)
+			if (j->cards & (1ULL << i))
+				mc[i].jobs++;
 	}
-	for (i = 0; i < server_cards.n; i++)
+	for (i = 0; i < server_cards.n; i++) {
+		server_sched_card(i, &mc[i].seats, &mc[i].mem_allocated,
+		    &mc[i].burst);
 		mc[i].util = metrics_util(i, mc[i].seats + mc[i].burst);
+	}
 }
 
 /* GET /metrics: Prometheus text exposition (docs/metrics.md). */

@@ -64,6 +64,10 @@ ps_row(struct table *t, json_t *j, int64_t now)
 	if (json_is_integer(code))
 		snprintf(state, sizeof state, "%s (%lld)", st ? st : "?",
 		    (long long)json_integer_value(code));
+	else if (json_is_integer(json_object_get(j, "position")))
+		snprintf(state, sizeof state, "%s #%lld", st ? st : "?",
+		    (long long)json_integer_value(json_object_get(j,
+		    "position")));
 	else
 		snprintf(state, sizeof state, "%s", st ? st : "?");
 	table_add(t, json_string_value(json_object_get(j, "id")),
@@ -108,6 +112,16 @@ cmd_ps_exec(int argc, char **argv)
 		ps_row(t, j, clock_ms());
 	table_print(t, stdout);
 	table_free(t);
+	/* What queued jobs wait for, and what failed said, below the table. */
+	json_array_foreach(a, i, j) {
+		const char *st = json_string_value(json_object_get(j, "state"));
+		const char *why = json_string_value(json_object_get(j,
+		    "reason"));
+		if (why != NULL && st != NULL && (strcmp(st, "queued") == 0 ||
+		    strcmp(st, "failed") == 0))
+			printf("%s: %s\n", json_string_value(json_object_get(j,
+			    "id")), why);
+	}
 	json_decref(a);
 	return (0);
 }

@@ -15,8 +15,10 @@ static int	cmd_run_exec(int, char **);
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
-	.args = "[--share F] [--mem SIZE] [--card N|UUID] [-d] -- COMMAND "
-	    "[ARGS...]",
+	.args = "[--share F] [--mem SIZE] [--card N|UUID] [--cards N] "
+	    "[--priority P]\n                [--burst] [--preemptible] "
+	    "[--requeue] [--no-wait] [--timeout DUR] [-d]\n"
+	    "                -- COMMAND [ARGS...]",
 	.help = "run a command as a job on a share of a card",
 	.options =
 	    "  --share F            guaranteed fraction of a card, 0.01 to 1 "
@@ -25,6 +27,16 @@ const struct cmd_entry cmd_run_entry = {
 	    "  --mem SIZE           memory cap, like 20G (default: share x the "
 	    "card's)\n"
 	    "  --card N|UUID        this card only\n"
+	    "  --cards N            N cards at once, each with the share "
+	    "(default 1)\n"
+	    "  --priority P         0 (lowest) to 9 (default 5)\n"
+	    "  --burst              may use idle compute above the guarantee\n"
+	    "  --preemptible        may be pushed off by higher priority work\n"
+	    "  --requeue            when pushed off, wait again instead of "
+	    "ending\n"
+	    "  --no-wait            refuse instead of waiting when the cards "
+	    "are full\n"
+	    "  --timeout DURATION   give up if it has not started by then\n"
 	    "  --grace DURATION     from SIGTERM to SIGKILL when stopped "
 	    "(default 10s)\n"
 	    "  -d, --detach         print the job's id and return at once\n"
@@ -35,17 +47,60 @@ const struct cmd_entry cmd_run_entry = {
 	.exec = cmd_run_exec,
 };
 
-enum { OPT_SHARE = 256, OPT_MEM, OPT_CARD, OPT_GRACE };
+enum { OPT_SHARE = 256, OPT_MEM, OPT_CARD, OPT_GRACE, OPT_CARDS,
+    OPT_PRIORITY, OPT_BURST, OPT_PREEMPTIBLE, OPT_REQUEUE, OPT_NOWAIT,
+    OPT_TIMEOUT };
 
 static const struct option run_opts[] = {
 	{ "share", required_argument, NULL, OPT_SHARE },
 	{ "mem", required_argument, NULL, OPT_MEM },
 	{ "card", required_argument, NULL, OPT_CARD },
 	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "cards", required_argument, NULL, OPT_CARDS },
+	{ "priority", required_argument, NULL, OPT_PRIORITY },
+	{ "burst", no_argument, NULL, OPT_BURST },
+	{ "preemptible", no_argument, NULL, OPT_PREEMPTIBLE },
+	{ "requeue", no_argument, NULL, OPT_REQUEUE },
+	{ "no-wait", no_argument, NULL, OPT_NOWAIT },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "detach", no_argument, NULL, 'd' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
+
+/* The scheduler's options: how many cards, priority, what may happen. */
+static void
+run_request_sched(json_t *o, int ch)
+{
+	const struct cmd_entry	*c = &cmd_run_entry;
+
+	switch (ch) {
+	case OPT_CARDS:
+		json_object_set_new(o, "cards", json_integer(cmd_arg_uint(c,
+		    "--cards", optarg, 1, 64)));
+		break;
+	case OPT_PRIORITY:
+		json_object_set_new(o, "priority", json_integer(cmd_arg_uint(c,
+		    "--priority", optarg, 0, 9)));
+		break;
+	case OPT_BURST:
+		json_object_set_new(o, "burst", json_true());
+		break;
+	case OPT_PREEMPTIBLE:
+		json_object_set_new(o, "preemptible", json_true());
+		break;
+	case OPT_REQUEUE:
+		json_object_set_new(o, "requeue", json_true());
+		break;
+	case OPT_NOWAIT:
+		json_object_set_new(o, "no_wait", json_true());
+		break;
+	case OPT_TIMEOUT:
+		json_object_set_new(o, "timeout_ms", json_integer(
+		    cmd_arg_duration(c, "--timeout", optarg)));
+		break;
+	}
+}
 
 /* The request from the command line: share, caps, command, here and now. */
 static json_t *
@@ -81,6 +136,9 @@ run_request(int argc, char **argv, int *detach)
 			break;
 		case 'd':
 			*detach = 1;
+			break;
+		default:
+			run_request_sched(o, ch);
 			break;
 		}
 	}

@@ -16,6 +16,8 @@ const struct cmd_entry *cmd_table[] = {
 	&cmd_logs_entry,
 	&cmd_attach_entry,
 	&cmd_stop_entry,
+	&cmd_resize_entry,
+	&cmd_explain_entry,
 	&cmd_cards_entry,
 	&cmd_top_entry,
 	&cmd_usage_entry,

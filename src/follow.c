@@ -371,6 +371,33 @@ follow_start(struct job *j, struct evhttp_request *req, uint64_t from,
 	return (0);
 }
 
+/* Sends a live follower the job as it is now (queued, requeued, ...). */
+void
+follow_job_info(struct job *j)
+{
+	struct follower	*f;
+	struct evbuffer	*out;
+	struct frame	 fr;
+	json_t		*o;
+	char		*text;
+
+	o = job_to_json(j);
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	fr.type = FRAME_INFO;
+	fr.len = (uint32_t)strlen(text);
+	fr.data = text;
+	TAILQ_FOREACH(f, &j->followers, entry) {
+		if (f->wait_only || f->raw || !f->follow)
+			continue;
+		out = evbuffer_new();
+		follow_emit(f, out, &fr);
+		evhttp_send_reply_chunk(f->req, out);
+		evbuffer_free(out);
+	}
+	free(text);
+}
+
 /* The job changed (started, or its place in the queue): tell followers. */
 void
 follow_job_changed(struct job *j)

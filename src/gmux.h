@@ -134,6 +134,7 @@ struct jobreq {
 void		 jobreq_init(struct jobreq *);
 void		 jobreq_clear(struct jobreq *);
 int		 jobreq_from_json(json_t *, struct jobreq *, char **);
+int		 jobreq_patch_from_json(json_t *, struct jobreq *, char **);
 json_t		*jobreq_to_json(const struct jobreq *);
 
 /* output.c: tables and JSON on the CLI */
@@ -216,6 +217,8 @@ extern const struct cmd_entry cmd_ps_entry;
 extern const struct cmd_entry cmd_logs_entry;
 extern const struct cmd_entry cmd_attach_entry;
 extern const struct cmd_entry cmd_stop_entry;
+extern const struct cmd_entry cmd_resize_entry;
+extern const struct cmd_entry cmd_explain_entry;
 extern const struct cmd_entry cmd_cards_entry;
 extern const struct cmd_entry cmd_top_entry;
 extern const struct cmd_entry cmd_usage_entry;
@@ -235,6 +238,7 @@ struct stream {
 	char		 state[16];
 	int		 interrupts;
 	int		 detached;
+	int		 waited;	/* it was queued: say when it starts */
 };
 void		 stream_init(struct stream *, const char *, int);
 int		 stream_run(struct stream *, const char *, const char *,
@@ -383,15 +387,188 @@ u_int		 enforce_tick(const struct cards *, const struct audit_job *,
 		     u_int, int, struct audit_offender **);
 json_t		*enforce_history(void);
 
-/* sched.c: pure scheduling policy; no I/O */
-struct sched_card {
-	u_int		 seats_used;	/* guaranteed seats admitted */
-	uint64_t	 mem_used;
-	uint64_t	 memory;
-	u_int		 index;
+/* sched.c: pure scheduling policy; no I/O (the interface: top of sched.c) */
+#define SCHED_CARDS_MAX	64		/* a host's cards fit in a uint64_t */
+#define SCHED_PRIOS	10		/* priorities 0..9 */
+#define SCHED_AGE_MS	(5 * 60 * 1000)	/* waiting this long = one level */
+struct sched_req {			/* a job as the scheduler sees it */
+	u_int		 id;		/* the daemon's job id, > 0 */
+	u_int		 seats;		/* guarantee per card, 0..100 */
+	uint64_t	 mem;		/* cap per card; 0: share x memory */
+	u_int		 ncards;	/* cards at once (0 if seats is 0) */
+	int		 pin;		/* card index, -1: any */
+	u_int		 prio;		/* 0..9 */
+	int		 flags;		/* JOB_BURST, JOB_PREEMPTIBLE... */
+	int64_t		 submit;	/* ms; when it (re)entered the queue */
+	int64_t		 timeout;	/* ms it may wait; 0: no bound */
 };
-int		 sched_place(const struct sched_card *, u_int, u_int, uint64_t,
-		     int, int *, char **);
+struct sched_run {			/* where a running job is */
+	uint64_t	 cards;		/* bit i: card i */
+	int64_t		 start;		/* ms */
+	u_int		 by;		/* preempted for this job; 0: not */
+	int		 by_card;	/* the card it is cleared from */
+};
+enum sched_act {
+	SCHED_ADMIT,		/* start job: one per card, card -1 if none */
+	SCHED_QUEUE,		/* job waits: pos, reason */
+	SCHED_REFUSE,		/* job will not run: reason */
+	SCHED_PREEMPT,		/* stop job (grace, kill) to make room for by */
+	SCHED_CEILING,		/* running job's compute ceiling on card */
+	SCHED_RESIZE,		/* running job's guarantee and cap on card */
+	SCHED_REQUEUE,		/* preempted job is back in the queue: pos */
+};
+struct sched_decision {
+	enum sched_act	 act;
+	u_int		 job;
+	int		 card;		/* -1: not about one card */
+	uint64_t	 cards;		/* ADMIT: all the job's cards */
+	u_int		 seats;		/* guarantee on card */
+	u_int		 ceiling;	/* compute ceiling on card, in seats */
+	uint64_t	 mem;		/* memory cap on card */
+	u_int		 by;		/* PREEMPT: the job it makes room for */
+	u_int		 pos;		/* QUEUE, REQUEUE: 1-based position */
+	char		*reason;	/* QUEUE, REFUSE, PREEMPT; out's */
+};
+struct sched_out {
+	struct sched_decision *v;
+	u_int		 n;
+	u_int		 size;
+};
+enum sched_state {
+	SCHED_QUEUED,
+	SCHED_RUNNING,
+};
+enum sched_hold {
+	SCHED_HOLD_NONE,
+	SCHED_HOLD_DRAIN,	/* first in the queue: cards kept for it */
+	SCHED_HOLD_CLAIM,	/* cards it is preempting jobs on */
+};
+struct sched_slot {			/* a running job on one card */
+	struct sched_job *job;
+	u_int		 card;
+	uint64_t	 mem;		/* its cap on this card */
+	u_int		 ceiling;	/* UINT_MAX until first told */
+	int		 told;		/* decision to patch with the ceiling */
+	TAILQ_ENTRY(sched_slot) entry;
+};
+TAILQ_HEAD(sched_slots, sched_slot);
+struct sched_class;
+struct sched_job {
+	struct sched_req req;		/* seats and mem follow resizes */
+	int64_t		 key;		/* submit - prio x age: queue order */
+	enum sched_state state;
+	uint64_t	 cards;		/* running: its cards; queued: held */
+	enum sched_hold	 hold;
+	int64_t		 start;
+	u_int		 by;		/* running: preempted for this job */
+	int		 by_card;
+	struct sched_job *claimant;	/* running victim: who waits for it */
+	u_int		 nvictims;	/* queued claimant: victims pending */
+	struct sched_slot *slots;	/* running: one per card */
+	struct sched_class *class;	/* queued: its class of equals */
+	TAILQ_ENTRY(sched_job) centry;	/* in the class, by key */
+	TAILQ_ENTRY(sched_job) tentry;	/* queued with a timeout */
+	struct sched_job *left;		/* queue order: a treap */
+	struct sched_job *right;
+	u_int		 size;
+	uint32_t	 weight;
+	struct sched_job *hnext;	/* id hash chain */
+};
+TAILQ_HEAD(sched_jobs, sched_job);
+struct sched_cref {			/* a class as scans read it: dense */
+	uint64_t	 elig;		/* cards that could ever hold it */
+	uint64_t	 mem;		/* 0: share x card memory */
+	int64_t		 key;		/* of its first job */
+	int64_t		 submit;
+	struct sched_job *first;
+	struct sched_class *k;
+	u_int		 id;		/* of its first job */
+	u_short		 ncards;
+	u_short		 prio;
+};
+struct sched_cand {			/* a job that may fit, as a pass sees it */
+	int64_t		 key;
+	int64_t		 submit;
+	uint64_t	 elig;
+	uint64_t	 mem;
+	uint64_t	 own;		/* cards held for it */
+	struct sched_job *job;
+	u_int		 id;
+	u_int		 seats;
+	u_int		 ncards;
+};
+struct sched_bucket {			/* the classes asking for n seats */
+	struct sched_cref *v;
+	u_int		 n;
+	u_int		 size;
+};
+struct sched_card {
+	uint64_t	 memory;
+	u_int		 used;		/* guaranteed seats */
+	uint64_t	 mem_used;	/* memory caps */
+	u_int		 nburst;
+	struct sched_slots slots;	/* by start time */
+	struct sched_job *holder;	/* queued job it is kept for */
+	u_int		 pre_seats[SCHED_PRIOS + 1]; /* preemptible below p */
+	uint64_t	 pre_mem[SCHED_PRIOS + 1];
+};
+struct sched {
+	struct sched_card card[SCHED_CARDS_MAX];
+	u_int		 ncards;
+	uint64_t	 all;		/* mask of every card */
+	uint64_t	 held;		/* cards kept for queued jobs */
+	uint64_t	 dirty;		/* more room for the queue since a pass */
+	uint64_t	 pdirty;	/* more room by preemption */
+	uint64_t	 touched;	/* ceilings to recompute */
+	int64_t		 age;		/* ms of waiting per priority level */
+	int		 restored;	/* claims to rebuild */
+	struct sched_job *drain;	/* holder of SCHED_HOLD_DRAIN cards */
+	struct sched_job *pcheck;	/* new job to try preempting for */
+	struct sched_job **jhash;
+	u_int		 jhsize;
+	u_int		 njobs;
+	struct sched_class **chash;
+	u_int		 chsize;
+	struct sched_bucket bucket[SEATS_PER_CARD + 1]; /* classes by seats */
+	u_int		 nclasses;
+	struct sched_job *root;		/* queue order */
+	u_int		 npre[SCHED_PRIOS]; /* preemptible running, by prio */
+	struct sched_jobs timed;
+	struct sched_cand *cand;	/* scratch: admission candidates */
+	u_int		 ncand;
+	u_int		 cand_size;
+};
+struct sched_info {
+	enum sched_state state;
+	uint64_t	 cards;		/* running: its cards; queued: held */
+	enum sched_hold	 hold;
+	u_int		 pos;		/* queued: 1-based */
+	u_int		 by;		/* running: being preempted for */
+	u_int		 seats;
+	int64_t		 start;
+};
+typedef void (*sched_walk_cb)(const struct sched_req *,
+		     const struct sched_run *, void *);
+struct sched	*sched_create(const uint64_t *, u_int, char **);
+void		 sched_free(struct sched *);
+void		 sched_set_age(struct sched *, int64_t);
+int		 sched_submit(struct sched *, const struct sched_req *, int64_t,
+		     struct sched_out *);
+int		 sched_end(struct sched *, u_int, int64_t, struct sched_out *);
+int		 sched_resize(struct sched *, u_int, u_int, uint64_t, int64_t,
+		     struct sched_out *, char **);
+void		 sched_tick(struct sched *, int64_t, struct sched_out *);
+int		 sched_restore(struct sched *, const struct sched_req *,
+		     const struct sched_run *, char **);
+void		 sched_pass(struct sched *, int64_t, struct sched_out *);
+void		 sched_walk(const struct sched *, sched_walk_cb, void *);
+int		 sched_info(const struct sched *, u_int, struct sched_info *);
+u_int		 sched_holder(const struct sched *, u_int);
+u_int		 sched_ceiling(const struct sched *, u_int, u_int);
+struct sched_job *sched_find(const struct sched *, u_int);
+struct sched_decision *sched_emit(struct sched_out *, enum sched_act, u_int);
+void		 sched_out_clear(struct sched_out *);
+void		 sched_out_free(struct sched_out *);
 
 /* proc.c: running a helper program and capturing its output */
 char		*proc_output(char *const *, int, int *);
@@ -436,9 +613,15 @@ struct job {
 	struct jobreq	 req;
 	enum job_state	 state;
 	char		*reason;	/* why queued or failed; NULL if none */
-	int		 card;		/* -1: none */
-	u_int		 seats;
-	uint64_t	 mem;
+	int		 card;		/* its first card, -1: none */
+	uint64_t	 cards;		/* bit i: card i */
+	u_int		*ceil;		/* compute ceiling per card index */
+	u_int		 seats;		/* guarantee on each of its cards */
+	uint64_t	 mem;		/* memory cap on each of its cards */
+	int64_t		 submit;	/* when it (re)entered the queue */
+	u_int		 pos;		/* queued: its place, from 1 */
+	u_int		 by;		/* being preempted for this job */
+	int		 by_card;
 	int		 exit_code;	/* -1 while not ended */
 	int64_t		 created;	/* ms since the epoch */
 	int64_t		 started;
@@ -469,6 +652,8 @@ int		 job_stop(struct job *, int64_t, const char *);
 void		 job_finish(struct job *);
 void		 job_adopt(struct job *);
 void		 job_account(struct job *, int64_t);
+void		 job_set_ceiling(struct job *, u_int, u_int);
+void		 job_requeue(struct job *);
 json_t		*job_to_json(const struct job *);
 void		 job_free(struct job *);
 
@@ -489,6 +674,7 @@ json_t		*keeper_status(u_int);
 int		 state_open(char **);
 void		 state_close(void);
 u_int		 state_next_id(void);
+u_int		 state_peek_id(void);
 void		 state_save_job(const struct job *);
 void		 state_load_jobs(void);
 struct db	*state_database(void);
@@ -519,6 +705,7 @@ int		 follow_start(struct job *, struct evhttp_request *, uint64_t,
 		     int, json_t *);
 void		 follow_job_changed(struct job *);
 void		 follow_job_ended(struct job *);
+void		 follow_job_info(struct job *);
 void		 follow_init(void);
 int		 follow_seek(int, uint64_t, off_t *, uint64_t *);
 
@@ -530,10 +717,18 @@ extern int	 server_audit_report_only;
 extern struct ledger *server_ledger;
 extern int64_t	 server_started;
 int		 server_main(const char *, int);
-void		 server_schedule(void);
 void		 server_tick(void);
-void		 server_card_usage(struct sched_card *);
-int		 server_place(struct job *, char **);
+
+/* server-sched.c: the daemon's side of the scheduler */
+extern struct sched *server_sched;
+int		 server_sched_init(char **);
+void		 server_sched_apply(struct sched_out *);
+int		 server_sched_submit(struct job *, u_int, int *, char **);
+int		 server_sched_gone(struct job *);
+int		 server_sched_resize(struct job *, u_int, uint64_t, char **);
+void		 server_sched_tick(void);
+void		 server_sched_restore(void);
+void		 server_sched_card(u_int, u_int *, uint64_t *, u_int *);
 
 /* server-api.c: the route table and request helpers */
 struct evhttp;
@@ -552,6 +747,8 @@ void		 api_jobs_create(struct evhttp_request *, const char *);
 void		 api_job_get(struct evhttp_request *, const char *);
 void		 api_job_stop(struct evhttp_request *, const char *);
 void		 api_job_log(struct evhttp_request *, const char *);
+void		 api_job_patch(struct evhttp_request *, const char *);
+void		 api_job_explain(struct evhttp_request *, const char *);
 void		 api_cards_list(struct evhttp_request *, const char *);
 void		 api_version(struct evhttp_request *, const char *);
 void		 api_usage(struct evhttp_request *, const char *);
@@ -559,6 +756,70 @@ void		 api_usage_prune(struct evhttp_request *, const char *);
 void		 api_metrics(struct evhttp_request *, const char *);
 
 /* sched.c (issue 3: queue, preemption, burst, resize) */
+/* sched-queue.c: the queue, in order and in classes of equal requests */
+struct sched_class {
+	struct sched_req shape;		/* seats, mem, ncards, pin, prio */
+	uint64_t	 elig;		/* cards that could ever hold it */
+	struct sched_jobs jobs;		/* by key */
+	u_int		 n;
+	u_int		 idx;		/* in its bucket */
+	struct sched_class *hnext;
+};
+int		 sched_queue_cmp(const struct sched_job *,
+		     const struct sched_job *);
+void		 sched_queue_insert(struct sched *, struct sched_job *);
+void		 sched_queue_remove(struct sched *, struct sched_job *);
+struct sched_job *sched_queue_head(const struct sched *);
+u_int		 sched_queue_position(const struct sched *,
+		     const struct sched_job *);
+u_int		 sched_queue_count(const struct sched *);
+u_int		 sched_queue_list(const struct sched *, u_int *, u_int);
+void		 sched_queue_free(struct sched *);
+
+void		 sched_queue_enter(struct sched *, struct sched_job *);
+void		 sched_queue_leave(struct sched *, struct sched_job *);
+
+/* sched-card.c: room on the cards, placement, holds, ceilings */
+u_int		 sched_card_free_seats(const struct sched_card *);
+uint64_t	 sched_card_free_mem(const struct sched_card *);
+uint64_t	 sched_card_need(const struct sched *, const struct sched_req *,
+		     u_int);
+uint64_t	 sched_card_eligible(const struct sched *,
+		     const struct sched_req *);
+u_int		 sched_card_fit(const struct sched *, const struct sched_req *,
+		     uint64_t, uint64_t *);
+uint64_t	 sched_card_place(const struct sched *,
+		     const struct sched_req *, uint64_t, uint64_t);
+uint64_t	 sched_card_avail(const struct sched *,
+		     const struct sched_job *);
+void		 sched_card_hold(struct sched *, struct sched_job *, uint64_t,
+		     enum sched_hold);
+void		 sched_card_release(struct sched *, struct sched_job *);
+void		 sched_card_add(struct sched *, struct sched_job *);
+void		 sched_card_remove(struct sched *, struct sched_job *);
+void		 sched_card_ceilings(struct sched *, struct sched_out *, u_int);
+
+/* sched-pass.c: the admission pass */
+void		 sched_pass_run(struct sched *, int64_t, struct sched_out *);
+void		 sched_pass_admit(struct sched *, struct sched_job *, uint64_t,
+		     int64_t, struct sched_out *);
+
+/* sched-preempt.c: making room by preemption */
+int		 sched_preempt_for(struct sched *, struct sched_job *,
+		     struct sched_out *);
+void		 sched_preempt_round(struct sched *, struct sched_out *);
+void		 sched_preempt_pool(struct sched *, struct sched_job *, int);
+
+/* sched-explain.c: reasons, in words */
+char		*sched_explain(const struct sched *, u_int, int64_t);
+char		*sched_explain_req(const struct sched *,
+		     const struct sched_req *, int64_t);
+char		*sched_explain_reason(const struct sched *,
+		     const struct sched_job *);
+char		*sched_explain_need(const struct sched *,
+		     const struct sched_req *, uint64_t);
+char		*sched_explain_impossible(const struct sched *,
+		     const struct sched_req *);
 /* (end) */
 
 /* hash.c (issue 4): SHA-256 without OpenSSL's headers */

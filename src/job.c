@@ -33,6 +33,7 @@ static const char *job_states[] = {
 };
 
 static void	job_link_cb(evutil_socket_t, short, void *);
+static u_int	job_ceiling(const struct job *, u_int);
 
 const char *
 job_state_name(enum job_state s)
@@ -106,10 +107,12 @@ job_create(u_int id, const char *owner, struct jobreq *req)
 	j->seats = j->req.seats;
 	j->mem = j->req.mem;
 	j->card = -1;
+	j->by_card = -1;
 	j->exit_code = -1;
 	j->ctl_fd = -1;
 	j->log_wd = -1;
 	j->created = clock_ms();
+	j->submit = j->created;
 	TAILQ_INIT(&j->followers);
 	TAILQ_INSERT_TAIL(&all_jobs, j, entry);
 	return (j);
@@ -132,6 +135,7 @@ job_free(struct job *j)
 	if (j->ctl_fd != -1)
 		close(j->ctl_fd);
 	jobreq_clear(&j->req);
+	free(j->ceil);
 	free(j->link_buf);
 	free(j->audit);
 	free(j->owner);
@@ -169,14 +173,42 @@ env_set(char ***envp, const char *fmt, ...)
 }
 
 /*
+ * The vendor's device variable names all the job's cards (each card's
+ * enforcement set it to its own), for a job on several cards.
+ */
+static void
+job_env_devices(struct job *j, char ***envp)
+{
+	const char	*var;
+	char		*list = NULL, *id, *old;
+	u_int		 c;
+
+	var = vendor_device_env(server_cards.v[j->card].vendor);
+	if (var == NULL || __builtin_popcountll(j->cards) < 2)
+		return;
+	for (c = 0; c < server_cards.n; c++) {
+		if ((j->cards & (1ULL << c)) == 0)
+			continue;
+		id = card_device_id(&server_cards.v[c]);
+		old = list;
+		xasprintf(&list, "%s%s%s", old ? old : "", old ? "," : "", id);
+		free(old);
+		free(id);
+	}
+	env_set(envp, "%s=%s", var, list);
+	free(list);
+}
+
+/*
  * The job's environment: the caller's, then gmux's own variables, then
- * what enforcement on its card needs.  NULL with *cause if the card cannot
- * take it (enforcement refused a slot).
+ * what enforcement on each of its cards needs.  NULL with *cause if a card
+ * cannot take it (enforcement refused a slot).
  */
 static char **
-job_env(struct job *j, struct card *c, char **cause)
+job_env(struct job *j, char **cause)
 {
 	char	**env, *share;
+	u_int	  c;
 
 	if (j->req.env != NULL)
 		env = strv_copy(j->req.env);
@@ -191,40 +223,71 @@ job_env(struct job *j, struct card *c, char **cause)
 	env_set(&env, "GMUX_SHARE=%s", share);
 	env_set(&env, "GMUX_MEM=%llu", (unsigned long long)j->mem);
 	free(share);
-	if (c != NULL && enforce_job_env(j->id, c, j->seats, j->seats, j->mem,
-	    &env, cause) != 0) {
-		strv_free(env);
-		return (NULL);
+	for (c = 0; c < server_cards.n; c++) {
+		if ((j->cards & (1ULL << c)) == 0)
+			continue;
+		if (enforce_job_env(j->id, &server_cards.v[c], j->seats,
+		    job_ceiling(j, c), j->mem, &env, cause) != 0) {
+			strv_free(env);
+			return (NULL);
+		}
 	}
+	if (j->card >= 0)
+		job_env_devices(j, &env);
 	return (env);
+}
+
+/* The job's compute ceiling on card c: its guarantee unless it bursts. */
+static u_int
+job_ceiling(const struct job *j, u_int c)
+{
+	if (j->ceil == NULL || c >= server_cards.n || j->ceil[c] < j->seats)
+		return (j->seats);
+	return (j->ceil[c]);
+}
+
+void
+job_set_ceiling(struct job *j, u_int c, u_int ceiling)
+{
+	if (c >= server_cards.n)
+		return;
+	if (j->ceil == NULL)
+		j->ceil = xcalloc(server_cards.n, sizeof *j->ceil);
+	j->ceil[c] = ceiling;
 }
 
 /* The books: from now, the job holds what its record says. */
 void
 job_account(struct job *j, int64_t now)
 {
-	struct ledger_use	 u;
+	struct ledger_use	*u;
 	struct card		*c;
 	char			*cause = NULL;
+	u_int			 i, n = 0;
 
-	if (server_ledger == NULL || j->card < 0 ||
-	    (u_int)j->card >= server_cards.n)
+	if (server_ledger == NULL || j->cards == 0)
 		return;
-	c = &server_cards.v[j->card];
-	memset(&u, 0, sizeof u);
-	u.job = j->id;
-	u.owner = j->owner;
-	u.card = (u_int)j->card;
-	u.vendor = vendor_name(c->vendor);
-	u.model = c->model;
-	u.seats = j->seats;
-	u.ceiling = j->seats;
-	u.mem = j->mem;
-	u.fence = "none";
-	if (ledger_set(server_ledger, j->id, &u, 1, now, &cause) != 0) {
+	u = xcalloc(server_cards.n, sizeof *u);
+	for (i = 0; i < server_cards.n; i++) {
+		if ((j->cards & (1ULL << i)) == 0)
+			continue;
+		c = &server_cards.v[i];
+		u[n].job = j->id;
+		u[n].owner = j->owner;
+		u[n].card = i;
+		u[n].vendor = vendor_name(c->vendor);
+		u[n].model = c->model;
+		u[n].seats = j->seats;
+		u[n].ceiling = job_ceiling(j, i);
+		u[n].mem = j->mem;
+		u[n].fence = "none";
+		n++;
+	}
+	if (ledger_set(server_ledger, j->id, u, n, now, &cause) != 0) {
 		log_warnx("%s: %s: %s", __func__, j->name, cause);
 		free(cause);
 	}
+	free(u);
 }
 
 /* The books: the job holds nothing from time t. */
@@ -233,7 +296,7 @@ job_account_end(struct job *j, int64_t t)
 {
 	char	*cause = NULL;
 
-	if (server_ledger == NULL || j->card < 0)
+	if (server_ledger == NULL || j->cards == 0)
 		return;
 	if (ledger_end(server_ledger, j->id, t, &cause) != 0) {
 		log_warnx("%s: %s: %s", __func__, j->name, cause);
@@ -257,12 +320,9 @@ int
 job_start(struct job *j, char **cause)
 {
 	struct keeper_spec	 s;
-	struct card		*c = NULL;
-	char			*dir, *log;
+	char			*dir, *path;
 	int			 rc = -1, fd;
 
-	if (j->card >= 0)
-		c = &server_cards.v[j->card];
 	dir = path_job(j->id);
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		xasprintf(cause, "%s: %s", dir, strerror(errno));
@@ -270,10 +330,14 @@ job_start(struct job *j, char **cause)
 		return (-1);
 	}
 	/* The log exists before the keeper runs, so followers can watch it. */
-	log = path_job_file(j->id, "log");
-	if ((fd = open(log, O_WRONLY|O_CREAT|O_CLOEXEC, 0600)) != -1)
+	path = path_job_file(j->id, "log");
+	if ((fd = open(path, O_WRONLY|O_CREAT|O_CLOEXEC, 0600)) != -1)
 		close(fd);
-	free(log);
+	free(path);
+	/* A requeued job's last run left a status: it is not this run's. */
+	path = path_job_file(j->id, "status");
+	unlink(path);
+	free(path);
 	memset(&s, 0, sizeof s);
 	s.id = j->id;
 	s.dir = dir;
@@ -281,7 +345,7 @@ job_start(struct job *j, char **cause)
 	s.cwd = j->req.cwd;
 	if (s.cwd == NULL && (s.cwd = getenv("HOME")) == NULL)
 		s.cwd = "/";
-	if ((s.env = job_env(j, c, cause)) == NULL)
+	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
 	j->keeper_pid = keeper_spawn(&s, &j->ctl_fd, cause);
 	if (j->keeper_pid != -1) {
@@ -290,7 +354,7 @@ job_start(struct job *j, char **cause)
 		job_watch_link(j);
 		job_account(j, j->started);
 		rc = 0;
-	} else if (c != NULL)
+	} else if (j->cards != 0)
 		enforce_forget(j->id);
 out:
 	strv_free(s.env);
@@ -317,6 +381,7 @@ job_stop(struct job *j, int64_t grace_ms, const char *why)
 		job_state_from_name(why, &j->state);
 		j->ended = clock_ms();
 		j->exit_code = -1;
+		server_sched_gone(j);	/* cancelled: it leaves the queue */
 		state_save_job(j);
 		follow_job_ended(j);
 		return (0);
@@ -332,13 +397,29 @@ job_stop(struct job *j, int64_t grace_ms, const char *why)
 	return (rc);
 }
 
+static void
+job_close_link(struct job *j)
+{
+	if (j->ctl_ev != NULL) {
+		event_free(j->ctl_ev);
+		j->ctl_ev = NULL;
+	}
+	if (j->ctl_fd != -1) {
+		close(j->ctl_fd);
+		j->ctl_fd = -1;
+	}
+	free(j->link_buf);
+	j->link_buf = NULL;
+	j->link_len = 0;
+}
+
 /* Records how the job ended, from its exit status (NULL: it is unknown). */
 static void
 job_record_end(struct job *j, json_t *st)
 {
 	const char	*state;
 
-	if (job_ended(j))
+	if (j->state != JOB_RUNNING)
 		return;
 	if (st != NULL) {
 		j->exit_code = (int)json_integer_value(json_object_get(st,
@@ -360,14 +441,43 @@ job_record_end(struct job *j, json_t *st)
 	}
 	if (j->ended == 0)
 		j->ended = clock_ms();
-	if (j->card >= 0)
+	if (j->cards != 0)
 		enforce_forget(j->id);
 	job_account_end(j, j->ended);
-	state_save_job(j);
 	log_debug("%s: %s %s exit %d", __func__, j->name,
 	    job_state_name(j->state), j->exit_code);
+	/* Its room goes back; a --requeue victim of preemption waits again. */
+	if (server_sched_gone(j) == 1)
+		return;
+	state_save_job(j);
 	follow_job_ended(j);
-	server_schedule();
+}
+
+/*
+ * A preempted --requeue job goes back to the queue: its run is over (its
+ * log keeps the run's output and exit frame), the next run starts afresh.
+ */
+void
+job_requeue(struct job *j)
+{
+	j->state = JOB_QUEUED;
+	j->exit_code = -1;
+	j->started = j->ended = 0;
+	j->keeper_pid = j->pgid = 0;
+	j->cards = 0;
+	j->card = -1;
+	j->by = 0;
+	j->by_card = -1;
+	j->stopping = 0;
+	j->seats = j->req.seats;
+	j->mem = j->req.mem;
+	j->submit = clock_ms();
+	free(j->ceil);
+	j->ceil = NULL;
+	free(j->reason);
+	j->reason = xstrdup("requeued after preemption");
+	state_save_job(j);
+	log_debug("%s: %s", __func__, j->name);
 }
 
 /*
@@ -379,22 +489,16 @@ job_finish(struct job *j)
 {
 	json_t	*st;
 
-	if (j->ctl_ev != NULL) {
-		event_free(j->ctl_ev);
-		j->ctl_ev = NULL;
-	}
-	if (j->ctl_fd != -1) {
-		close(j->ctl_fd);
-		j->ctl_fd = -1;
-	}
-	if (job_ended(j))
+	job_close_link(j);
+	if (j->state != JOB_RUNNING)
 		return;
 	st = keeper_status(j->id);
 	job_record_end(j, st);
 	json_decref(st);
 }
 
-static void
+/* One line from the keeper; returns 1 if it ended the link. */
+static int
 job_link_line(struct job *j, const char *line)
 {
 	long	 pid;
@@ -406,17 +510,21 @@ job_link_line(struct job *j, const char *line)
 		state_save_job(j);
 	} else if (strncmp(line, "exit ", 5) == 0) {
 		if ((st = json_loads(line + 5, 0, NULL)) != NULL) {
+			/* The keeper has said all it will: let it go. */
+			job_close_link(j);
 			job_record_end(j, st);
 			json_decref(st);
+			return (1);
 		}
 	}
+	return (0);
 }
 
 static void
 job_link_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct job	*j = arg;
-	char		 buf[4096], *line, *nl;
+	char		 buf[4096], *line, *nl, *lines;
 	ssize_t		 n;
 	size_t		 used;
 
@@ -432,14 +540,19 @@ job_link_cb(evutil_socket_t fd, short events, void *arg)
 	memcpy(j->link_buf + j->link_len, buf, (size_t)n);
 	j->link_len += (size_t)n;
 	j->link_buf[j->link_len] = '\0';
-	for (line = j->link_buf; (nl = strchr(line, '\n')) != NULL;
-	    line = nl + 1) {
-		*nl = '\0';
-		job_link_line(j, line);
-	}
-	used = (size_t)(line - j->link_buf);
-	memmove(j->link_buf, line, j->link_len - used + 1);
+	if ((nl = strrchr(j->link_buf, '\n')) == NULL)
+		return;
+	/* Whole lines are taken out first: one may end this link. */
+	used = (size_t)(nl + 1 - j->link_buf);
+	lines = xstrndup(j->link_buf, used);
+	memmove(j->link_buf, j->link_buf + used, j->link_len - used + 1);
 	j->link_len -= used;
+	for (line = lines; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+		*nl = '\0';
+		if (job_link_line(j, line) != 0)
+			break;
+	}
+	free(lines);
 }
 
 /*
@@ -457,6 +570,38 @@ job_adopt(struct job *j)
 	job_watch_link(j);
 	if (server_ledger != NULL && j->card >= 0)
 		ledger_adopt(server_ledger, j->id);
+}
+
+/* What the scheduler knows of a job: its cards, ceilings, place, flags. */
+static void
+job_json_sched(json_t *o, const struct job *j)
+{
+	json_t	*cards, *ceil;
+	char	 key[16];
+	u_int	 c;
+
+	cards = json_array();
+	ceil = json_object();
+	for (c = 0; c < server_cards.n && c < 64; c++) {
+		if ((j->cards & (1ULL << c)) == 0)
+			continue;
+		json_array_append_new(cards, json_integer(c));
+		snprintf(key, sizeof key, "%u", c);
+		json_object_set_new(ceil, key, json_real(job_ceiling(j, c) /
+		    100.0));
+	}
+	json_object_set_new(o, "cards", cards);
+	json_object_set_new(o, "ceilings", ceil);
+	json_object_set_new(o, "position", j->state == JOB_QUEUED && j->pos ?
+	    json_integer(j->pos) : json_null());
+	json_object_set_new(o, "preempting_for", j->by ? json_integer(j->by) :
+	    json_null());
+	json_object_set_new(o, "burst", json_boolean(j->req.flags & JOB_BURST));
+	json_object_set_new(o, "preemptible",
+	    json_boolean(j->req.flags & JOB_PREEMPTIBLE));
+	json_object_set_new(o, "requeue",
+	    json_boolean(j->req.flags & JOB_REQUEUE));
+	json_object_set_new(o, "ncards", json_integer(j->req.ncards));
 }
 
 /* Returns the job as the API shows it; the caller owns the reference. */
@@ -494,5 +639,6 @@ job_to_json(const struct job *j)
 	    json_null());
 	json_object_set_new(o, "audit", j->audit ? json_string(j->audit) :
 	    json_null());
+	job_json_sched(o, j);
 	return (o);
 }

@@ -265,6 +265,35 @@ jobreq_from_json(json_t *o, struct jobreq *r, char **cause)
 	return (0);
 }
 
+/*
+ * A resize: only "share" and "mem" (a guarantee above 0: a running job
+ * keeps its card).  Fills r's seats and mem from what is given.
+ */
+int
+jobreq_patch_from_json(json_t *o, struct jobreq *r, char **cause)
+{
+	const char	*k;
+	json_t		*v;
+
+	if (!json_is_object(o) || json_object_size(o) == 0) {
+		xasprintf(cause, "a JSON object with share and/or mem is needed");
+		return (-1);
+	}
+	json_object_foreach(o, k, v) {
+		if (strcmp(k, "share") != 0 && strcmp(k, "mem") != 0) {
+			xasprintf(cause, "%s: only share and mem can change", k);
+			return (-1);
+		}
+		if (field_from_json(k, v, r, cause) != 0)
+			return (-1);
+	}
+	if (r->seats == 0) {
+		xasprintf(cause, "share: a running job keeps at least 0.01");
+		return (-1);
+	}
+	return (0);
+}
+
 /* Returns the request as a JSON object; the caller owns the reference. */
 json_t *
 jobreq_to_json(const struct jobreq *r)

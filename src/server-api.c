@@ -32,6 +32,8 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/jobs", api_jobs_list },
 	{ EVHTTP_REQ_POST, "/v1/jobs", api_jobs_create },
 	{ EVHTTP_REQ_GET, "/v1/jobs/*", api_job_get },
+	{ EVHTTP_REQ_PATCH, "/v1/jobs/*", api_job_patch },
+	{ EVHTTP_REQ_GET, "/v1/jobs/*/explain", api_job_explain },
 	{ EVHTTP_REQ_POST, "/v1/jobs/*/stop", api_job_stop },
 	{ EVHTTP_REQ_GET, "/v1/jobs/*/log", api_job_log },
 	{ EVHTTP_REQ_GET, "/v1/usage", api_usage },

@@ -147,7 +147,7 @@ server_tick_enforce(void)
 
 	aj = NULL;
 	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if (j->state != JOB_RUNNING || j->card < 0)
+		if (j->state != JOB_RUNNING || j->cards == 0)
 			continue;
 		aj = xreallocarray(aj, n + 1, sizeof *aj);
 		aj[n].id = j->id;
@@ -176,98 +176,13 @@ server_tick(void)
 	char	*cause = NULL;
 
 	server_tick_enforce();
+	server_sched_tick();
 	if (server_ledger != NULL &&
 	    ledger_tick(server_ledger, clock_ms(), &cause) != 0) {
 		log_warnx("ledger: %s", cause);
 		free(cause);
 	}
 	retention_tick();
-}
-
-/* Each card's admitted seats and memory, from the running jobs. */
-void
-server_card_usage(struct sched_card *out)
-{
-	struct job	*j;
-	u_int		 i;
-
-	for (i = 0; i < server_cards.n; i++) {
-		out[i].index = i;
-		out[i].memory = server_cards.v[i].memory;
-		out[i].seats_used = 0;
-		out[i].mem_used = 0;
-	}
-	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if (j->state != JOB_RUNNING || j->card < 0 ||
-		    (u_int)j->card >= server_cards.n)
-			continue;
-		out[j->card].seats_used += j->seats;
-		out[j->card].mem_used += j->mem;
-	}
-}
-
-/*
- * Places a job: picks its card and fills in its memory cap.  Returns 0,
- * or 1 (not now) or -1 (never) with *cause.
- */
-int
-server_place(struct job *j, char **cause)
-{
-	struct sched_card	*sc;
-	struct card		*c;
-	uint64_t		 mem = j->req.mem;
-	int			 pin = j->req.card, out = -1, rc;
-
-	if (j->req.seats == 0)
-		return (0);
-	if (j->req.card_uuid != NULL) {
-		if ((c = cards_find(&server_cards, j->req.card_uuid)) == NULL) {
-			xasprintf(cause, "card: no card '%s'", j->req.card_uuid);
-			return (-1);
-		}
-		pin = (int)c->index;
-	}
-	if (pin >= (int)server_cards.n) {
-		xasprintf(cause, "card: no card %d (this host has %u)", pin,
-		    server_cards.n);
-		return (-1);
-	}
-	sc = xcalloc(server_cards.n + 1, sizeof *sc);
-	server_card_usage(sc);
-	rc = sched_place(sc, server_cards.n, j->req.seats, mem, pin, &out,
-	    cause);
-	free(sc);
-	if (rc == 0) {
-		j->card = out;
-		j->mem = mem != 0 ? mem :
-		    server_cards.v[out].memory * j->req.seats / SEATS_PER_CARD;
-	}
-	return (rc);
-}
-
-/* Admits what waits, in queue order, while it fits. */
-void
-server_schedule(void)
-{
-	struct job	*j;
-	char		*cause;
-
-	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if (j->state != JOB_QUEUED)
-			continue;
-		cause = NULL;
-		if (server_place(j, &cause) != 0) {
-			free(cause);
-			continue;
-		}
-		if (job_start(j, &cause) != 0) {
-			j->state = JOB_FAILED;
-			j->reason = cause;
-			j->ended = clock_ms();
-		}
-		state_save_job(j);
-		follow_job_changed(j);
-	}
 }
 
 static void
@@ -323,6 +238,8 @@ server_setup(const char *fake, char **cause)
 		return (-1);
 	if (cards_detect(&server_cards, fake, cause) != 0)
 		return (-1);
+	if (server_sched_init(cause) != 0)
+		return (-1);
 	enforce_init(&server_cards);
 	if (state_open(cause) != 0)
 		return (-1);
@@ -331,6 +248,7 @@ server_setup(const char *fake, char **cause)
 	server_base = event_base_new();
 	follow_init();
 	state_load_jobs();
+	server_sched_restore();
 	if ((fd = server_listen(cause)) == -1)
 		return (-1);
 	server_http = evhttp_new(server_base);
@@ -388,7 +306,6 @@ server_main(const char *fake, int detach)
 	server_tick_ev = event_new(server_base, -1, EV_PERSIST, server_tick_cb,
 	    NULL);
 	event_add(server_tick_ev, &one);
-	server_schedule();
 	log_info("serving %s with %u card(s)", path_socket(), server_cards.n);
 	server_ready(ready);
 	event_base_dispatch(server_base);

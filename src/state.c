@@ -25,7 +25,8 @@ static const char state_schema[] =
     " id INTEGER PRIMARY KEY, owner TEXT NOT NULL, req TEXT NOT NULL,"
     " state TEXT NOT NULL, reason TEXT, card INTEGER, seats INTEGER,"
     " mem INTEGER, exit_code INTEGER, created INTEGER, started INTEGER,"
-    " ended INTEGER, keeper_pid INTEGER, pgid INTEGER);";
+    " ended INTEGER, keeper_pid INTEGER, pgid INTEGER, submit INTEGER,"
+    " cards INTEGER, by_job INTEGER, by_card INTEGER);";
 
 int
 state_open(char **cause)
@@ -35,7 +36,7 @@ state_open(char **cause)
 	if (db_exec(state_db, state_schema, cause) != 0)
 		return (-1);
 	st_save = db_prepare(state_db, "INSERT OR REPLACE INTO jobs VALUES "
-	    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+	    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 	st_next = db_prepare(state_db, "UPDATE meta SET v = ? "
 	    "WHERE k = 'next_id'");
 	state_load_next();
@@ -84,6 +85,13 @@ state_next_id(void)
 	return (state_next++);
 }
 
+/* The id the next job will get, without taking it. */
+u_int
+state_peek_id(void)
+{
+	return (state_next);
+}
+
 void
 state_save_job(const struct job *j)
 {
@@ -107,6 +115,10 @@ state_save_job(const struct job *j)
 	db_bind_int(st_save, 12, j->ended);
 	db_bind_int(st_save, 13, j->keeper_pid);
 	db_bind_int(st_save, 14, j->pgid);
+	db_bind_int(st_save, 15, j->submit);
+	db_bind_int(st_save, 16, (int64_t)j->cards);
+	db_bind_int(st_save, 17, j->by);
+	db_bind_int(st_save, 18, j->by_card);
 	if (j->id >= state_saved_next) {
 		db_begin(state_db);
 		db_bind_int(st_next, 1, j->id + 1);
@@ -171,6 +183,10 @@ state_row(struct dbstmt *st)
 	j->ended = db_col_int(st, 11);
 	j->keeper_pid = (pid_t)db_col_int(st, 12);
 	j->pgid = (pid_t)db_col_int(st, 13);
+	j->submit = db_col_int(st, 14);
+	j->cards = (uint64_t)db_col_int(st, 15);
+	j->by = (u_int)db_col_int(st, 16);
+	j->by_card = (int)db_col_int(st, 17);
 	return (j);
 }
 
@@ -186,9 +202,11 @@ state_load_jobs(void)
 		state_row(st);
 	db_finalize(st);
 	TAILQ_FOREACH_SAFE(j, &all_jobs, entry, next) {
-		if (j->card >= (int)server_cards.n) {
-			log_warnx("%s: card %d is gone", j->name, j->card);
+		if (j->card >= (int)server_cards.n || (server_cards.n < 64 &&
+		    (j->cards >> server_cards.n) != 0)) {
+			log_warnx("%s: its card is gone", j->name);
 			j->card = -1;
+			j->cards = 0;
 		}
 		if (j->state == JOB_RUNNING)
 			job_adopt(j);

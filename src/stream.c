@@ -25,6 +25,23 @@ stream_init(struct stream *s, const char *job, int mode)
 	s->exit_code = -1;
 }
 
+/* The job waits: say where it is in the queue and what for. */
+static void
+stream_info_queued(struct stream *s, json_t *o)
+{
+	const char	*why = json_string_value(json_object_get(o, "reason"));
+	json_t		*pos = json_object_get(o, "position");
+
+	s->waited = 1;
+	if (json_is_integer(pos))
+		fprintf(stderr, "gmux: %s queued at position %lld%s%s\n",
+		    s->job, (long long)json_integer_value(pos), why ? ", " : "",
+		    why ? why : "");
+	else
+		fprintf(stderr, "gmux: %s queued%s%s\n", s->job,
+		    why ? ": " : "", why ? why : "");
+}
+
 static void
 stream_info(struct stream *s, const struct frame *f)
 {
@@ -37,10 +54,12 @@ stream_info(struct stream *s, const struct frame *f)
 	if (id != NULL && s->job[0] == '\0')
 		snprintf(s->job, sizeof s->job, "%s", id);
 	state = json_string_value(json_object_get(o, "state"));
-	if (state != NULL && strcmp(state, "queued") == 0) {
-		const char *why = json_string_value(json_object_get(o,
-		    "reason"));
-		fprintf(stderr, "gmux: %s %s\n", s->job, why ? why : "queued");
+	if (state != NULL && strcmp(state, "queued") == 0)
+		stream_info_queued(s, o);
+	else if (state != NULL && strcmp(state, "running") == 0 &&
+	    s->waited) {
+		fprintf(stderr, "gmux: %s started\n", s->job);
+		s->waited = 0;
 	}
 	json_decref(o);
 }

@@ -153,16 +153,20 @@ def test_cards_json_contract(daemon):
     assert len({c["uuid"] for c in cards}) == 3
 
 
-def test_placement_most_free_share_and_pinning(daemon):
+def test_placement_best_fit_and_pinning(daemon):
+    # best fit (docs/scheduling.md): the fullest card that fits, so whole
+    # cards stay free for whole-card jobs
     daemon.start(fake="2xH100:80G")
     daemon.gmux("run", "-d", "--share", "0.5", "--", "sleep", "100", check=0)
     daemon.gmux("run", "-d", "--share", "0.25", "--", "sleep", "100", check=0)
     assert daemon.job("j1")["card"] == 0
-    assert daemon.job("j2")["card"] == 1
-    uuid = daemon.json("cards", "--json")[0]["uuid"]
+    assert daemon.job("j2")["card"] == 0
+    daemon.gmux("run", "-d", "--share", "0.5", "--", "sleep", "100", check=0)
+    assert daemon.job("j3")["card"] == 1
+    uuid = daemon.json("cards", "--json")[1]["uuid"]
     daemon.gmux("run", "-d", "--share", "0.1", "--card", uuid, "--", "sleep",
                 "100", check=0)
-    assert daemon.job("j3")["card"] == 0
+    assert daemon.job("j4")["card"] == 1
 
 
 def test_refusals_say_why(daemon):
@@ -171,9 +175,9 @@ def test_refusals_say_why(daemon):
     assert r.returncode == 125
     assert b"needs 90G of memory; the largest card has 80G" in r.stderr
     daemon.gmux("run", "-d", "--share", "0.75", "--", "sleep", "100", check=0)
-    r = daemon.gmux("run", "-d", "--share", "0.5", "--", "true")
+    r = daemon.gmux("run", "-d", "--no-wait", "--share", "0.5", "--", "true")
     assert r.returncode == 125 and r.stdout == b""
-    assert b"compute" in r.stderr
+    assert b"0.5 of a card" in r.stderr, r.stderr
     r = daemon.gmux("run", "--card", "7", "--share", "0.1", "--", "true")
     assert r.returncode == 125 and b"card" in r.stderr
     # nothing refused was kept

@@ -219,28 +219,6 @@ test_jobreq(void)
 	jobreq_clear(&r);
 }
 
-static void
-test_sched_place(void)
-{
-	struct sched_card	 cs[2] = {
-		{ 50, 10ULL << 30, 80ULL << 30, 0 },
-		{ 25, 70ULL << 30, 80ULL << 30, 1 },
-	};
-	int			 out = -1;
-	char			*cause = NULL;
-
-	CHECK(sched_place(cs, 2, 25, 5ULL << 30, -1, &out, &cause) == 0);
-	CHECK(out == 1);
-	CHECK(sched_place(cs, 2, 25, 20ULL << 30, -1, &out, &cause) == 0);
-	CHECK(out == 0);
-	CHECK(sched_place(cs, 2, 25, 90ULL << 30, -1, &out, &cause) == -1);
-	CHECK(cause != NULL && strstr(cause, "80G") != NULL);
-	free(cause);
-	cause = NULL;
-	CHECK(sched_place(cs, 2, 80, 1ULL << 30, -1, &out, &cause) == 1);
-	free(cause);
-}
-
 int
 main(void)
 {
@@ -251,6 +229,5 @@ main(void)
 	RUN(test_frames);
 	RUN(test_fake_cards);
 	RUN(test_jobreq);
-	RUN(test_sched_place);
 	UNIT_EXIT();
 }

@@ -1,0 +1,325 @@
+/*
+ * server-sched.c: the daemon's side of the scheduler.  sched.c is pure: it
+ * is told what happens (a job submitted, gone, resized; the clock) and
+ * answers with decisions.  This file turns jobs into requests and carries
+ * the decisions out, in order: start a job, keep it waiting, refuse it,
+ * preempt a victim, change a ceiling or a guarantee, requeue a victim.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmux.h"
+
+struct sched	*server_sched;
+
+static void	server_sched_admit(struct job *, const struct sched_decision *);
+
+int
+server_sched_init(char **cause)
+{
+	uint64_t	*mem;
+	u_int		 i;
+
+	mem = xcalloc(server_cards.n + 1, sizeof *mem);
+	for (i = 0; i < server_cards.n; i++)
+		mem[i] = server_cards.v[i].memory;
+	server_sched = sched_create(mem, server_cards.n, cause);
+	free(mem);
+	return (server_sched == NULL ? -1 : 0);
+}
+
+/* The job as the scheduler sees it. */
+static void
+server_sched_req(const struct job *j, struct sched_req *r)
+{
+	memset(r, 0, sizeof *r);
+	r->id = j->id;
+	r->seats = j->seats;
+	r->mem = j->state == JOB_RUNNING ? j->mem : j->req.mem;
+	r->ncards = j->seats == 0 ? 0 : j->req.ncards;
+	r->pin = j->req.card;
+	r->prio = j->req.priority;
+	r->flags = j->req.flags;
+	r->submit = j->submit;
+	r->timeout = j->req.timeout_ms;
+}
+
+static void
+server_sched_queued(struct job *j, u_int pos, const char *why)
+{
+	int	 was = j->state;
+
+	j->state = JOB_QUEUED;
+	j->pos = pos;
+	if (why != NULL) {
+		free(j->reason);
+		j->reason = xstrdup(why);
+	}
+	state_save_job(j);
+	if (was != JOB_QUEUED || why != NULL)
+		follow_job_info(j);
+	log_debug("%s: %s #%u: %s", __func__, j->name, pos, j->reason ?
+	    j->reason : "");
+}
+
+/* It will not run: a request refused, or one that waited too long. */
+static void
+server_sched_refused(struct job *j, const char *why)
+{
+	free(j->reason);
+	j->reason = xstrdup(why);
+	j->state = JOB_FAILED;
+	j->ended = clock_ms();
+	state_save_job(j);
+	follow_job_ended(j);
+}
+
+static void
+server_sched_start(struct job *j)
+{
+	char			*cause = NULL;
+	struct sched_out	 out;
+
+	if (job_start(j, &cause) == 0) {
+		state_save_job(j);
+		follow_job_changed(j);
+		return;
+	}
+	log_warnx("%s: %s: %s", __func__, j->name, cause);
+	j->state = JOB_FAILED;
+	free(j->reason);
+	j->reason = cause;
+	j->ended = clock_ms();
+	state_save_job(j);
+	memset(&out, 0, sizeof out);
+	sched_end(server_sched, j->id, clock_ms(), &out);
+	server_sched_apply(&out);
+	sched_out_free(&out);
+	follow_job_ended(j);
+}
+
+static void
+server_sched_terms(struct job *j, const struct sched_decision *d)
+{
+	const struct card	*c;
+
+	if (d->card < 0 || (u_int)d->card >= server_cards.n)
+		return;
+	c = &server_cards.v[d->card];
+	j->seats = d->seats;
+	j->mem = d->mem;
+	job_set_ceiling(j, (u_int)d->card, d->ceiling);
+	if (j->state != JOB_RUNNING)
+		return;
+	enforce_set(j->id, c, d->seats, d->ceiling, d->mem);
+	job_account(j, clock_ms());
+	state_save_job(j);
+}
+
+/* Carries out the decisions in order, then empties out. */
+void
+server_sched_apply(struct sched_out *out)
+{
+	const struct sched_decision	*d;
+	struct job			*j;
+	u_int				 i;
+
+	for (i = 0; i < out->n; i++) {
+		d = &out->v[i];
+		if ((j = job_find_id(d->job)) == NULL)
+			continue;
+		log_debug("%s: %s act %d card %d seats %u ceiling %u", __func__,
+		    j->name, d->act, d->card, d->seats, d->ceiling);
+		switch (d->act) {
+		case SCHED_ADMIT:
+			server_sched_admit(j, d);
+			if (i + 1 == out->n || out->v[i + 1].act != SCHED_ADMIT ||
+			    out->v[i + 1].job != d->job)
+				server_sched_start(j);
+			break;
+		case SCHED_QUEUE:
+		case SCHED_REQUEUE:
+			server_sched_queued(j, d->pos, d->reason);
+			break;
+		case SCHED_REFUSE:
+			server_sched_refused(j, d->reason);
+			break;
+		case SCHED_PREEMPT:
+			j->by = d->by;
+			j->by_card = d->card;
+			state_save_job(j);
+			job_stop(j, j->req.grace_ms, "preempted");
+			break;
+		case SCHED_CEILING:
+		case SCHED_RESIZE:
+			server_sched_terms(j, d);
+			break;
+		}
+	}
+	sched_out_clear(out);
+}
+
+static void
+server_sched_admit(struct job *j, const struct sched_decision *d)
+{
+	j->cards = d->cards;
+	j->seats = d->seats;
+	if (d->card < 0) {
+		j->card = -1;
+		j->mem = 0;
+		return;
+	}
+	j->mem = d->mem;
+	job_set_ceiling(j, (u_int)d->card, d->ceiling);
+	if (j->card < 0 || d->card < j->card)
+		j->card = d->card;
+}
+
+/*
+ * Submits a new job (id 0 until it is kept).  Returns 0 if it runs or
+ * waits; -1 if refused, with *cause and *code: 422 if no card could ever
+ * hold it, 409 if it does not fit now and may not wait.
+ */
+int
+server_sched_submit(struct job *j, u_int id, int *code, char **cause)
+{
+	struct sched_out	 out;
+	struct sched_req	 r;
+	struct card		*c;
+	char			*never;
+
+	if (j->req.card_uuid != NULL) {
+		if ((c = cards_find(&server_cards, j->req.card_uuid)) == NULL) {
+			xasprintf(cause, "card: no card '%s'", j->req.card_uuid);
+			*code = 422;
+			return (-1);
+		}
+		j->req.card = (int)c->index;
+	}
+	j->submit = clock_ms();
+	server_sched_req(j, &r);
+	r.id = id;
+	memset(&out, 0, sizeof out);
+	if (sched_submit(server_sched, &r, j->submit, &out) != 0) {
+		never = sched_explain_impossible(server_sched, &r);
+		*code = never != NULL ? 422 : 409;
+		xasprintf(cause, "%s", never != NULL ? never :
+		    out.n > 0 && out.v[out.n - 1].reason != NULL ?
+		    out.v[out.n - 1].reason : "it does not fit now");
+		free(never);
+		sched_out_free(&out);
+		return (-1);
+	}
+	job_set_id(j, id);
+	state_save_job(j);
+	server_sched_apply(&out);
+	sched_out_free(&out);
+	return (0);
+}
+
+/*
+ * The job is gone from the cards or the queue (ended, stopped, cancelled).
+ * Returns 1 if it was a --requeue victim of preemption and waits again.
+ */
+int
+server_sched_gone(struct job *j)
+{
+	struct sched_out	 out;
+	int			 rc;
+
+	memset(&out, 0, sizeof out);
+	rc = sched_end(server_sched, j->id, clock_ms(), &out);
+	if (rc == 1)
+		job_requeue(j);
+	server_sched_apply(&out);
+	sched_out_free(&out);
+	return (rc);
+}
+
+/* Grows or shrinks a running job; -1 with *cause if growing cannot fit. */
+int
+server_sched_resize(struct job *j, u_int seats, uint64_t mem, char **cause)
+{
+	struct sched_out	 out;
+	int			 rc;
+
+	memset(&out, 0, sizeof out);
+	rc = sched_resize(server_sched, j->id, seats, mem, clock_ms(), &out,
+	    cause);
+	if (rc == 0) {
+		j->req.seats = seats;
+		j->req.mem = mem;
+		server_sched_apply(&out);
+		state_save_job(j);
+	}
+	sched_out_free(&out);
+	return (rc);
+}
+
+/* Once a second: queued jobs past their --timeout are refused. */
+void
+server_sched_tick(void)
+{
+	struct sched_out	 out;
+
+	memset(&out, 0, sizeof out);
+	sched_tick(server_sched, clock_ms(), &out);
+	server_sched_apply(&out);
+	sched_out_free(&out);
+}
+
+/*
+ * After a restart: every job not ended goes back into the scheduler as it
+ * was (running ones on their cards), then one pass admits what fits and
+ * tells every running job its ceiling again.
+ */
+void
+server_sched_restore(void)
+{
+	struct sched_out	 out;
+	struct sched_req	 r;
+	struct sched_run	 run;
+	struct job		*j;
+	char			*cause;
+
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (job_ended(j))
+			continue;
+		server_sched_req(j, &r);
+		memset(&run, 0, sizeof run);
+		run.cards = j->cards;
+		run.start = j->started;
+		run.by = j->by;
+		run.by_card = j->by_card;
+		cause = NULL;
+		if (sched_restore(server_sched, &r, j->state == JOB_RUNNING ?
+		    &run : NULL, &cause) == 0)
+			continue;
+		log_warnx("%s: %s: %s", __func__, j->name, cause);
+		if (j->state == JOB_QUEUED)
+			server_sched_refused(j, cause);
+		free(cause);
+	}
+	memset(&out, 0, sizeof out);
+	sched_pass(server_sched, clock_ms(), &out);
+	server_sched_apply(&out);
+	sched_out_free(&out);
+}
+
+/* A card's admitted seats and memory, and the seats bursting above. */
+void
+server_sched_card(u_int c, u_int *seats, uint64_t *mem, u_int *burst)
+{
+	const struct sched_card	*sc = &server_sched->card[c];
+	struct job		*j;
+
+	*seats = sc->used;
+	*mem = sc->mem_used;
+	*burst = 0;
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (j->state == JOB_RUNNING && (j->cards & (1ULL << c)) &&
+		    j->ceil != NULL && j->ceil[c] > j->seats)
+			*burst += j->ceil[c] - j->seats;
+	}
+}
