@@ -1,0 +1,880 @@
+/*
+ * fence-super.c: the fence's supervisor.  It runs in the keeper, outside
+ * the job, and answers the seccomp notifications of the job's connect(),
+ * bind() and UDP socket() calls.  For an allowed connect it connects a
+ * socket of its own, to its own copy of the address, and puts that
+ * socket in place of the job's (SECCOMP_IOCTL_NOTIF_ADDFD with SETFD):
+ * what is connected is what was checked, whatever the job's memory says
+ * by then.  It never answers CONTINUE: the kernel would read the address
+ * again, from memory the job controls.
+ *
+ * Everything it waits on (the listener, the DNS stub's connections,
+ * connects still in flight, the resolver thread, a timer) sits in one
+ * epoll set whose descriptor the keeper polls along with its own.
+ */
+
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
+
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmux.h"
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD	O_EXCL
+#endif
+
+#define SUPER_MAX_PENDING	1024
+#define SUPER_MAX_DNS		64
+
+enum watch_type {
+	W_LISTENER,
+	W_NAMES,
+	W_TIMER,
+	W_DNS,
+	W_PENDING,
+};
+
+struct watch {
+	enum watch_type	 type;
+	int		 fd;
+	int		 gone;		/* freed after the dispatch round */
+	TAILQ_ENTRY(watch) entry;
+};
+
+/* A blocking connect still in flight; the job's thread waits for it. */
+struct pending {
+	struct watch	 w;		/* w.fd: our socket */
+	uint64_t	 id;
+	pid_t		 pid;
+	int		 fd;
+	int		 cloexec;
+	int64_t		 deadline;	/* SO_SNDTIMEO; 0: none */
+};
+
+struct stub {
+	struct watch	 w;
+	struct dns_conn	*conn;
+	uint32_t	 events;
+};
+
+struct fence_super {
+	const struct fence	*policy;
+	struct fence_names	*names;
+	struct fence_unix	*unix;
+	int			 listener;
+	int			 epfd;
+	struct watch		 wl;
+	struct watch		 wn;
+	struct watch		 wt;
+	TAILQ_HEAD(, watch)	 watches;	/* pending connects, stubs */
+	TAILQ_HEAD(, watch)	 graveyard;
+	int			 done;		/* no task left in the filter */
+	u_int			 npending;
+	u_int			 nstubs;
+	uint64_t		 refused;
+	uint64_t		 allowed;
+	uint64_t		 lookups;
+	char			 last[128];
+};
+
+static void	super_timer_arm(struct fence_super *);
+
+static int
+watch_add(struct fence_super *s, struct watch *w, uint32_t events)
+{
+	struct epoll_event	 ev;
+
+	memset(&ev, 0, sizeof ev);
+	ev.events = events;
+	ev.data.ptr = w;
+	return (epoll_ctl(s->epfd, EPOLL_CTL_ADD, w->fd, &ev));
+}
+
+/* Takes a pending connect or a stub out; freed once the round is over. */
+static void
+watch_kill(struct fence_super *s, struct watch *w)
+{
+	if (w->fd != -1)
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	if (w->type == W_PENDING) {
+		if (w->fd != -1)
+			close(w->fd);
+		s->npending--;
+	} else {
+		dns_conn_free(((struct stub *)w)->conn);	/* closes w->fd */
+		s->nstubs--;
+	}
+	w->fd = -1;
+	w->gone = 1;
+	TAILQ_REMOVE(&s->watches, w, entry);
+	TAILQ_INSERT_TAIL(&s->graveyard, w, entry);
+}
+
+static void
+reply(struct fence_super *s, uint64_t id, int err)
+{
+	struct seccomp_notif_resp	 r;
+
+	memset(&r, 0, sizeof r);
+	r.id = id;
+	r.error = err == 0 ? 0 : -err;
+	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_SEND, &r) != 0)
+		log_debug("%s: %llu: %s", __func__, (unsigned long long)id,
+		    strerror(errno));
+}
+
+/* Whether the job's descriptor is close-on-exec (/proc fdinfo says). */
+static int
+job_cloexec(pid_t pid, int fd)
+{
+	char	 p[64], buf[512], *f;
+	ssize_t	 n;
+	int	 pfd;
+
+	snprintf(p, sizeof p, "/proc/%d/fdinfo/%d", (int)pid, fd);
+	if ((pfd = open(p, O_RDONLY|O_CLOEXEC)) == -1)
+		return (1);
+	n = read(pfd, buf, sizeof buf - 1);
+	close(pfd);
+	if (n <= 0)
+		return (1);
+	buf[n] = '\0';
+	if ((f = strstr(buf, "flags:")) == NULL)
+		return (1);
+	return ((strtoul(f + 6, NULL, 8) & O_CLOEXEC) != 0);
+}
+
+/*
+ * Puts sock (ours; closed here) in place of the job's descriptor.
+ * Returns -1 if that failed: the notification is gone (the thread was
+ * killed) or has been answered with the error.
+ */
+static int
+inject(struct fence_super *s, uint64_t id, int fd, int sock, int cloexec)
+{
+	struct seccomp_notif_addfd	 a;
+	int				 rc;
+
+	memset(&a, 0, sizeof a);
+	a.id = id;
+	a.flags = SECCOMP_ADDFD_FLAG_SETFD;
+	a.srcfd = (uint32_t)sock;
+	a.newfd = (uint32_t)fd;
+	a.newfd_flags = cloexec ? O_CLOEXEC : 0;
+	rc = ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
+	close(sock);
+	if (rc >= 0)
+		return (0);
+	if (errno != ENOENT)	/* EMFILE, say: the thread still waits */
+		reply(s, id, errno);
+	return (-1);
+}
+
+static void
+refuse(struct fence_super *s, const struct fence_call *c, const char *what)
+{
+	s->refused++;
+	snprintf(s->last, sizeof s->last, "%s", what);
+	log_debug("%s: pid %d fd %d: %s refused", __func__, (int)c->pid, c->fd,
+	    what);
+	reply(s, c->id, ECONNREFUSED);
+}
+
+/*
+ * Options a job sets before connect() that must survive the swap; the
+ * rest (buffer sizes, a bind to a local port) do not.
+ */
+static const struct {
+	int	 family;	/* 0: any */
+	int	 level;
+	int	 name;
+} copied[] = {
+	{ 0, SOL_SOCKET, SO_KEEPALIVE },
+	{ 0, SOL_SOCKET, SO_LINGER },
+	{ 0, SOL_SOCKET, SO_RCVTIMEO },
+	{ 0, SOL_SOCKET, SO_SNDTIMEO },
+	{ 0, SOL_SOCKET, SO_PRIORITY },
+	{ AF_UNIX, SOL_SOCKET, SO_PASSCRED },
+	{ AF_INET, IPPROTO_TCP, TCP_NODELAY },
+	{ AF_INET, IPPROTO_TCP, TCP_KEEPIDLE },
+	{ AF_INET, IPPROTO_TCP, TCP_KEEPINTVL },
+	{ AF_INET, IPPROTO_TCP, TCP_KEEPCNT },
+	{ AF_INET, IPPROTO_TCP, TCP_USER_TIMEOUT },
+	{ AF_INET, IPPROTO_IP, IP_TOS },
+	{ AF_INET6, IPPROTO_IPV6, IPV6_V6ONLY },
+	{ AF_INET6, IPPROTO_IPV6, IPV6_TCLASS },
+};
+
+static void
+copy_options(int from, int to, int domain, int type)
+{
+	u_char		 v[32];
+	socklen_t	 len;
+	u_int		 i;
+	int		 f;
+
+	for (i = 0; i < nitems(copied); i++) {
+		f = copied[i].family;
+		if (f != 0 && f != domain && !(f == AF_INET && domain ==
+		    AF_INET6 && copied[i].level == IPPROTO_TCP))
+			continue;
+		if (copied[i].level == IPPROTO_TCP && type != SOCK_STREAM)
+			continue;
+		len = sizeof v;
+		if (getsockopt(from, copied[i].level, copied[i].name, v,
+		    &len) == 0)
+			setsockopt(to, copied[i].level, copied[i].name, v, len);
+	}
+}
+
+/* Finishes a connect that completed for a blocking socket. */
+static void
+finish_blocking(struct fence_super *s, uint64_t id, int fd, int sock,
+    int cloexec)
+{
+	socklen_t	 len = sizeof (int);
+	int		 err = 0;
+
+	if (getsockopt(sock, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+		err = errno;
+	if (err != 0) {
+		close(sock);
+		reply(s, id, err);
+		return;
+	}
+	fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) & ~O_NONBLOCK);
+	if (inject(s, id, fd, sock, cloexec) == 0)
+		reply(s, id, 0);
+}
+
+/* Waits in the loop for a blocking connect, as the job would in connect. */
+static void
+pend(struct fence_super *s, const struct fence_call *c, int sock,
+    int cloexec)
+{
+	struct pending	*p;
+	struct timeval	 tv;
+	socklen_t	 len = sizeof tv;
+
+	if (s->npending >= SUPER_MAX_PENDING) {
+		close(sock);
+		reply(s, c->id, EAGAIN);
+		return;
+	}
+	p = xcalloc(1, sizeof *p);
+	p->w.type = W_PENDING;
+	p->w.fd = sock;
+	p->id = c->id;
+	p->pid = c->pid;
+	p->fd = c->fd;
+	p->cloexec = cloexec;
+	if (getsockopt(c->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) == 0 &&
+	    (tv.tv_sec != 0 || tv.tv_usec != 0))
+		p->deadline = clock_mono_ms() + tv.tv_sec * 1000 +
+		    (tv.tv_usec + 999) / 1000;
+	if (watch_add(s, &p->w, EPOLLOUT) != 0) {
+		close(sock);
+		free(p);
+		reply(s, c->id, errno);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&s->watches, &p->w, entry);
+	s->npending++;
+	if (p->deadline != 0)
+		super_timer_arm(s);
+}
+
+static void
+pending_ready(struct fence_super *s, struct pending *p)
+{
+	int	 sock = p->w.fd;
+
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, sock, NULL);
+	p->w.fd = -1;
+	finish_blocking(s, p->id, p->fd, sock, p->cloexec);
+	watch_kill(s, &p->w);
+}
+
+/* Connects our own socket to our copy of the address, then swaps it in. */
+static void
+connect_out(struct fence_super *s, const struct fence_call *c)
+{
+	struct pollfd	 pfd;
+	int		 sock, cloexec;
+
+	sock = socket(c->domain, c->type|SOCK_NONBLOCK|SOCK_CLOEXEC,
+	    c->protocol);
+	if (sock == -1) {
+		reply(s, c->id, errno);
+		return;
+	}
+	s->allowed++;
+	copy_options(c->sock, sock, c->domain, c->type);
+	cloexec = job_cloexec(c->pid, c->fd);
+	if (connect(sock, (const struct sockaddr *)c->addr, c->alen) == 0) {
+		if (!c->nonblock)
+			fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) & ~O_NONBLOCK);
+		if (inject(s, c->id, c->fd, sock, cloexec) == 0)
+			reply(s, c->id, 0);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		reply(s, c->id, errno);
+		close(sock);
+		return;
+	}
+	if (c->nonblock) {
+		if (inject(s, c->id, c->fd, sock, cloexec) == 0)
+			reply(s, c->id, EINPROGRESS);
+		return;
+	}
+	pfd.fd = sock;	/* loopback is often done already */
+	pfd.events = POLLOUT;
+	if (poll(&pfd, 1, 0) == 1)
+		finish_blocking(s, c->id, c->fd, sock, cloexec);
+	else
+		pend(s, c, sock, cloexec);
+}
+
+/* Answers a lookup connect with a socket pair whose far end is the stub. */
+static void
+connect_stub(struct fence_super *s, const struct fence_call *c, int type)
+{
+	struct stub	*st;
+	int		 sv[2];
+
+	if (s->nstubs >= SUPER_MAX_DNS) {
+		reply(s, c->id, EAGAIN);
+		return;
+	}
+	if (socketpair(AF_UNIX, type|SOCK_CLOEXEC, 0, sv) != 0) {
+		reply(s, c->id, errno);
+		return;
+	}
+	set_nonblock(sv[0]);
+	if (c->nonblock)
+		set_nonblock(sv[1]);
+	st = xcalloc(1, sizeof *st);
+	st->w.type = W_DNS;
+	st->w.fd = sv[0];
+	st->conn = dns_conn_create(sv[0], type == SOCK_STREAM);
+	st->events = EPOLLIN;
+	watch_add(s, &st->w, st->events);
+	TAILQ_INSERT_TAIL(&s->watches, &st->w, entry);
+	s->nstubs++;
+	if (inject(s, c->id, c->fd, sv[1], job_cloexec(c->pid, c->fd)) == 0)
+		reply(s, c->id, 0);
+}
+
+/* The address as the policy sees it: IPv4-mapped IPv6 is IPv4. */
+static int
+inet_target(const struct fence_call *c, int *family, u_char *addr,
+    uint16_t *port)
+{
+	const struct sockaddr_in	*sin = (const void *)c->addr;
+	const struct sockaddr_in6	*sin6 = (const void *)c->addr;
+	static const u_char		 mapped[12] = { [10] = 0xff, 0xff };
+
+	memset(addr, 0, 16);
+	if (sin->sin_family == AF_INET && c->alen >= sizeof *sin) {
+		*family = AF_INET;
+		memcpy(addr, &sin->sin_addr, 4);
+		*port = ntohs(sin->sin_port);
+		return (0);
+	}
+	if (sin6->sin6_family != AF_INET6 || c->alen < 24)
+		return (-1);
+	*port = ntohs(sin6->sin6_port);
+	if (memcmp(&sin6->sin6_addr, mapped, sizeof mapped) == 0) {
+		*family = AF_INET;
+		memcpy(addr, (const u_char *)&sin6->sin6_addr + 12, 4);
+	} else {
+		*family = AF_INET6;
+		memcpy(addr, &sin6->sin6_addr, 16);
+	}
+	return (0);
+}
+
+/* What connect() on a TCP socket says when it is not fresh, or 0. */
+static int
+tcp_busy(const struct fence_call *c)
+{
+	struct tcp_info	 ti;
+	socklen_t	 len = sizeof ti;
+
+	if (c->type != SOCK_STREAM ||
+	    getsockopt(c->sock, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+	    ti.tcpi_state == TCP_CLOSE)
+		return (0);
+	return (ti.tcpi_state == TCP_SYN_SENT ? EALREADY : EISCONN);
+}
+
+static void
+connect_inet(struct fence_super *s, const struct fence_call *c)
+{
+	char		 a[INET6_ADDRSTRLEN], what[96];
+	u_char		 addr[16];
+	uint16_t	 port;
+	int		 family, ok, err;
+
+	if (inet_target(c, &family, addr, &port) != 0) {
+		reply(s, c->id, EINVAL);
+		return;
+	}
+	inet_ntop(family, addr, a, sizeof a);
+	snprintf(what, sizeof what, family == AF_INET6 ? "[%s]:%u" : "%s:%u",
+	    a, port);
+	if (c->domain == AF_UNIX) {	/* our stand-in for a UDP socket */
+		if (c->type != SOCK_SEQPACKET)
+			reply(s, c->id, EINVAL);
+		else if (port == 53)
+			connect_stub(s, c, SOCK_SEQPACKET);
+		else
+			refuse(s, c, what);
+		return;
+	}
+	ok = !s->policy->deny_net &&
+	    (fence_match_addr(s->policy, family, addr, port) != -1 ||
+	    fence_names_allows(s->names, family, addr, port));
+	if (!ok && port == 53 && c->type == SOCK_STREAM)
+		connect_stub(s, c, SOCK_STREAM);
+	else if (!ok)
+		refuse(s, c, what);
+	else if ((err = tcp_busy(c)) != 0)
+		reply(s, c->id, err);
+	else {
+		log_debug("%s: pid %d fd %d: %s", __func__, (int)c->pid, c->fd,
+		    what);
+		connect_out(s, c);
+	}
+}
+
+static void
+connect_unix(struct fence_super *s, const struct fence_call *c)
+{
+	const char	*path = (const char *)c->addr + 2;
+	char		 what[128];
+	int		 sock, refused, err;
+
+	err = fence_unix_connect(s->unix, c, &sock, &refused);
+	if (refused) {
+		snprintf(what, sizeof what, "unix:%s%.*s", *path ? "" : "@",
+		    (int)(c->alen > 3 ? c->alen - 3 : 0), path + !*path);
+		refuse(s, c, what);
+		return;
+	}
+	if (err != 0) {
+		reply(s, c->id, err);
+		return;
+	}
+	if (!c->nonblock)
+		fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) & ~O_NONBLOCK);
+	copy_options(c->sock, sock, AF_UNIX, c->type);
+	s->allowed++;
+	if (inject(s, c->id, c->fd, sock, job_cloexec(c->pid, c->fd)) == 0)
+		reply(s, c->id, 0);
+}
+
+static void
+do_connect(struct fence_super *s, const struct fence_call *c)
+{
+	const struct sockaddr	*sa = (const void *)c->addr;
+
+	if (sa->sa_family == AF_UNSPEC) {	/* a disconnect: harmless */
+		reply(s, c->id, connect(c->sock, sa, c->alen) == 0 ? 0 : errno);
+		return;
+	}
+	if (sa->sa_family == AF_UNIX && c->domain == AF_UNIX)
+		connect_unix(s, c);
+	else if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)
+		connect_inet(s, c);
+	else
+		reply(s, c->id, EAFNOSUPPORT);
+}
+
+static void
+do_bind(struct fence_super *s, const struct fence_call *c)
+{
+	const struct sockaddr	*sa = (const void *)c->addr;
+	int			 err;
+
+	if (sa->sa_family == AF_UNIX && c->domain == AF_UNIX)
+		err = fence_unix_bind(s->unix, c);
+	else if (bind(c->sock, sa, c->alen) == 0)
+		err = 0;
+	else
+		err = errno;
+	reply(s, c->id, err);
+}
+
+/*
+ * Reads what a notified connect() or bind() asked: the address (once,
+ * into our memory) and the job's socket (a duplicate through pidfd_getfd).
+ * The notification is checked to be still pending after the reads, so the
+ * thread they came from was the one waiting, not a reused PID.  Returns 0,
+ * an errno to answer with, or -1 when the notification is gone.
+ */
+static int
+call_begin(struct fence_super *s, const struct seccomp_notif *req,
+    struct fence_call *c)
+{
+	struct iovec	 local, remote;
+	socklen_t	 len = sizeof (int);
+	int		 pidfd, alen = (int)req->data.args[2], err = 0;
+
+	memset(c, 0, sizeof *c);
+	c->id = req->id;
+	c->pid = (pid_t)req->pid;
+	c->fd = (int)req->data.args[0];
+	c->sock = -1;
+	if (alen < 2 || (size_t)alen > sizeof c->addr)
+		return (EINVAL);
+	c->alen = (u_int)alen;
+	pidfd = (int)syscall(SYS_pidfd_open, c->pid, PIDFD_THREAD);
+	if (pidfd == -1 && errno == EINVAL)
+		pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+	if (pidfd == -1) {
+		return (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID,
+		    &c->id) == 0 ? ECONNREFUSED : -1);
+	}
+	local.iov_base = c->addr;
+	local.iov_len = c->alen;
+	remote.iov_base = (void *)(uintptr_t)req->data.args[1];
+	remote.iov_len = c->alen;
+	if (process_vm_readv(c->pid, &local, 1, &remote, 1, 0) != alen)
+		err = errno == EFAULT ? EFAULT : ECONNREFUSED;
+	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &c->id) != 0) {
+		close(pidfd);
+		return (-1);
+	}
+	if (err == 0 && (c->sock = (int)syscall(SYS_pidfd_getfd, pidfd, c->fd,
+	    0)) == -1)
+		err = errno == EBADF ? EBADF : ECONNREFUSED;
+	close(pidfd);
+	if (err != 0)
+		return (err);
+	if (getsockopt(c->sock, SOL_SOCKET, SO_DOMAIN, &c->domain, &len) != 0 ||
+	    getsockopt(c->sock, SOL_SOCKET, SO_TYPE, &c->type, &len) != 0 ||
+	    getsockopt(c->sock, SOL_SOCKET, SO_PROTOCOL, &c->protocol,
+	    &len) != 0)
+		return (errno == ENOTSOCK ? ENOTSOCK : EBADF);
+	c->nonblock = (fcntl(c->sock, F_GETFL) & O_NONBLOCK) != 0;
+	return (0);
+}
+
+/*
+ * A UDP socket() gets an unconnected AF_UNIX SOCK_SEQPACKET socket in its
+ * place: it keeps datagram boundaries, ignores sendmsg() addresses and
+ * cannot reach anything until a connect() to port 53 makes it the stub's.
+ * A real UDP socket could send anywhere with sendmsg(), whose address the
+ * filter cannot see.
+ */
+static void
+do_socket(struct fence_super *s, const struct seccomp_notif *req)
+{
+	struct seccomp_notif_addfd	 a;
+	int				 domain = (int)req->data.args[0];
+	int				 type = (int)req->data.args[1];
+	int				 proto = (int)req->data.args[2], sock;
+
+	if ((domain != AF_INET && domain != AF_INET6) ||
+	    (type & 0xf) != SOCK_DGRAM || (proto != 0 && proto != IPPROTO_UDP)) {
+		reply(s, req->id, EPERM);
+		return;
+	}
+	sock = socket(AF_UNIX, SOCK_SEQPACKET|SOCK_CLOEXEC|
+	    (type & SOCK_NONBLOCK), 0);
+	if (sock == -1) {
+		reply(s, req->id, errno);
+		return;
+	}
+	memset(&a, 0, sizeof a);
+	a.id = req->id;
+	a.flags = SECCOMP_ADDFD_FLAG_SEND;
+	a.srcfd = (uint32_t)sock;
+	a.newfd_flags = (type & SOCK_CLOEXEC) ? O_CLOEXEC : 0;
+	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a) < 0 &&
+	    errno != ENOENT)
+		reply(s, req->id, errno);
+	close(sock);
+}
+
+static void
+super_notified(struct fence_super *s)
+{
+	struct seccomp_notif	 req;
+	struct fence_call	 c;
+	int			 rc;
+
+	memset(&req, 0, sizeof req);
+	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0)
+		return;		/* ENOENT: the thread is gone already */
+	if (req.data.nr == SYS_socket) {
+		do_socket(s, &req);
+		return;
+	}
+	if (req.data.nr != SYS_connect && req.data.nr != SYS_bind) {
+		reply(s, req.id, ENOSYS);
+		return;
+	}
+	rc = call_begin(s, &req, &c);
+	if (rc == 0 && req.data.nr == SYS_connect)
+		do_connect(s, &c);
+	else if (rc == 0)
+		do_bind(s, &c);
+	else if (rc == ECONNREFUSED)
+		refuse(s, &c, "unreadable address or socket");
+	else if (rc > 0)
+		reply(s, req.id, rc);
+	if (c.sock != -1)
+		close(c.sock);
+}
+
+/* The stub's lookups go to the names table; counted for the stats. */
+static int
+super_lookup(const char *name, struct dns_rr *rr, u_int max, void *arg)
+{
+	struct fence_super	*s = arg;
+
+	s->lookups++;
+	return (fence_names_lookup(name, rr, max, s->names));
+}
+
+static void
+super_stub(struct fence_super *s, struct stub *st, uint32_t events)
+{
+	struct epoll_event	 ev;
+	uint32_t		 want;
+
+	if (events & EPOLLIN) {
+		if (dns_conn_read(st->conn, super_lookup, s) != 0)
+			goto gone;
+	} else if (events & (EPOLLHUP|EPOLLERR))
+		goto gone;
+	if ((events & EPOLLOUT) && dns_conn_write(st->conn) != 0)
+		goto gone;
+	want = EPOLLIN | (dns_conn_pending(st->conn) ? EPOLLOUT : 0);
+	if (want != st->events) {
+		memset(&ev, 0, sizeof ev);
+		ev.events = st->events = want;
+		ev.data.ptr = &st->w;
+		epoll_ctl(s->epfd, EPOLL_CTL_MOD, st->w.fd, &ev);
+	}
+	return;
+gone:
+	watch_kill(s, &st->w);
+}
+
+static void
+super_timer_arm(struct fence_super *s)
+{
+	struct itimerspec	 its;
+	struct watch		*w;
+	struct pending		*p;
+	int64_t			 next = 0, left;
+
+	TAILQ_FOREACH(w, &s->watches, entry) {
+		p = (struct pending *)w;
+		if (w->type == W_PENDING && p->deadline != 0 &&
+		    (next == 0 || p->deadline < next))
+			next = p->deadline;
+	}
+	memset(&its, 0, sizeof its);
+	if (next != 0) {
+		left = next - clock_mono_ms();
+		if (left < 1)
+			left = 1;
+		its.it_value.tv_sec = left / 1000;
+		its.it_value.tv_nsec = (left % 1000) * 1000000;
+	}
+	timerfd_settime(s->wt.fd, 0, &its, NULL);
+}
+
+/*
+ * A blocking connect past the socket's SO_SNDTIMEO: the job gets the
+ * socket, still connecting, and EINPROGRESS, as the kernel would do.
+ */
+static void
+super_timeout(struct fence_super *s)
+{
+	struct watch	*w, *w1;
+	struct pending	*p;
+	uint64_t	 ticks;
+	int64_t		 now = clock_mono_ms();
+	int		 sock;
+
+	if (read(s->wt.fd, &ticks, sizeof ticks) < 0 && errno != EAGAIN)
+		log_debug("%s: %s", __func__, strerror(errno));
+	for (w = TAILQ_FIRST(&s->watches); w != NULL; w = w1) {
+		w1 = TAILQ_NEXT(w, entry);
+		p = (struct pending *)w;
+		if (w->type != W_PENDING || p->deadline == 0 ||
+		    p->deadline > now)
+			continue;
+		sock = p->w.fd;
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, sock, NULL);
+		p->w.fd = -1;
+		fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) & ~O_NONBLOCK);
+		if (inject(s, p->id, p->fd, sock, p->cloexec) == 0)
+			reply(s, p->id, EINPROGRESS);
+		watch_kill(s, w);
+	}
+	super_timer_arm(s);
+}
+
+/* Handles whatever is ready; call it when fence_super_fd() is readable. */
+void
+fence_super_dispatch(struct fence_super *s)
+{
+	struct epoll_event	 ev[32];
+	struct watch		*w;
+	int			 n, i;
+
+	n = epoll_wait(s->epfd, ev, nitems(ev), 0);
+	for (i = 0; i < n; i++) {
+		w = ev[i].data.ptr;
+		if (w->gone)
+			continue;
+		switch (w->type) {
+		case W_LISTENER:
+			if (ev[i].events & EPOLLIN)
+				super_notified(s);
+			else if (ev[i].events & (EPOLLHUP|EPOLLERR)) {
+				epoll_ctl(s->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+				s->done = 1;
+			}
+			break;
+		case W_NAMES:
+			fence_names_collect(s->names);
+			break;
+		case W_TIMER:
+			super_timeout(s);
+			break;
+		case W_DNS:
+			super_stub(s, (struct stub *)w, ev[i].events);
+			break;
+		case W_PENDING:
+			pending_ready(s, (struct pending *)w);
+			break;
+		}
+	}
+	while ((w = TAILQ_FIRST(&s->graveyard)) != NULL) {
+		TAILQ_REMOVE(&s->graveyard, w, entry);
+		free(w);
+	}
+}
+
+/*
+ * Returns the supervisor of a job's listener (which it now owns), or NULL
+ * with a cause.  policy and names stay the caller's and must outlive it.
+ */
+struct fence_super *
+fence_super_create(const struct fence *policy, struct fence_names *names,
+    const char *workdir, int listener, char **cause)
+{
+	struct fence_super	*s;
+
+	s = xcalloc(1, sizeof *s);
+	s->policy = policy;
+	s->names = names;
+	s->listener = listener;
+	TAILQ_INIT(&s->watches);
+	TAILQ_INIT(&s->graveyard);
+	s->wl.type = W_LISTENER;
+	s->wl.fd = listener;
+	s->wn.type = W_NAMES;
+	s->wt.type = W_TIMER;
+	s->wt.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK|TFD_CLOEXEC);
+	if ((s->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1 || s->wt.fd == -1 ||
+	    watch_add(s, &s->wl, EPOLLIN) != 0 ||
+	    watch_add(s, &s->wt, EPOLLIN) != 0) {
+		xasprintf(cause, "epoll: %s", strerror(errno));
+		goto fail;
+	}
+	if (fence_names_start(names, cause) != 0)
+		goto fail;
+	s->wn.fd = fence_names_fd(names);
+	if (s->wn.fd != -1 && watch_add(s, &s->wn, EPOLLIN) != 0) {
+		xasprintf(cause, "epoll: %s", strerror(errno));
+		goto fail;
+	}
+	s->unix = fence_unix_create(workdir);
+	return (s);
+fail:
+	fence_super_free(s);
+	return (NULL);
+}
+
+/*
+ * Whether every task the filter was on has exited (children, grandchildren
+ * and double-forked daemons included): the listener hung up.
+ */
+int
+fence_super_done(const struct fence_super *s)
+{
+	return (s->done);
+}
+
+/* The descriptor to poll for reading; then call fence_super_dispatch(). */
+int
+fence_super_fd(const struct fence_super *s)
+{
+	return (s->epfd);
+}
+
+void
+fence_super_counts(const struct fence_super *s, uint64_t *refused,
+    uint64_t *allowed, uint64_t *lookups)
+{
+	*refused = s->refused;
+	*allowed = s->allowed;
+	*lookups = s->lookups;
+}
+
+/* The last refused destination ("1.2.3.4:443", "unix:/run/x"), or "". */
+const char *
+fence_super_last_refused(const struct fence_super *s)
+{
+	return (s->last);
+}
+
+/*
+ * Frees the supervisor and closes the listener: from then on the job's
+ * connects fail with ENOSYS (the kernel's answer when no one listens).
+ */
+void
+fence_super_free(struct fence_super *s)
+{
+	struct watch	*w;
+
+	if (s == NULL)
+		return;
+	while ((w = TAILQ_FIRST(&s->watches)) != NULL)
+		watch_kill(s, w);
+	while ((w = TAILQ_FIRST(&s->graveyard)) != NULL) {
+		TAILQ_REMOVE(&s->graveyard, w, entry);
+		free(w);
+	}
+	if (s->epfd != -1)
+		close(s->epfd);
+	if (s->wt.fd != -1)
+		close(s->wt.fd);
+	close(s->listener);
+	fence_unix_free(s->unix);
+	free(s);
+}
