@@ -37,9 +37,14 @@
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD	O_EXCL
 #endif
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS	/* Linux 6.6 */
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS	SECCOMP_IOW(4, uint64_t)
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
 
 #define SUPER_MAX_PENDING	1024
 #define SUPER_MAX_DNS		64
+#define SUPER_TASKS		32
 
 enum watch_type {
 	W_LISTENER,
@@ -63,7 +68,30 @@ struct pending {
 	pid_t		 pid;
 	int		 fd;
 	int		 cloexec;
+	int		 domain;
+	int		 type;
 	int64_t		 deadline;	/* SO_SNDTIMEO; 0: none */
+};
+
+/*
+ * A job thread's pidfd and /proc/TID/fdinfo, kept across its connects: a
+ * pidfd names one task for good, so a stale entry (the thread gone, its
+ * number reused) fails with ESRCH and is opened again.  Opening an fdinfo
+ * file costs some 20 us, reading one again 2: the files of the last few
+ * descriptor numbers stay open (reading tells of whatever file has the
+ * number now).
+ */
+#define TASK_FDS	8
+struct task {
+	pid_t		 tid;
+	int		 pidfd;
+	int		 fdinfo;
+	uint64_t	 used;
+	struct {
+		int	 fd;
+		int	 file;
+	}		 fds[TASK_FDS];
+	u_int		 next;
 };
 
 struct stub {
@@ -75,7 +103,7 @@ struct stub {
 struct fence_super {
 	const struct fence	*policy;
 	struct fence_names	*names;
-	struct fence_unix	*unix;
+	struct fence_unix	*local;
 	int			 listener;
 	int			 epfd;
 	struct watch		 wl;
@@ -86,6 +114,8 @@ struct fence_super {
 	int			 done;		/* no task left in the filter */
 	u_int			 npending;
 	u_int			 nstubs;
+	struct task		 tasks[SUPER_TASKS];
+	uint64_t		 clock;
 	uint64_t		 refused;
 	uint64_t		 allowed;
 	uint64_t		 lookups;
@@ -138,25 +168,86 @@ reply(struct fence_super *s, uint64_t id, int err)
 		    strerror(errno));
 }
 
-/* Whether the job's descriptor is close-on-exec (/proc fdinfo says). */
-static int
-job_cloexec(pid_t pid, int fd)
+static void
+task_close(struct task *t)
 {
-	char	 p[64], buf[512], *f;
-	ssize_t	 n;
-	int	 pfd;
+	u_int	 i;
 
-	snprintf(p, sizeof p, "/proc/%d/fdinfo/%d", (int)pid, fd);
-	if ((pfd = open(p, O_RDONLY|O_CLOEXEC)) == -1)
-		return (1);
-	n = read(pfd, buf, sizeof buf - 1);
-	close(pfd);
-	if (n <= 0)
-		return (1);
+	if (t->pidfd != -1)
+		close(t->pidfd);
+	if (t->fdinfo != -1)
+		close(t->fdinfo);
+	for (i = 0; i < TASK_FDS; i++) {
+		if (t->fds[i].file != -1)
+			close(t->fds[i].file);
+		t->fds[i].file = -1;
+	}
+	t->pidfd = t->fdinfo = -1;
+	t->tid = 0;
+}
+
+/* Returns the cache entry for tid, opened afresh if fresh is set. */
+static struct task *
+task_get(struct fence_super *s, pid_t tid, int fresh)
+{
+	struct task	*t, *lru = &s->tasks[0];
+	char		 p[64];
+
+	for (t = s->tasks; t < s->tasks + SUPER_TASKS; t++) {
+		if (t->tid == tid)
+			break;
+		if (t->used < lru->used)
+			lru = t;
+	}
+	if (t == s->tasks + SUPER_TASKS || fresh) {
+		if (t == s->tasks + SUPER_TASKS)
+			t = lru;
+		task_close(t);
+		t->pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+		if (t->pidfd == -1 && errno == EINVAL)
+			t->pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
+		snprintf(p, sizeof p, "/proc/%d/fdinfo", (int)tid);
+		t->fdinfo = open(p, O_RDONLY|O_DIRECTORY|O_CLOEXEC);
+		t->tid = tid;
+	}
+	t->used = ++s->clock;
+	return (t);
+}
+
+static int
+fdinfo_flags(int file)
+{
+	char	 buf[512], *f;
+	ssize_t	 n;
+
+	if ((n = pread(file, buf, sizeof buf - 1, 0)) <= 0)
+		return (-1);
 	buf[n] = '\0';
 	if ((f = strstr(buf, "flags:")) == NULL)
-		return (1);
-	return ((strtoul(f + 6, NULL, 8) & O_CLOEXEC) != 0);
+		return (-1);
+	return ((int)strtoul(f + 6, NULL, 8));
+}
+
+/* The file flags of the job's descriptor (O_CLOEXEC among them), or -1. */
+static int
+job_fdflags(struct task *t, int fd)
+{
+	char	 name[16];
+	u_int	 i;
+	int	 flags;
+
+	for (i = 0; i < TASK_FDS; i++) {
+		if (t->fds[i].file != -1 && t->fds[i].fd == fd &&
+		    (flags = fdinfo_flags(t->fds[i].file)) != -1)
+			return (flags);
+	}
+	i = t->next++ % TASK_FDS;
+	if (t->fds[i].file != -1)
+		close(t->fds[i].file);
+	snprintf(name, sizeof name, "%d", fd);
+	t->fds[i].fd = fd;
+	t->fds[i].file = openat(t->fdinfo, name, O_RDONLY|O_CLOEXEC);
+	return (t->fds[i].file == -1 ? -1 : fdinfo_flags(t->fds[i].file));
 }
 
 /*
@@ -195,69 +286,17 @@ refuse(struct fence_super *s, const struct fence_call *c, const char *what)
 	reply(s, c->id, ECONNREFUSED);
 }
 
-/*
- * Options a job sets before connect() that must survive the swap; the
- * rest (buffer sizes, a bind to a local port) do not.
- */
-static const struct {
-	int	 family;	/* 0: any */
-	int	 level;
-	int	 name;
-} copied[] = {
-	{ 0, SOL_SOCKET, SO_KEEPALIVE },
-	{ 0, SOL_SOCKET, SO_LINGER },
-	{ 0, SOL_SOCKET, SO_RCVTIMEO },
-	{ 0, SOL_SOCKET, SO_SNDTIMEO },
-	{ 0, SOL_SOCKET, SO_PRIORITY },
-	{ AF_UNIX, SOL_SOCKET, SO_PASSCRED },
-	{ AF_INET, IPPROTO_TCP, TCP_NODELAY },
-	{ AF_INET, IPPROTO_TCP, TCP_KEEPIDLE },
-	{ AF_INET, IPPROTO_TCP, TCP_KEEPINTVL },
-	{ AF_INET, IPPROTO_TCP, TCP_KEEPCNT },
-	{ AF_INET, IPPROTO_TCP, TCP_USER_TIMEOUT },
-	{ AF_INET, IPPROTO_IP, IP_TOS },
-	{ AF_INET6, IPPROTO_IPV6, IPV6_V6ONLY },
-	{ AF_INET6, IPPROTO_IPV6, IPV6_TCLASS },
-};
-
-static void
-copy_options(int from, int to, int domain, int type)
-{
-	u_char		 v[32];
-	socklen_t	 len;
-	u_int		 i;
-	int		 f;
-
-	for (i = 0; i < nitems(copied); i++) {
-		f = copied[i].family;
-		if (f != 0 && f != domain && !(f == AF_INET && domain ==
-		    AF_INET6 && copied[i].level == IPPROTO_TCP))
-			continue;
-		if (copied[i].level == IPPROTO_TCP && type != SOCK_STREAM)
-			continue;
-		len = sizeof v;
-		if (getsockopt(from, copied[i].level, copied[i].name, v,
-		    &len) == 0)
-			setsockopt(to, copied[i].level, copied[i].name, v, len);
-	}
-}
-
-/* Finishes a connect that completed for a blocking socket. */
+/* Finishes a connect that completed (err) for a blocking socket. */
 static void
 finish_blocking(struct fence_super *s, uint64_t id, int fd, int sock,
-    int cloexec)
+    int cloexec, int err)
 {
-	socklen_t	 len = sizeof (int);
-	int		 err = 0;
-
-	if (getsockopt(sock, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-		err = errno;
 	if (err != 0) {
 		close(sock);
 		reply(s, id, err);
 		return;
 	}
-	fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) & ~O_NONBLOCK);
+	fcntl(sock, F_SETFL, 0);	/* blocking, as the job's */
 	if (inject(s, id, fd, sock, cloexec) == 0)
 		reply(s, id, 0);
 }
@@ -265,11 +304,9 @@ finish_blocking(struct fence_super *s, uint64_t id, int fd, int sock,
 /* Waits in the loop for a blocking connect, as the job would in connect. */
 static void
 pend(struct fence_super *s, const struct fence_call *c, int sock,
-    int cloexec)
+    int64_t timeout_ms)
 {
 	struct pending	*p;
-	struct timeval	 tv;
-	socklen_t	 len = sizeof tv;
 
 	if (s->npending >= SUPER_MAX_PENDING) {
 		close(sock);
@@ -282,11 +319,11 @@ pend(struct fence_super *s, const struct fence_call *c, int sock,
 	p->id = c->id;
 	p->pid = c->pid;
 	p->fd = c->fd;
-	p->cloexec = cloexec;
-	if (getsockopt(c->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) == 0 &&
-	    (tv.tv_sec != 0 || tv.tv_usec != 0))
-		p->deadline = clock_mono_ms() + tv.tv_sec * 1000 +
-		    (tv.tv_usec + 999) / 1000;
+	p->cloexec = c->cloexec;
+	p->domain = c->domain;
+	p->type = c->type;
+	if (timeout_ms > 0)
+		p->deadline = clock_mono_ms() + timeout_ms;
 	if (watch_add(s, &p->w, EPOLLOUT) != 0) {
 		close(sock);
 		free(p);
@@ -302,11 +339,13 @@ pend(struct fence_super *s, const struct fence_call *c, int sock,
 static void
 pending_ready(struct fence_super *s, struct pending *p)
 {
-	int	 sock = p->w.fd;
+	int	 sock = p->w.fd, err;
 
+	if ((err = fence_out_state(sock, p->domain, p->type)) == EINPROGRESS)
+		return;
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, sock, NULL);
 	p->w.fd = -1;
-	finish_blocking(s, p->id, p->fd, sock, p->cloexec);
+	finish_blocking(s, p->id, p->fd, sock, p->cloexec, err);
 	watch_kill(s, &p->w);
 }
 
@@ -314,41 +353,31 @@ pending_ready(struct fence_super *s, struct pending *p)
 static void
 connect_out(struct fence_super *s, const struct fence_call *c)
 {
-	struct pollfd	 pfd;
-	int		 sock, cloexec;
+	int64_t	 timeout_ms;
+	int	 sock, err;
 
-	sock = socket(c->domain, c->type|SOCK_NONBLOCK|SOCK_CLOEXEC,
-	    c->protocol);
-	if (sock == -1) {
+	if ((sock = fence_out_open(c, &timeout_ms)) == -1) {
 		reply(s, c->id, errno);
 		return;
 	}
 	s->allowed++;
-	copy_options(c->sock, sock, c->domain, c->type);
-	cloexec = job_cloexec(c->pid, c->fd);
-	if (connect(sock, (const struct sockaddr *)c->addr, c->alen) == 0) {
-		if (!c->nonblock)
-			fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) & ~O_NONBLOCK);
-		if (inject(s, c->id, c->fd, sock, cloexec) == 0)
-			reply(s, c->id, 0);
-		return;
-	}
-	if (errno != EINPROGRESS) {
-		reply(s, c->id, errno);
+	if (connect(sock, (const struct sockaddr *)c->addr, c->alen) == 0)
+		err = 0;
+	else if ((err = errno) != EINPROGRESS) {
 		close(sock);
+		reply(s, c->id, err);
 		return;
 	}
 	if (c->nonblock) {
-		if (inject(s, c->id, c->fd, sock, cloexec) == 0)
-			reply(s, c->id, EINPROGRESS);
+		if (inject(s, c->id, c->fd, sock, c->cloexec) == 0)
+			reply(s, c->id, err);
 		return;
 	}
-	pfd.fd = sock;	/* loopback is often done already */
-	pfd.events = POLLOUT;
-	if (poll(&pfd, 1, 0) == 1)
-		finish_blocking(s, c->id, c->fd, sock, cloexec);
+	/* A blocking connect; on loopback it is often done already. */
+	if ((err = fence_out_state(sock, c->domain, c->type)) != EINPROGRESS)
+		finish_blocking(s, c->id, c->fd, sock, c->cloexec, err);
 	else
-		pend(s, c, sock, cloexec);
+		pend(s, c, sock, timeout_ms);
 }
 
 /* Answers a lookup connect with a socket pair whose far end is the stub. */
@@ -377,7 +406,7 @@ connect_stub(struct fence_super *s, const struct fence_call *c, int type)
 	watch_add(s, &st->w, st->events);
 	TAILQ_INSERT_TAIL(&s->watches, &st->w, entry);
 	s->nstubs++;
-	if (inject(s, c->id, c->fd, sv[1], job_cloexec(c->pid, c->fd)) == 0)
+	if (inject(s, c->id, c->fd, sv[1], c->cloexec) == 0)
 		reply(s, c->id, 0);
 }
 
@@ -408,20 +437,6 @@ inet_target(const struct fence_call *c, int *family, u_char *addr,
 		memcpy(addr, &sin6->sin6_addr, 16);
 	}
 	return (0);
-}
-
-/* What connect() on a TCP socket says when it is not fresh, or 0. */
-static int
-tcp_busy(const struct fence_call *c)
-{
-	struct tcp_info	 ti;
-	socklen_t	 len = sizeof ti;
-
-	if (c->type != SOCK_STREAM ||
-	    getsockopt(c->sock, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
-	    ti.tcpi_state == TCP_CLOSE)
-		return (0);
-	return (ti.tcpi_state == TCP_SYN_SENT ? EALREADY : EISCONN);
 }
 
 static void
@@ -455,7 +470,7 @@ connect_inet(struct fence_super *s, const struct fence_call *c)
 		connect_stub(s, c, SOCK_STREAM);
 	else if (!ok)
 		refuse(s, c, what);
-	else if ((err = tcp_busy(c)) != 0)
+	else if ((err = fence_out_busy(c)) != 0)
 		reply(s, c->id, err);
 	else {
 		log_debug("%s: pid %d fd %d: %s", __func__, (int)c->pid, c->fd,
@@ -471,7 +486,7 @@ connect_unix(struct fence_super *s, const struct fence_call *c)
 	char		 what[128];
 	int		 sock, refused, err;
 
-	err = fence_unix_connect(s->unix, c, &sock, &refused);
+	err = fence_unix_connect(s->local, c, &sock, &refused);
 	if (refused) {
 		snprintf(what, sizeof what, "unix:%s%.*s", *path ? "" : "@",
 		    (int)(c->alen > 3 ? c->alen - 3 : 0), path + !*path);
@@ -483,10 +498,9 @@ connect_unix(struct fence_super *s, const struct fence_call *c)
 		return;
 	}
 	if (!c->nonblock)
-		fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) & ~O_NONBLOCK);
-	copy_options(c->sock, sock, AF_UNIX, c->type);
+		fcntl(sock, F_SETFL, 0);	/* blocking, as the job's */
 	s->allowed++;
-	if (inject(s, c->id, c->fd, sock, job_cloexec(c->pid, c->fd)) == 0)
+	if (inject(s, c->id, c->fd, sock, c->cloexec) == 0)
 		reply(s, c->id, 0);
 }
 
@@ -514,7 +528,7 @@ do_bind(struct fence_super *s, const struct fence_call *c)
 	int			 err;
 
 	if (sa->sa_family == AF_UNIX && c->domain == AF_UNIX)
-		err = fence_unix_bind(s->unix, c);
+		err = fence_unix_bind(s->local, c);
 	else if (bind(c->sock, sa, c->alen) == 0)
 		err = 0;
 	else
@@ -525,17 +539,19 @@ do_bind(struct fence_super *s, const struct fence_call *c)
 /*
  * Reads what a notified connect() or bind() asked: the address (once,
  * into our memory) and the job's socket (a duplicate through pidfd_getfd).
- * The notification is checked to be still pending after the reads, so the
- * thread they came from was the one waiting, not a reused PID.  Returns 0,
- * an errno to answer with, or -1 when the notification is gone.
+ * The notification is checked to be still pending after both reads, so
+ * the thread they came from was the one waiting, alive all along, and its
+ * number not yet anyone else's.  Returns 0, an errno to answer with, or -1
+ * when the notification is gone.
  */
 static int
 call_begin(struct fence_super *s, const struct seccomp_notif *req,
     struct fence_call *c)
 {
 	struct iovec	 local, remote;
+	struct task	*t;
 	socklen_t	 len = sizeof (int);
-	int		 pidfd, alen = (int)req->data.args[2], err = 0;
+	int		 alen = (int)req->data.args[2], err = 0, flags;
 
 	memset(c, 0, sizeof *c);
 	c->id = req->id;
@@ -545,35 +561,32 @@ call_begin(struct fence_super *s, const struct seccomp_notif *req,
 	if (alen < 2 || (size_t)alen > sizeof c->addr)
 		return (EINVAL);
 	c->alen = (u_int)alen;
-	pidfd = (int)syscall(SYS_pidfd_open, c->pid, PIDFD_THREAD);
-	if (pidfd == -1 && errno == EINVAL)
-		pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
-	if (pidfd == -1) {
-		return (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID,
-		    &c->id) == 0 ? ECONNREFUSED : -1);
-	}
+	t = task_get(s, c->pid, 0);
 	local.iov_base = c->addr;
 	local.iov_len = c->alen;
 	remote.iov_base = (void *)(uintptr_t)req->data.args[1];
 	remote.iov_len = c->alen;
 	if (process_vm_readv(c->pid, &local, 1, &remote, 1, 0) != alen)
 		err = errno == EFAULT ? EFAULT : ECONNREFUSED;
-	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &c->id) != 0) {
-		close(pidfd);
-		return (-1);
+	if (err == 0 && t->pidfd != -1)
+		c->sock = (int)syscall(SYS_pidfd_getfd, t->pidfd, c->fd, 0);
+	if (err == 0 && c->sock == -1 && errno != EBADF) {  /* stale entry */
+		t = task_get(s, c->pid, 1);
+		c->sock = (int)syscall(SYS_pidfd_getfd, t->pidfd, c->fd, 0);
 	}
-	if (err == 0 && (c->sock = (int)syscall(SYS_pidfd_getfd, pidfd, c->fd,
-	    0)) == -1)
+	if (err == 0 && c->sock == -1)
 		err = errno == EBADF ? EBADF : ECONNREFUSED;
-	close(pidfd);
+	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &c->id) != 0)
+		return (-1);
 	if (err != 0)
 		return (err);
 	if (getsockopt(c->sock, SOL_SOCKET, SO_DOMAIN, &c->domain, &len) != 0 ||
-	    getsockopt(c->sock, SOL_SOCKET, SO_TYPE, &c->type, &len) != 0 ||
-	    getsockopt(c->sock, SOL_SOCKET, SO_PROTOCOL, &c->protocol,
-	    &len) != 0)
+	    getsockopt(c->sock, SOL_SOCKET, SO_TYPE, &c->type, &len) != 0)
 		return (errno == ENOTSOCK ? ENOTSOCK : EBADF);
-	c->nonblock = (fcntl(c->sock, F_GETFL) & O_NONBLOCK) != 0;
+	if ((flags = job_fdflags(t, c->fd)) == -1)	/* not likely */
+		flags = fcntl(c->sock, F_GETFL) | O_CLOEXEC;
+	c->nonblock = (flags & O_NONBLOCK) != 0;
+	c->cloexec = (flags & O_CLOEXEC) != 0;
 	return (0);
 }
 
@@ -729,7 +742,7 @@ super_timeout(struct fence_super *s)
 		sock = p->w.fd;
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, sock, NULL);
 		p->w.fd = -1;
-		fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) & ~O_NONBLOCK);
+		fcntl(sock, F_SETFL, 0);	/* blocking, as the job's */
 		if (inject(s, p->id, p->fd, sock, p->cloexec) == 0)
 			reply(s, p->id, EINPROGRESS);
 		watch_kill(s, w);
@@ -788,8 +801,14 @@ fence_super_create(const struct fence *policy, struct fence_names *names,
     const char *workdir, int listener, char **cause)
 {
 	struct fence_super	*s;
+	u_int			 i, j;
 
 	s = xcalloc(1, sizeof *s);
+	for (i = 0; i < SUPER_TASKS; i++) {
+		s->tasks[i].pidfd = s->tasks[i].fdinfo = -1;
+		for (j = 0; j < TASK_FDS; j++)
+			s->tasks[i].fds[j].file = -1;
+	}
 	s->policy = policy;
 	s->names = names;
 	s->listener = listener;
@@ -813,7 +832,16 @@ fence_super_create(const struct fence *policy, struct fence_names *names,
 		xasprintf(cause, "epoll: %s", strerror(errno));
 		goto fail;
 	}
-	s->unix = fence_unix_create(workdir);
+	s->local = fence_unix_create(workdir);
+	/*
+	 * The job waits while we work and we wait while it runs: waking
+	 * each other on the same CPU saves an inter-processor interrupt
+	 * per hand-over, which is most of a connect's cost in a VM.
+	 */
+	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+	    SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) != 0)
+		log_debug("%s: no synchronous wake-up: %s", __func__,
+		    strerror(errno));
 	return (s);
 fail:
 	fence_super_free(s);
@@ -861,6 +889,7 @@ void
 fence_super_free(struct fence_super *s)
 {
 	struct watch	*w;
+	u_int		 i;
 
 	if (s == NULL)
 		return;
@@ -875,6 +904,8 @@ fence_super_free(struct fence_super *s)
 	if (s->wt.fd != -1)
 		close(s->wt.fd);
 	close(s->listener);
-	fence_unix_free(s->unix);
+	for (i = 0; i < SUPER_TASKS; i++)
+		task_close(&s->tasks[i]);
+	fence_unix_free(s->local);
 	free(s);
 }

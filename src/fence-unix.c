@@ -216,6 +216,7 @@ fence_unix_connect(struct fence_unix *fu, const struct fence_call *c,
 	struct statx		 stx;
 	struct unix_id		 id;
 	char			 path[sizeof sun.sun_path + 1];
+	int64_t			 timeout_ms;
 	int			 pfd, ns = -1, err;
 
 	*refused = 0;
@@ -241,7 +242,7 @@ fence_unix_connect(struct fence_unix *fu, const struct fence_call *c,
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
 	snprintf(sun.sun_path, sizeof sun.sun_path, "/proc/self/fd/%d", pfd);
-	ns = socket(AF_UNIX, c->type|SOCK_NONBLOCK|SOCK_CLOEXEC, 0);
+	ns = fence_out_open(c, &timeout_ms);
 	if (ns == -1 || connect(ns, (struct sockaddr *)&sun, sizeof sun) != 0) {
 		err = errno;
 		goto out;
@@ -285,16 +286,18 @@ remember(struct fence_unix *fu, const struct unix_id *id)
 	fu->bound[fu->nbound++] = *id;
 }
 
-/* Binds to a path for the job and remembers the socket file it made. */
+/*
+ * Binds in another root or mount namespace: through /proc/self/fd, so the
+ * name the socket reports (getsockname) is that path, not the job's.
+ */
 static int
-bind_path(struct fence_unix *fu, const struct fence_call *c, char *path)
+bind_elsewhere(const struct fence_call *c, char *path, int *dfdp,
+    const char **basep)
 {
 	struct sockaddr_un	 sun;
-	struct unix_id		 id;
 	char			*base;
 	const char		*dir;
-	mode_t			 old;
-	int			 dfd, rc, err;
+	int			 dfd;
 
 	if ((base = strrchr(path, '/')) == NULL) {
 		dir = "";
@@ -314,14 +317,58 @@ bind_path(struct fence_unix *fu, const struct fence_call *c, char *path)
 		close(dfd);
 		return (ENAMETOOLONG);
 	}
+	*dfdp = dfd;
+	*basep = base;
+	if (bind(c->sock, (struct sockaddr *)&sun, sizeof sun) != 0)
+		return (errno);
+	return (0);
+}
+
+/*
+ * Binds to a path for the job, with the job's own address (so that
+ * getsockname() tells the job what it asked for), resolved from the job's
+ * directory: the supervisor steps into it for the call.  It is single
+ * threaded where paths are concerned (the resolver thread uses none), so
+ * borrowing the process's directory and umask is safe.  Remembers the
+ * socket file made, to let the job connect to it later.
+ */
+static int
+bind_path(struct fence_unix *fu, const struct fence_call *c, char *path)
+{
+	struct unix_id	 id;
+	const char	*base = path;
+	char		 p[64];
+	mode_t		 old;
+	int		 here = -1, dfd = AT_FDCWD, cwd, rc, err = 0;
+
 	old = umask(job_umask(c->pid));
-	rc = bind(c->sock, (struct sockaddr *)&sun, sizeof sun);
-	err = errno;
+	if (!same_view(fu, c->pid))
+		rc = err = bind_elsewhere(c, path, &dfd, &base);
+	else {
+		if (*path != '/') {
+			snprintf(p, sizeof p, "/proc/%d/cwd", (int)c->pid);
+			here = open(".", O_PATH|O_DIRECTORY|O_CLOEXEC);
+			cwd = open(p, O_PATH|O_DIRECTORY|O_CLOEXEC);
+			if (here == -1 || cwd == -1 || fchdir(cwd) != 0)
+				err = errno;
+			if (cwd != -1)
+				close(cwd);
+		}
+		if (err == 0 && (rc = bind(c->sock,
+		    (const struct sockaddr *)c->addr, c->alen)) != 0)
+			err = errno;
+	}
 	umask(old);
-	if (rc == 0 && get_id(dfd, base, AT_SYMLINK_NOFOLLOW, &id, NULL) == 0)
+	if (err == 0 && get_id(dfd, base, AT_SYMLINK_NOFOLLOW, &id, NULL) == 0)
 		remember(fu, &id);
-	close(dfd);
-	return (rc == 0 ? 0 : err);
+	if (here != -1) {
+		if (fchdir(here) != 0)
+			fatal("%s: fchdir back", __func__);
+		close(here);
+	}
+	if (dfd != AT_FDCWD)
+		close(dfd);
+	return (err);
 }
 
 /*

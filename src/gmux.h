@@ -531,8 +531,8 @@ struct fence_call {			/* a notified connect or bind */
 	int		 sock;		/* our duplicate of the job's socket */
 	int		 domain;
 	int		 type;
-	int		 protocol;
-	int		 nonblock;
+	int		 nonblock;	/* the job's O_NONBLOCK */
+	int		 cloexec;	/* and FD_CLOEXEC */
 };
 struct fence_unix;
 struct fence_unix *fence_unix_create(const char *);
@@ -540,6 +540,12 @@ int		 fence_unix_connect(struct fence_unix *, const struct fence_call *,
 		     int *, int *);
 int		 fence_unix_bind(struct fence_unix *, const struct fence_call *);
 void		 fence_unix_free(struct fence_unix *);
+/* (end) */
+
+/* fence-out.c (issue 6): the supervisor's sockets, made like the job's */
+int		 fence_out_open(const struct fence_call *, int64_t *);
+int		 fence_out_state(int, int, int);
+int		 fence_out_busy(const struct fence_call *);
 /* (end) */
 
 /* fence-super.c (issue 6): the supervisor, outside the job */
