@@ -49,7 +49,7 @@ SRCS += src/card-intel.c src/enforce.c
 
 # -- fence (issue 6)
 SRCS += src/fence.c src/fence-policy.c src/fence-names.c src/fence-super.c
-SRCS += src/fence-unix.c src/fence-out.c src/dns.c
+SRCS += src/fence-unix.c src/fence-out.c src/fence-call.c src/dns.c
 FENCE_TOOLS = $(O)/tests/fence-run $(O)/tests/fence-escape $(O)/bench/fence-connect
 all: $(FENCE_TOOLS)
 $(O)/tests/fence-%: tests/fence-%.c src/gmux.h $(O)/libgmuxcore.a

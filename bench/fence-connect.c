@@ -128,14 +128,15 @@ run(const char *self, uint16_t port, int n, const char *mode, int fenced,
 	if (fj != NULL && fence_job_start(fj, &cause) != 0)
 		fatalx("%s", cause);
 	while (got < want) {
-		struct pollfd	 fds[2] = {
-			{ p[0], POLLIN, 0 },
-			{ fj != NULL ? fence_job_fd(fj) : -1, POLLIN, 0 },
-		};
-		if (poll(fds, 2, -1) == -1 && errno != EINTR)
+		struct pollfd	 fds[1 + FENCE_POLLFDS];
+		u_int		 k = fj != NULL ? fence_job_pollfds(fj, fds + 1) : 0;
+
+		fds[0].fd = p[0];
+		fds[0].events = POLLIN;
+		if (poll(fds, 1 + k, -1) == -1 && errno != EINTR)
 			fatal("poll");
-		if (fds[1].revents & POLLIN)
-			fence_job_dispatch(fj);
+		if (fj != NULL)
+			fence_job_dispatch(fj, fds + 1, k);
 		if (fds[0].revents & (POLLIN|POLLHUP)) {
 			if ((r = read(p[0], (char *)t + got, want - got)) <= 0)
 				fatalx("the client failed");

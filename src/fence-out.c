@@ -13,6 +13,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <arpa/inet.h>
 
 #include <errno.h>
 #include <string.h>
@@ -181,4 +182,33 @@ fence_out_busy(const struct fence_call *c)
 	    ti.tcpi_state == TCP_CLOSE)
 		return (0);
 	return (ti.tcpi_state == TCP_SYN_SENT ? EALREADY : EISCONN);
+}
+
+/* The address as the policy sees it: IPv4-mapped IPv6 is IPv4.  */
+int
+fence_out_target(const struct fence_call *c, int *family, u_char *addr,
+    uint16_t *port)
+{
+	const struct sockaddr_in	*sin = (const void *)c->addr;
+	const struct sockaddr_in6	*sin6 = (const void *)c->addr;
+	static const u_char		 mapped[12] = { [10] = 0xff, 0xff };
+
+	memset(addr, 0, 16);
+	if (sin->sin_family == AF_INET && c->alen >= sizeof *sin) {
+		*family = AF_INET;
+		memcpy(addr, &sin->sin_addr, 4);
+		*port = ntohs(sin->sin_port);
+		return (0);
+	}
+	if (sin6->sin6_family != AF_INET6 || c->alen < 24)
+		return (-1);
+	*port = ntohs(sin6->sin6_port);
+	if (memcmp(&sin6->sin6_addr, mapped, sizeof mapped) == 0) {
+		*family = AF_INET;
+		memcpy(addr, (const u_char *)&sin6->sin6_addr + 12, 4);
+	} else {
+		*family = AF_INET6;
+		memcpy(addr, &sin6->sin6_addr, 16);
+	}
+	return (0);
 }

@@ -8,9 +8,9 @@
  * by then.  It never answers CONTINUE: the kernel would read the address
  * again, from memory the job controls.
  *
- * Everything it waits on (the listener, the DNS stub's connections,
- * connects still in flight, the resolver thread, a timer) sits in one
- * epoll set whose descriptor the keeper polls along with its own.
+ * The keeper polls two descriptors of it along with its own: the
+ * listener, and an epoll set with the rest (the DNS stub's connections,
+ * connects still in flight, the resolver thread, a timer).
  */
 
 #include <sys/epoll.h>
@@ -18,11 +18,9 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
-#include <sys/uio.h>
 
 #include <linux/seccomp.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <arpa/inet.h>
 
 #include <errno.h>
@@ -34,9 +32,6 @@
 
 #include "gmux.h"
 
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD	O_EXCL
-#endif
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS	/* Linux 6.6 */
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS	SECCOMP_IOW(4, uint64_t)
 #define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
@@ -44,10 +39,8 @@
 
 #define SUPER_MAX_PENDING	1024
 #define SUPER_MAX_DNS		64
-#define SUPER_TASKS		32
 
 enum watch_type {
-	W_LISTENER,
 	W_NAMES,
 	W_TIMER,
 	W_DNS,
@@ -73,27 +66,6 @@ struct pending {
 	int64_t		 deadline;	/* SO_SNDTIMEO; 0: none */
 };
 
-/*
- * A job thread's pidfd and /proc/TID/fdinfo, kept across its connects: a
- * pidfd names one task for good, so a stale entry (the thread gone, its
- * number reused) fails with ESRCH and is opened again.  Opening an fdinfo
- * file costs some 20 us, reading one again 2: the files of the last few
- * descriptor numbers stay open (reading tells of whatever file has the
- * number now).
- */
-#define TASK_FDS	8
-struct task {
-	pid_t		 tid;
-	int		 pidfd;
-	int		 fdinfo;
-	uint64_t	 used;
-	struct {
-		int	 fd;
-		int	 file;
-	}		 fds[TASK_FDS];
-	u_int		 next;
-};
-
 struct stub {
 	struct watch	 w;
 	struct dns_conn	*conn;
@@ -106,7 +78,6 @@ struct fence_super {
 	struct fence_unix	*local;
 	int			 listener;
 	int			 epfd;
-	struct watch		 wl;
 	struct watch		 wn;
 	struct watch		 wt;
 	TAILQ_HEAD(, watch)	 watches;	/* pending connects, stubs */
@@ -114,8 +85,7 @@ struct fence_super {
 	int			 done;		/* no task left in the filter */
 	u_int			 npending;
 	u_int			 nstubs;
-	struct task		 tasks[SUPER_TASKS];
-	uint64_t		 clock;
+	struct fence_tasks	*tasks;
 	uint64_t		 refused;
 	uint64_t		 allowed;
 	uint64_t		 lookups;
@@ -166,88 +136,6 @@ reply(struct fence_super *s, uint64_t id, int err)
 	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_SEND, &r) != 0)
 		log_debug("%s: %llu: %s", __func__, (unsigned long long)id,
 		    strerror(errno));
-}
-
-static void
-task_close(struct task *t)
-{
-	u_int	 i;
-
-	if (t->pidfd != -1)
-		close(t->pidfd);
-	if (t->fdinfo != -1)
-		close(t->fdinfo);
-	for (i = 0; i < TASK_FDS; i++) {
-		if (t->fds[i].file != -1)
-			close(t->fds[i].file);
-		t->fds[i].file = -1;
-	}
-	t->pidfd = t->fdinfo = -1;
-	t->tid = 0;
-}
-
-/* Returns the cache entry for tid, opened afresh if fresh is set. */
-static struct task *
-task_get(struct fence_super *s, pid_t tid, int fresh)
-{
-	struct task	*t, *lru = &s->tasks[0];
-	char		 p[64];
-
-	for (t = s->tasks; t < s->tasks + SUPER_TASKS; t++) {
-		if (t->tid == tid)
-			break;
-		if (t->used < lru->used)
-			lru = t;
-	}
-	if (t == s->tasks + SUPER_TASKS || fresh) {
-		if (t == s->tasks + SUPER_TASKS)
-			t = lru;
-		task_close(t);
-		t->pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
-		if (t->pidfd == -1 && errno == EINVAL)
-			t->pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
-		snprintf(p, sizeof p, "/proc/%d/fdinfo", (int)tid);
-		t->fdinfo = open(p, O_RDONLY|O_DIRECTORY|O_CLOEXEC);
-		t->tid = tid;
-	}
-	t->used = ++s->clock;
-	return (t);
-}
-
-static int
-fdinfo_flags(int file)
-{
-	char	 buf[512], *f;
-	ssize_t	 n;
-
-	if ((n = pread(file, buf, sizeof buf - 1, 0)) <= 0)
-		return (-1);
-	buf[n] = '\0';
-	if ((f = strstr(buf, "flags:")) == NULL)
-		return (-1);
-	return ((int)strtoul(f + 6, NULL, 8));
-}
-
-/* The file flags of the job's descriptor (O_CLOEXEC among them), or -1. */
-static int
-job_fdflags(struct task *t, int fd)
-{
-	char	 name[16];
-	u_int	 i;
-	int	 flags;
-
-	for (i = 0; i < TASK_FDS; i++) {
-		if (t->fds[i].file != -1 && t->fds[i].fd == fd &&
-		    (flags = fdinfo_flags(t->fds[i].file)) != -1)
-			return (flags);
-	}
-	i = t->next++ % TASK_FDS;
-	if (t->fds[i].file != -1)
-		close(t->fds[i].file);
-	snprintf(name, sizeof name, "%d", fd);
-	t->fds[i].fd = fd;
-	t->fds[i].file = openat(t->fdinfo, name, O_RDONLY|O_CLOEXEC);
-	return (t->fds[i].file == -1 ? -1 : fdinfo_flags(t->fds[i].file));
 }
 
 /*
@@ -410,35 +298,6 @@ connect_stub(struct fence_super *s, const struct fence_call *c, int type)
 		reply(s, c->id, 0);
 }
 
-/* The address as the policy sees it: IPv4-mapped IPv6 is IPv4. */
-static int
-inet_target(const struct fence_call *c, int *family, u_char *addr,
-    uint16_t *port)
-{
-	const struct sockaddr_in	*sin = (const void *)c->addr;
-	const struct sockaddr_in6	*sin6 = (const void *)c->addr;
-	static const u_char		 mapped[12] = { [10] = 0xff, 0xff };
-
-	memset(addr, 0, 16);
-	if (sin->sin_family == AF_INET && c->alen >= sizeof *sin) {
-		*family = AF_INET;
-		memcpy(addr, &sin->sin_addr, 4);
-		*port = ntohs(sin->sin_port);
-		return (0);
-	}
-	if (sin6->sin6_family != AF_INET6 || c->alen < 24)
-		return (-1);
-	*port = ntohs(sin6->sin6_port);
-	if (memcmp(&sin6->sin6_addr, mapped, sizeof mapped) == 0) {
-		*family = AF_INET;
-		memcpy(addr, (const u_char *)&sin6->sin6_addr + 12, 4);
-	} else {
-		*family = AF_INET6;
-		memcpy(addr, &sin6->sin6_addr, 16);
-	}
-	return (0);
-}
-
 static void
 connect_inet(struct fence_super *s, const struct fence_call *c)
 {
@@ -447,7 +306,7 @@ connect_inet(struct fence_super *s, const struct fence_call *c)
 	uint16_t	 port;
 	int		 family, ok, err;
 
-	if (inet_target(c, &family, addr, &port) != 0) {
+	if (fence_out_target(c, &family, addr, &port) != 0) {
 		reply(s, c->id, EINVAL);
 		return;
 	}
@@ -536,116 +395,30 @@ do_bind(struct fence_super *s, const struct fence_call *c)
 	reply(s, c->id, err);
 }
 
-/*
- * Reads what a notified connect() or bind() asked: the address (once,
- * into our memory) and the job's socket (a duplicate through pidfd_getfd).
- * The notification is checked to be still pending after both reads, so
- * the thread they came from was the one waiting, alive all along, and its
- * number not yet anyone else's.  Returns 0, an errno to answer with, or -1
- * when the notification is gone.
- */
-static int
-call_begin(struct fence_super *s, const struct seccomp_notif *req,
-    struct fence_call *c)
-{
-	struct iovec	 local, remote;
-	struct task	*t;
-	socklen_t	 len = sizeof (int);
-	int		 alen = (int)req->data.args[2], err = 0, flags;
-
-	memset(c, 0, sizeof *c);
-	c->id = req->id;
-	c->pid = (pid_t)req->pid;
-	c->fd = (int)req->data.args[0];
-	c->sock = -1;
-	if (alen < 2 || (size_t)alen > sizeof c->addr)
-		return (EINVAL);
-	c->alen = (u_int)alen;
-	t = task_get(s, c->pid, 0);
-	local.iov_base = c->addr;
-	local.iov_len = c->alen;
-	remote.iov_base = (void *)(uintptr_t)req->data.args[1];
-	remote.iov_len = c->alen;
-	if (process_vm_readv(c->pid, &local, 1, &remote, 1, 0) != alen)
-		err = errno == EFAULT ? EFAULT : ECONNREFUSED;
-	if (err == 0 && t->pidfd != -1)
-		c->sock = (int)syscall(SYS_pidfd_getfd, t->pidfd, c->fd, 0);
-	if (err == 0 && c->sock == -1 && errno != EBADF) {  /* stale entry */
-		t = task_get(s, c->pid, 1);
-		c->sock = (int)syscall(SYS_pidfd_getfd, t->pidfd, c->fd, 0);
-	}
-	if (err == 0 && c->sock == -1)
-		err = errno == EBADF ? EBADF : ECONNREFUSED;
-	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &c->id) != 0)
-		return (-1);
-	if (err != 0)
-		return (err);
-	if (getsockopt(c->sock, SOL_SOCKET, SO_DOMAIN, &c->domain, &len) != 0 ||
-	    getsockopt(c->sock, SOL_SOCKET, SO_TYPE, &c->type, &len) != 0)
-		return (errno == ENOTSOCK ? ENOTSOCK : EBADF);
-	if ((flags = job_fdflags(t, c->fd)) == -1)	/* not likely */
-		flags = fcntl(c->sock, F_GETFL) | O_CLOEXEC;
-	c->nonblock = (flags & O_NONBLOCK) != 0;
-	c->cloexec = (flags & O_CLOEXEC) != 0;
-	return (0);
-}
-
-/*
- * A UDP socket() gets an unconnected AF_UNIX SOCK_SEQPACKET socket in its
- * place: it keeps datagram boundaries, ignores sendmsg() addresses and
- * cannot reach anything until a connect() to port 53 makes it the stub's.
- * A real UDP socket could send anywhere with sendmsg(), whose address the
- * filter cannot see.
- */
-static void
-do_socket(struct fence_super *s, const struct seccomp_notif *req)
-{
-	struct seccomp_notif_addfd	 a;
-	int				 domain = (int)req->data.args[0];
-	int				 type = (int)req->data.args[1];
-	int				 proto = (int)req->data.args[2], sock;
-
-	if ((domain != AF_INET && domain != AF_INET6) ||
-	    (type & 0xf) != SOCK_DGRAM || (proto != 0 && proto != IPPROTO_UDP)) {
-		reply(s, req->id, EPERM);
-		return;
-	}
-	sock = socket(AF_UNIX, SOCK_SEQPACKET|SOCK_CLOEXEC|
-	    (type & SOCK_NONBLOCK), 0);
-	if (sock == -1) {
-		reply(s, req->id, errno);
-		return;
-	}
-	memset(&a, 0, sizeof a);
-	a.id = req->id;
-	a.flags = SECCOMP_ADDFD_FLAG_SEND;
-	a.srcfd = (uint32_t)sock;
-	a.newfd_flags = (type & SOCK_CLOEXEC) ? O_CLOEXEC : 0;
-	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a) < 0 &&
-	    errno != ENOENT)
-		reply(s, req->id, errno);
-	close(sock);
-}
-
 static void
 super_notified(struct fence_super *s)
 {
 	struct seccomp_notif	 req;
 	struct fence_call	 c;
-	int			 rc;
+	uint64_t		 args[6];
+	int			 rc, i;
 
 	memset(&req, 0, sizeof req);
 	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0)
 		return;		/* ENOENT: the thread is gone already */
+	for (i = 0; i < 6; i++)
+		args[i] = req.data.args[i];
 	if (req.data.nr == SYS_socket) {
-		do_socket(s, &req);
+		if ((rc = fence_call_udp(s->listener, req.id, args)) != 0)
+			reply(s, req.id, rc);
 		return;
 	}
 	if (req.data.nr != SYS_connect && req.data.nr != SYS_bind) {
 		reply(s, req.id, ENOSYS);
 		return;
 	}
-	rc = call_begin(s, &req, &c);
+	rc = fence_call_read(s->tasks, s->listener, req.id, (pid_t)req.pid,
+	    args, &c);
 	if (rc == 0 && req.data.nr == SYS_connect)
 		do_connect(s, &c);
 	else if (rc == 0)
@@ -750,9 +523,9 @@ super_timeout(struct fence_super *s)
 	super_timer_arm(s);
 }
 
-/* Handles whatever is ready; call it when fence_super_fd() is readable. */
-void
-fence_super_dispatch(struct fence_super *s)
+/* The epoll set's events: stubs, connects in flight, resolver, timer. */
+static void
+super_events(struct fence_super *s)
 {
 	struct epoll_event	 ev[32];
 	struct watch		*w;
@@ -764,14 +537,6 @@ fence_super_dispatch(struct fence_super *s)
 		if (w->gone)
 			continue;
 		switch (w->type) {
-		case W_LISTENER:
-			if (ev[i].events & EPOLLIN)
-				super_notified(s);
-			else if (ev[i].events & (EPOLLHUP|EPOLLERR)) {
-				epoll_ctl(s->epfd, EPOLL_CTL_DEL, w->fd, NULL);
-				s->done = 1;
-			}
-			break;
 		case W_NAMES:
 			fence_names_collect(s->names);
 			break;
@@ -793,6 +558,45 @@ fence_super_dispatch(struct fence_super *s)
 }
 
 /*
+ * Fills pfd (room for FENCE_POLLFDS) with the descriptors to poll for
+ * reading and returns how many.  The listener is polled directly, not
+ * through the epoll set: the kernel's same-CPU wake-up (which saves most
+ * of a connect's cost in a VM) does not cross an epoll.
+ */
+u_int
+fence_super_pollfds(const struct fence_super *s, struct pollfd *pfd)
+{
+	pfd[0].fd = s->done ? -1 : s->listener;
+	pfd[0].events = POLLIN;
+	pfd[0].revents = 0;
+	pfd[1].fd = s->epfd;
+	pfd[1].events = POLLIN;
+	pfd[1].revents = 0;
+	return (FENCE_POLLFDS);
+}
+
+/* Handles what poll() found on the descriptors fence_super_pollfds gave. */
+void
+fence_super_dispatch(struct fence_super *s, const struct pollfd *pfd,
+    u_int n)
+{
+	u_int	 i;
+
+	for (i = 0; i < n; i++) {
+		if (pfd[i].fd == -1 || pfd[i].revents == 0)
+			continue;
+		if (pfd[i].fd == s->epfd)
+			super_events(s);
+		else if (pfd[i].fd != s->listener)
+			continue;
+		else if (pfd[i].revents & POLLIN)
+			super_notified(s);
+		else
+			s->done = 1;	/* POLLHUP: no task left */
+	}
+}
+
+/*
  * Returns the supervisor of a job's listener (which it now owns), or NULL
  * with a cause.  policy and names stay the caller's and must outlive it.
  */
@@ -801,26 +605,18 @@ fence_super_create(const struct fence *policy, struct fence_names *names,
     const char *workdir, int listener, char **cause)
 {
 	struct fence_super	*s;
-	u_int			 i, j;
 
 	s = xcalloc(1, sizeof *s);
-	for (i = 0; i < SUPER_TASKS; i++) {
-		s->tasks[i].pidfd = s->tasks[i].fdinfo = -1;
-		for (j = 0; j < TASK_FDS; j++)
-			s->tasks[i].fds[j].file = -1;
-	}
+	s->tasks = fence_tasks_create();
 	s->policy = policy;
 	s->names = names;
 	s->listener = listener;
 	TAILQ_INIT(&s->watches);
 	TAILQ_INIT(&s->graveyard);
-	s->wl.type = W_LISTENER;
-	s->wl.fd = listener;
 	s->wn.type = W_NAMES;
 	s->wt.type = W_TIMER;
 	s->wt.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK|TFD_CLOEXEC);
 	if ((s->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1 || s->wt.fd == -1 ||
-	    watch_add(s, &s->wl, EPOLLIN) != 0 ||
 	    watch_add(s, &s->wt, EPOLLIN) != 0) {
 		xasprintf(cause, "epoll: %s", strerror(errno));
 		goto fail;
@@ -858,13 +654,6 @@ fence_super_done(const struct fence_super *s)
 	return (s->done);
 }
 
-/* The descriptor to poll for reading; then call fence_super_dispatch(). */
-int
-fence_super_fd(const struct fence_super *s)
-{
-	return (s->epfd);
-}
-
 void
 fence_super_counts(const struct fence_super *s, uint64_t *refused,
     uint64_t *allowed, uint64_t *lookups)
@@ -889,7 +678,6 @@ void
 fence_super_free(struct fence_super *s)
 {
 	struct watch	*w;
-	u_int		 i;
 
 	if (s == NULL)
 		return;
@@ -904,8 +692,7 @@ fence_super_free(struct fence_super *s)
 	if (s->wt.fd != -1)
 		close(s->wt.fd);
 	close(s->listener);
-	for (i = 0; i < SUPER_TASKS; i++)
-		task_close(&s->tasks[i]);
+	fence_tasks_free(s->tasks);
 	fence_unix_free(s->local);
 	free(s);
 }

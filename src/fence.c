@@ -7,7 +7,8 @@
  *                        fence_job_env(fj, &env);
  *   child, before exec   fence_job_child(fj);   (exits 126 on failure)
  *   parent, after fork   fence_job_start(fj, &cause);
- *   poll loop            fence_job_fd(fj) readable: fence_job_dispatch(fj)
+ *   poll loop            n = fence_job_pollfds(fj, pfd); poll(...);
+ *                        fence_job_dispatch(fj, pfd, n);
  *   once a second        fence_job_write_stats(fj, "jobs/jN/fence", ...)
  *   job over             fence_job_free(fj)
  *
@@ -485,18 +486,24 @@ fence_job_start(struct fence_job *fj, char **cause)
 	return (fj->super == NULL ? -1 : 0);
 }
 
-/* The descriptor to poll; readable: call fence_job_dispatch(). */
-int
-fence_job_fd(const struct fence_job *fj)
+/*
+ * Fills pfd (room for FENCE_POLLFDS) with the descriptors to poll for
+ * reading and returns how many; after poll(), hand the same entries to
+ * fence_job_dispatch().
+ */
+u_int
+fence_job_pollfds(const struct fence_job *fj, struct pollfd *pfd)
 {
-	return (fj->super != NULL ? fence_super_fd(fj->super) : -1);
+	if (fj->super == NULL)
+		return (0);
+	return (fence_super_pollfds(fj->super, pfd));
 }
 
 void
-fence_job_dispatch(struct fence_job *fj)
+fence_job_dispatch(struct fence_job *fj, const struct pollfd *pfd, u_int n)
 {
 	if (fj->super != NULL)
-		fence_super_dispatch(fj->super);
+		fence_super_dispatch(fj->super, pfd, n);
 }
 
 /* Whether no process of the job is left inside the fence. */

@@ -413,15 +413,18 @@ void		 api_version(struct evhttp_request *, const char *);
 /* (end) */
 
 /* fence.c (issue 6): the network fence around one job */
+#define FENCE_POLLFDS	2	/* descriptors the keeper polls for a fence */
 struct fence;
 struct fence_job;
+struct pollfd;
 struct fence_job *fence_job_create(const struct fence *, const char *,
 		     char **);
 void		 fence_job_env(const struct fence_job *, char ***);
 void		 fence_job_child(struct fence_job *);
 int		 fence_job_start(struct fence_job *, char **);
-int		 fence_job_fd(const struct fence_job *);
-void		 fence_job_dispatch(struct fence_job *);
+u_int		 fence_job_pollfds(const struct fence_job *, struct pollfd *);
+void		 fence_job_dispatch(struct fence_job *, const struct pollfd *,
+		     u_int);
 int		 fence_job_done(const struct fence_job *);
 uint64_t	 fence_job_refused(const struct fence_job *);
 json_t		*fence_job_stats(const struct fence_job *);
@@ -546,14 +549,27 @@ void		 fence_unix_free(struct fence_unix *);
 int		 fence_out_open(const struct fence_call *, int64_t *);
 int		 fence_out_state(int, int, int);
 int		 fence_out_busy(const struct fence_call *);
+int		 fence_out_target(const struct fence_call *, int *, u_char *,
+		     uint16_t *);
+/* (end) */
+
+/* fence-call.c (issue 6): a notified call, read out of the job */
+struct fence_tasks;
+struct fence_tasks *fence_tasks_create(void);
+void		 fence_tasks_free(struct fence_tasks *);
+int		 fence_call_read(struct fence_tasks *, int, uint64_t, pid_t,
+		     const uint64_t *, struct fence_call *);
+int		 fence_call_udp(int, uint64_t, const uint64_t *);
 /* (end) */
 
 /* fence-super.c (issue 6): the supervisor, outside the job */
 struct fence_super;
 struct fence_super *fence_super_create(const struct fence *,
 		     struct fence_names *, const char *, int, char **);
-int		 fence_super_fd(const struct fence_super *);
-void		 fence_super_dispatch(struct fence_super *);
+u_int		 fence_super_pollfds(const struct fence_super *,
+		     struct pollfd *);
+void		 fence_super_dispatch(struct fence_super *, const struct pollfd *,
+		     u_int);
 int		 fence_super_done(const struct fence_super *);
 void		 fence_super_counts(const struct fence_super *, uint64_t *,
 		     uint64_t *, uint64_t *);

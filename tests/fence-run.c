@@ -73,7 +73,8 @@ child(struct fence_job *fj, const char *cwd, char **argv, char **env)
 static int
 supervise(struct fence_job *fj, pid_t pid, int wait_all)
 {
-	struct pollfd	 pfd[2];
+	struct pollfd	 pfd[1 + FENCE_POLLFDS];
+	u_int		 n;
 	int		 pidfd, status = 0, exited = 0;
 
 	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1)
@@ -83,15 +84,14 @@ supervise(struct fence_job *fj, pid_t pid, int wait_all)
 			break;
 		pfd[0].fd = exited ? -1 : pidfd;
 		pfd[0].events = POLLIN;
-		pfd[1].fd = fj != NULL ? fence_job_fd(fj) : -1;
-		pfd[1].events = POLLIN;
-		if (poll(pfd, 2, -1) == -1) {
+		n = fj != NULL ? fence_job_pollfds(fj, pfd + 1) : 0;
+		if (poll(pfd, 1 + n, -1) == -1) {
 			if (errno == EINTR)
 				continue;
 			fatal("poll");
 		}
-		if (pfd[1].revents & POLLIN)
-			fence_job_dispatch(fj);
+		if (fj != NULL)
+			fence_job_dispatch(fj, pfd + 1, n);
 		if (!exited && (pfd[0].revents & POLLIN)) {
 			if (waitpid(pid, &status, 0) == pid)
 				exited = 1;
