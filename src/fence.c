@@ -61,6 +61,7 @@ struct fence_job {
 	char			 uid_map[32];
 	char			 gid_map[32];
 	int			 bypass;	/* tests: no connect rule */
+	int			 netns;		/* --deny-net got its namespace */
 	struct fence_super	*super;
 	char			*text;
 	uint64_t		 written[2];	/* counts last written */
@@ -325,15 +326,16 @@ write_file(const char *path, const char *s)
  * namespaces work (the job keeps its own uid and gid in it, and no
  * capability after exec).  When they do not, the filter alone refuses.
  */
-static void
+static int
 child_netns(struct fence_job *fj)
 {
 	if (unshare(CLONE_NEWUSER|CLONE_NEWNET) != 0)
-		return;
+		return (0);
 	if (write_file("/proc/self/setgroups", "deny") != 0 ||
 	    write_file("/proc/self/uid_map", fj->uid_map) != 0 ||
 	    write_file("/proc/self/gid_map", fj->gid_map) != 0)
 		child_fail("user namespace");
+	return (1);
 }
 
 /*
@@ -368,12 +370,11 @@ child_landlock(struct fence_job *fj)
 }
 
 static int
-send_fd(int sock, int fd)
+send_fd(int sock, int fd, char c)
 {
 	struct msghdr	 m;
 	struct iovec	 iov;
 	struct cmsghdr	*cm;
-	char		 c = 'L';
 	union {
 		char		 buf[CMSG_SPACE(sizeof (int))];
 		struct cmsghdr	 align;
@@ -405,11 +406,11 @@ void
 fence_job_child(struct fence_job *fj)
 {
 	struct sock_fprog	 prog;
-	int			 lfd;
+	int			 lfd, netns = 0;
 
 	close(fj->sp[0]);
 	if (fj->policy->deny_net)
-		child_netns(fj);
+		netns = child_netns(fj);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		child_fail("no_new_privs");
 	child_landlock(fj);
@@ -423,19 +424,18 @@ fence_job_child(struct fence_job *fj)
 		    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
 	if (lfd == -1)
 		child_fail("seccomp");
-	if (send_fd(fj->sp[1], lfd) != 0)
+	if (send_fd(fj->sp[1], lfd, netns ? 'N' : 'L') != 0)
 		child_fail("sending the listener");
 	close(lfd);
 	close(fj->sp[1]);
 }
 
 static int
-recv_fd(int sock)
+recv_fd(int sock, char *c)
 {
 	struct msghdr	 m;
 	struct iovec	 iov;
 	struct cmsghdr	*cm;
-	char		 c;
 	int		 fd = -1;
 	union {
 		char		 buf[CMSG_SPACE(sizeof (int))];
@@ -443,7 +443,7 @@ recv_fd(int sock)
 	} u;
 
 	memset(&m, 0, sizeof m);
-	iov.iov_base = &c;
+	iov.iov_base = c;
 	iov.iov_len = 1;
 	m.msg_iov = &iov;
 	m.msg_iovlen = 1;
@@ -469,11 +469,13 @@ recv_fd(int sock)
 int
 fence_job_start(struct fence_job *fj, char **cause)
 {
+	char	 c = 0;
 	int	 lfd;
 
 	close(fj->sp[1]);
 	fj->sp[1] = -1;
-	lfd = recv_fd(fj->sp[0]);
+	lfd = recv_fd(fj->sp[0], &c);
+	fj->netns = c == 'N';
 	close(fj->sp[0]);
 	fj->sp[0] = -1;
 	if (lfd == -1) {
@@ -535,10 +537,11 @@ fence_job_stats(const struct fence_job *fj)
 		fence_super_counts(fj->super, &refused, &allowed, &lookups);
 		last = fence_super_last_refused(fj->super);
 	}
-	return (json_pack("{s:s, s:I, s:I, s:I, s:s, s:i}", "fence", fj->text,
-	    "refused", (json_int_t)refused, "allowed", (json_int_t)allowed,
-	    "lookups", (json_int_t)lookups, "last_refused", last,
-	    "landlock", fj->landlock));
+	return (json_pack("{s:s, s:I, s:I, s:I, s:s, s:i, s:b}", "fence",
+	    fj->text, "refused", (json_int_t)refused, "allowed",
+	    (json_int_t)allowed, "lookups", (json_int_t)lookups,
+	    "last_refused", last, "landlock", fj->landlock, "netns",
+	    fj->netns));
 }
 
 /*

@@ -21,7 +21,9 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
@@ -51,6 +53,14 @@ def make_jobdir() -> Path:
     d = Path(tempfile.mkdtemp(prefix="gmux-fence-", dir="/tmp"))
     d.chmod(0o777)
     return d
+
+
+@pytest.fixture(name="jobdir")
+def jobdir_fixture() -> Iterator[Path]:
+    """A fresh working directory for one test's jobs (import it to use)."""
+    d = make_jobdir()
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def fenced(policy: Sequence[str] | None, argv: Sequence[str], cwd: Path,

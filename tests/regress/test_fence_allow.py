@@ -13,7 +13,8 @@ import time
 import pytest
 
 from fencelib import (PY, EchoServer, HttpServer, Listener, add_host, allow,
-                      fenced, job_py, make_jobdir, rmtree)
+                      fenced, job_py)
+from fencelib import jobdir_fixture  # noqa: F401 (the jobdir fixture)
 
 ECHO = '''
 import json, socket
@@ -25,13 +26,6 @@ def echo(host, port, blocking=True):
     s.close()
     return data
 '''
-
-
-@pytest.fixture
-def jobdir():
-    d = make_jobdir()
-    yield d
-    rmtree(d)
 
 
 @pytest.fixture

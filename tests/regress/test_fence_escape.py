@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 
 from fencelib import (PY, Listener, UdpListener, UnixListener, allow,
-                      as_job_user, fenced, job_py, make_jobdir, rmtree, tool)
+                      as_job_user, fenced, job_py, make_jobdir, rmtree,
+                      tool)
+from fencelib import jobdir_fixture  # noqa: F401 (the jobdir fixture)
 
 CONNECT = '''
 import errno, json, socket
@@ -42,13 +44,6 @@ def attempt(host, port, family=socket.AF_INET):
 def landlock_abi() -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     return max(libc.syscall(444, None, 0, 1), 0)
-
-
-@pytest.fixture
-def jobdir():
-    d = make_jobdir()
-    yield d
-    rmtree(d)
 
 
 @pytest.fixture
@@ -427,8 +422,14 @@ except socket.gaierror as e:
 print(json.dumps([attempt("127.0.0.1", {no.port}),
                   os.readlink("/proc/self/ns/net"), dns,
                   time.monotonic() - t]))'''
-    res = job_py(["--deny-net"], code, jobdir)
+    stats = jobdir / "fence.json"
+    res = job_py(["--deny-net"], code, jobdir, stats=stats)
     assert res[0] == "ECONNREFUSED" and no.count() == 0
     assert res[2] == socket.EAI_NONAME and res[3] < 2
-    if subprocess.run(["unshare", "-Urn", "true"]).returncode == 0:
+    st = json.loads(stats.read_text())
+    assert st["fence"] == "deny-net" and st["refused"] == 1
+    userns = subprocess.run(as_job_user() + ["unshare", "-Urn", "true"],
+                            stderr=subprocess.DEVNULL).returncode == 0
+    assert st["netns"] == userns
+    if userns:
         assert res[1] != os.readlink("/proc/self/ns/net")
