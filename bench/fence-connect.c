@@ -1,6 +1,6 @@
 /*
  * fence-connect: what the network fence adds to a connect().  A client
- * makes 2,000 TCP connects to a loopback listener (after 200 for warm-up),
+ * makes 2,000 TCP connects to a loopback listener (100 more per run warm up),
  * once unfenced and once fenced (--allow 127.0.0.1:PORT, the fence set up
  * as the keeper does it), and times each connect() call.  Prints the
  * median and p99 of both, the difference and the ratio; the target is at
@@ -102,7 +102,8 @@ run(const char *self, uint16_t port, int n, const char *mode, int fenced,
 	struct fence_job	*fj = NULL;
 	char			*cause, spec[32], num[16], ps[8];
 	char			*argv[] = { (char *)self, "-c", ps, "-n", num,
-				    "-m", (char *)mode, refused ? "-R" : NULL, NULL };
+				    "-m", (char *)mode, refused ? "-R" : NULL,
+				    NULL };
 	int			 p[2], status;
 	size_t			 got = 0, want = (size_t)n * sizeof *t;
 	ssize_t			 r;
@@ -129,8 +130,9 @@ run(const char *self, uint16_t port, int n, const char *mode, int fenced,
 		fatalx("%s", cause);
 	while (got < want) {
 		struct pollfd	 fds[1 + FENCE_POLLFDS];
-		u_int		 k = fj != NULL ? fence_job_pollfds(fj, fds + 1) : 0;
+		u_int		 k;
 
+		k = fj != NULL ? fence_job_pollfds(fj, fds + 1) : 0;
 		fds[0].fd = p[0];
 		fds[0].events = POLLIN;
 		if (poll(fds, 1 + k, -1) == -1 && errno != EINTR)

@@ -89,8 +89,8 @@ parse_name(const u_char *m, size_t len, size_t off, struct dns_question *q)
 			c = m[off + i];
 			if (c >= 'A' && c <= 'Z')
 				c += 'a' - 'A';
-			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			    c == '-' || c == '_')) {
+			if (!((c >= 'a' && c <= 'z') ||
+			    (c >= '0' && c <= '9') || c == '-' || c == '_')) {
 				q->plain = 0;
 				c = '?';
 			}
@@ -169,7 +169,7 @@ put_answers(u_char *out, size_t *used, size_t max, uint16_t qtype,
 			*truncated = 1;
 			break;
 		}
-		put16(out + *used, 0xc000 | DNS_HDR);	/* the question's name */
+		put16(out + *used, 0xc000 | DNS_HDR);	/* the question's */
 		put16(out + *used + 2, type);
 		put16(out + *used + 4, DNS_C_IN);
 		put32(out + *used + 6, rr[i].ttl);

@@ -32,7 +32,7 @@ static const struct {
 	int	 name;
 } copied[] = {
 	{ 0, SOL_SOCKET, SO_RCVTIMEO },
-	{ 0, SOL_SOCKET, SO_SNDTIMEO },		/* [1]: the connect's deadline */
+	{ 0, SOL_SOCKET, SO_SNDTIMEO },		/* [1]: the connect's limit */
 	{ 0, SOL_SOCKET, SO_LINGER },
 	{ OUT_INET, SOL_SOCKET, SO_KEEPALIVE },	/* [3] */
 	{ OUT_INET, IPPROTO_TCP, TCP_NODELAY },

@@ -116,7 +116,7 @@ watch_kill(struct fence_super *s, struct watch *w)
 			close(w->fd);
 		s->npending--;
 	} else {
-		dns_conn_free(((struct stub *)w)->conn);	/* closes w->fd */
+		dns_conn_free(((struct stub *)w)->conn);  /* closes w->fd */
 		s->nstubs--;
 	}
 	w->fd = -1;

@@ -78,8 +78,9 @@ fence_unix_create(const char *workdir)
 	char			*dir, *slash;
 
 	fu = xcalloc(1, sizeof *fu);
-	if (workdir != NULL && (fu->workdir = realpath(workdir, NULL)) != NULL &&
-	    strcmp(fu->workdir, "/") == 0) {
+	if (workdir != NULL)
+		fu->workdir = realpath(workdir, NULL);
+	if (fu->workdir != NULL && strcmp(fu->workdir, "/") == 0) {
 		free(fu->workdir);	/* all of / is no job's directory */
 		fu->workdir = NULL;
 	}

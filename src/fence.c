@@ -61,7 +61,7 @@ struct fence_job {
 	char			 uid_map[32];
 	char			 gid_map[32];
 	int			 bypass;	/* tests: no connect rule */
-	int			 netns;		/* --deny-net got its namespace */
+	int			 netns;		/* --deny-net got a namespace */
 	struct fence_super	*super;
 	char			*text;
 	uint64_t		 written[2];	/* counts last written */
@@ -106,7 +106,7 @@ filter_socket(scmp_filter_ctx ctx)
 		    LOW32(0, af));
 	}
 	rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
-	    SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GE, FENCE_AF_LIMIT));
+	    SCMP_SYS(socket), 1, SCMP_CMP(0, SCMP_CMP_GE, FENCE_AF_LIMIT, 0));
 	for (i = 0; i < nitems(inet); i++) {
 		for (t = 0; t < 16; t++) {
 			struct scmp_arg_cmp a0 = LOW32(0, inet[i]);
@@ -124,7 +124,7 @@ filter_socket(scmp_filter_ctx ctx)
 				rc |= seccomp_rule_add(ctx, no,
 				    SCMP_SYS(socket), 3, a0, a1, LOW32(2, p));
 			rc |= seccomp_rule_add(ctx, no, SCMP_SYS(socket), 3,
-			    a0, a1, SCMP_A2(SCMP_CMP_GT, ok));
+			    a0, a1, SCMP_CMP(2, SCMP_CMP_GT, ok, 0));
 			if (t != SOCK_DGRAM)
 				continue;
 			rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY,
@@ -153,10 +153,11 @@ filter_rest(scmp_filter_ctx ctx, int bypass)
 	for (i = 0; i < nitems(refused); i++)
 		rc |= seccomp_rule_add(ctx, no, refused[i], 0);
 	if (!bypass)
-		rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), 0);
+		rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY,
+		    SCMP_SYS(connect), 0);
 	rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(bind), 0);
 	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(sendto), 2,
-	    SCMP_A4(SCMP_CMP_NE, 0), SCMP_A5(SCMP_CMP_GT, 0));
+	    SCMP_CMP(4, SCMP_CMP_NE, 0, 0), SCMP_CMP(5, SCMP_CMP_GT, 0, 0));
 	fo = SCMP_A3(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN);
 	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(sendto), 1, fo);
 	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(sendmmsg), 1, fo);

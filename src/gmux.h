@@ -539,9 +539,10 @@ struct fence_call {			/* a notified connect or bind */
 };
 struct fence_unix;
 struct fence_unix *fence_unix_create(const char *);
-int		 fence_unix_connect(struct fence_unix *, const struct fence_call *,
-		     int *, int *);
-int		 fence_unix_bind(struct fence_unix *, const struct fence_call *);
+int		 fence_unix_connect(struct fence_unix *,
+		     const struct fence_call *, int *, int *);
+int		 fence_unix_bind(struct fence_unix *,
+		     const struct fence_call *);
 void		 fence_unix_free(struct fence_unix *);
 /* (end) */
 
@@ -568,8 +569,8 @@ struct fence_super *fence_super_create(const struct fence *,
 		     struct fence_names *, const char *, int, char **);
 u_int		 fence_super_pollfds(const struct fence_super *,
 		     struct pollfd *);
-void		 fence_super_dispatch(struct fence_super *, const struct pollfd *,
-		     u_int);
+void		 fence_super_dispatch(struct fence_super *,
+		     const struct pollfd *, u_int);
 int		 fence_super_done(const struct fence_super *);
 void		 fence_super_counts(const struct fence_super *, uint64_t *,
 		     uint64_t *, uint64_t *);

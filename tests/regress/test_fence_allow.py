@@ -172,18 +172,24 @@ if __name__ == "__main__":
     c.sendall(b"hi")
     got = a.recv(2).decode()
     mode = oct(os.stat(p).st_mode & 0o777)
+    rel = socket.socket(socket.AF_UNIX)
+    rel.bind("rel.sock")
+    rel.listen(1)
+    c2 = socket.socket(socket.AF_UNIX)
+    c2.connect("./rel.sock")
+    names = [rel.getsockname(), srv.getsockname() == p]
     with mp.Manager() as m:
         shared = m.dict()
         shared["a"] = 1
         v = shared["a"]
     with mp.get_context("forkserver").Pool(2) as pool:
         sq = pool.map(square, range(5))
-    print(json.dumps([got, mode, v, sq]))
+    print(json.dumps([got, mode, v, sq, names]))
 ''')
     r = fenced(allow("127.0.0.1:1"), [PY, str(script)], jobdir, timeout=120)
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout.strip().splitlines()[-1])
-    assert res == ["hi", "0o755", 1, [0, 1, 4, 9, 16]]
+    assert res == ["hi", "0o755", 1, [0, 1, 4, 9, 16], ["rel.sock", True]]
 
 
 def test_stats(jobdir, echo):
@@ -248,3 +254,13 @@ print(json.dumps(out))'''
         full.close()
     assert res["echo"] == ["ping"] * 20 and res["echo_s"] < 1.0
     assert res["hang"] == "EINPROGRESS" and 1.5 < res["hang_s"] < 4
+
+
+def test_policy_as_json(jobdir, echo):
+    """The fields a job request carries, as the keeper will get them."""
+    code = ECHO + f'print(json.dumps(echo("127.0.0.1", {echo.port})))'
+    req = json.dumps({"allow": [f"127.0.0.1:{echo.port}"]})
+    assert job_py(["-j", req], code, jobdir) == "ping"
+    r = fenced(["-j", '{"allow": ["x:0"]}'], ["true"], jobdir)
+    assert r.returncode != 0
+    assert "allow[0]: 'x:0': port 0 is not from 1 to 65535" in r.stderr

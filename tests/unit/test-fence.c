@@ -172,7 +172,8 @@ test_json(void)
 	    "[\"a.com\",\"1.2.3.4:5\",\"[::1]:6\"]}");
 	g = from(s, &cause);
 	t = fence_text(g);
-	CHECK_STR(t, "allow a.com,1.2.3.4:5,[::1]:6 (add-host a.com=127.0.0.5)");
+	CHECK_STR(t, "allow a.com,1.2.3.4:5,[::1]:6 "
+	    "(add-host a.com=127.0.0.5)");
 	free(t);
 	free(s);
 	json_decref(j);
@@ -200,7 +201,8 @@ test_json_errors(void)
 		const char	*json;
 		const char	*cause;
 	} bad[] = {
-		{ "{\"allow\":\"a.com\"}", "allow: must be an array of strings" },
+		{ "{\"allow\":\"a.com\"}",
+		    "allow: must be an array of strings" },
 		{ "{\"allow\":[1]}", "allow[0]: must be a string" },
 		{ "{\"allow\":[\"a.com\",\"x:0\"]}",
 		    "allow[1]: 'x:0': port 0 is not from 1 to 65535" },
