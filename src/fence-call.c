@@ -12,6 +12,7 @@
 
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -176,8 +177,9 @@ fence_call_read(struct fence_tasks *ft, int listener, uint64_t id,
     pid_t pid, const uint64_t *args, struct fence_call *c)
 {
 	struct iovec	 local, remote;
+	struct tcp_info	 ti;
 	struct task	*t;
-	socklen_t	 len = sizeof (int);
+	socklen_t	 len = sizeof (int), tlen = sizeof ti;
 	int		 alen = (int)args[2], err = 0, flags;
 
 	memset(c, 0, sizeof *c);
@@ -207,9 +209,16 @@ fence_call_read(struct fence_tasks *ft, int listener, uint64_t id,
 		return (-1);
 	if (err != 0)
 		return (err);
-	if (getsockopt(c->sock, SOL_SOCKET, SO_DOMAIN, &c->domain, &len) != 0 ||
-	    getsockopt(c->sock, SOL_SOCKET, SO_TYPE, &c->type, &len) != 0)
+	if (getsockopt(c->sock, SOL_SOCKET, SO_DOMAIN, &c->domain, &len) != 0)
 		return (errno == ENOTSOCK ? ENOTSOCK : EBADF);
+	c->tcp_state = -1;	/* one call tells TCP's type and state */
+	if (c->domain != AF_UNIX && getsockopt(c->sock, IPPROTO_TCP,
+	    TCP_INFO, &ti, &tlen) == 0) {
+		c->type = SOCK_STREAM;
+		c->tcp_state = ti.tcpi_state;
+	} else if (getsockopt(c->sock, SOL_SOCKET, SO_TYPE, &c->type,
+	    &len) != 0)
+		return (EBADF);
 	if ((flags = job_fdflags(t, c->fd)) == -1)	/* not likely */
 		flags = fcntl(c->sock, F_GETFL) | O_CLOEXEC;
 	c->nonblock = (flags & O_NONBLOCK) != 0;

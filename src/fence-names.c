@@ -26,6 +26,7 @@
 #include "gmux.h"
 
 #define NAMES_MAX_ADDRS	64
+#define NAMES_PARALLEL	16
 
 struct names_addr {
 	int		 family;
@@ -136,17 +137,56 @@ resolve(const char *name, struct names_addr *a, u_int *n)
 	return (0);
 }
 
-/* Resolves every name of the shared list; the caller frees the round. */
+/* One name of a round, resolved on a thread of its own. */
+struct names_job {
+	const char	*name;
+	int		*status;
+	struct names_addr *a;
+	u_int		*n;
+};
+
+static void *
+resolve_thread(void *arg)
+{
+	struct names_job	*j = arg;
+
+	*j->status = resolve(j->name, j->a, j->n);
+	return (NULL);
+}
+
+/*
+ * Resolves every name; the caller frees the round.  The names go in
+ * parallel, NAMES_PARALLEL at a time, so a dead resolver costs one
+ * timeout, not one per name; all threads are joined before returning.
+ */
 static struct names_round *
 resolve_round(char **names, u_int n)
 {
 	struct names_round	*r;
-	u_int			 i;
+	struct names_job	 j[NAMES_PARALLEL];
+	pthread_t		 t[NAMES_PARALLEL];
+	int			 made[NAMES_PARALLEL];
+	u_int			 i, k, batch;
 
 	r = xcalloc(1, sizeof *r + n * sizeof r->r[0]);
 	r->n = n;
-	for (i = 0; i < n; i++)
-		r->r[i].status = resolve(names[i], r->r[i].a, &r->r[i].n);
+	for (i = 0; i < n; i += batch) {
+		batch = n - i < NAMES_PARALLEL ? n - i : NAMES_PARALLEL;
+		for (k = 0; k < batch; k++) {
+			j[k].name = names[i + k];
+			j[k].status = &r->r[i + k].status;
+			j[k].a = r->r[i + k].a;
+			j[k].n = &r->r[i + k].n;
+			made[k] = batch > 1 && pthread_create(&t[k], NULL,
+			    resolve_thread, &j[k]) == 0;
+			if (!made[k])
+				resolve_thread(&j[k]);
+		}
+		for (k = 0; k < batch; k++) {
+			if (made[k])
+				pthread_join(t[k], NULL);
+		}
+	}
 	return (r);
 }
 
@@ -197,7 +237,8 @@ merge_round(struct fence_names *fn, struct names_round *r)
 /*
  * Returns the table for a policy's names (the caller frees it), with the
  * first round resolved: this blocks for as long as the host's resolver
- * takes, which is why it runs before the job starts.
+ * takes (one timeout at worst, the names go in parallel), which is why it
+ * runs in the keeper before the job starts.  No thread outlives it.
  */
 struct fence_names *
 fence_names_create(const struct fence *f)

@@ -174,14 +174,9 @@ fence_out_state(int sock, int domain, int type)
 int
 fence_out_busy(const struct fence_call *c)
 {
-	struct tcp_info	 ti;
-	socklen_t	 len = sizeof ti;
-
-	if (c->type != SOCK_STREAM ||
-	    getsockopt(c->sock, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
-	    ti.tcpi_state == TCP_CLOSE)
+	if (c->tcp_state == -1 || c->tcp_state == TCP_CLOSE)
 		return (0);
-	return (ti.tcpi_state == TCP_SYN_SENT ? EALREADY : EISCONN);
+	return (c->tcp_state == TCP_SYN_SENT ? EALREADY : EISCONN);
 }
 
 /* The address as the policy sees it: IPv4-mapped IPv6 is IPv4.  */

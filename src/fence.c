@@ -229,6 +229,10 @@ fence_job_create(const struct fence *policy, const char *workdir,
 {
 	struct fence_job	*fj;
 
+	if (policy == NULL || (!policy->deny_net && policy->nrules == 0)) {
+		xasprintf(cause, "no fence was asked for");
+		return (NULL);
+	}
 	fj = xcalloc(1, sizeof *fj);
 	fj->sp[0] = fj->sp[1] = -1;
 	fj->policy = fence_copy(policy);

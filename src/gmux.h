@@ -534,6 +534,7 @@ struct fence_call {			/* a notified connect or bind */
 	int		 sock;		/* our duplicate of the job's socket */
 	int		 domain;
 	int		 type;
+	int		 tcp_state;	/* TCP's state, -1 if not TCP */
 	int		 nonblock;	/* the job's O_NONBLOCK */
 	int		 cloexec;	/* and FD_CLOEXEC */
 };
