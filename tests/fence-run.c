@@ -176,8 +176,12 @@ main(int argc, char **argv)
 		fatal("fork");
 	if (pid == 0)
 		child(fj, dir, argv, env);
-	if (fj != NULL && fence_job_start(fj, &cause) != 0)
-		log_warnx("fence: %s", cause);	/* the child exits 126 */
+	if (fj != NULL && fence_job_start(fj, &cause) != 0) {
+		log_warnx("fence: %s", cause);	/* as the keeper must: */
+		kill(pid, SIGKILL);		/* no job without its fence */
+		waitpid(pid, NULL, 0);
+		return (126);
+	}
 	rc = supervise(fj, pid, wait_all);
 	if (fj != NULL && stats != NULL &&
 	    fence_job_write_stats(fj, stats, &cause) != 0)
