@@ -141,6 +141,16 @@ install-shim: $(O)/libgmux.so
 .PHONY: unit-shim shim-tests install-shim
 
 # -- fence (issue 6)
+SRCS += src/fence.c src/fence-policy.c src/fence-names.c src/fence-super.c
+SRCS += src/fence-unix.c src/fence-out.c src/fence-call.c src/dns.c
+FENCE_TOOLS = $(O)/tests/fence-run $(O)/tests/fence-escape $(O)/bench/fence-connect
+all: $(FENCE_TOOLS)
+$(O)/tests/fence-%: tests/fence-%.c src/gmux.h $(O)/libgmuxcore.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
+$(O)/bench/fence-%: bench/fence-%.c src/gmux.h $(O)/libgmuxcore.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
 
 # -- remote (issue 7)
 

@@ -1095,10 +1095,171 @@ u_int		 audit_scan(const struct cards *, const struct audit_job *,
 void		 audit_enforce(const struct audit_offender *, u_int, int);
 /* (end) */
 
-/* fence.c (issue 6) */
+/* fence.c (issue 6): the network fence around one job */
+#define FENCE_POLLFDS	2	/* descriptors the keeper polls for a fence */
+struct fence;
+struct fence_job;
+struct pollfd;
+struct fence_job *fence_job_create(const struct fence *, const char *,
+		     char **);
+void		 fence_job_env(const struct fence_job *, char ***);
+void		 fence_job_child(struct fence_job *);
+int		 fence_job_start(struct fence_job *, char **);
+u_int		 fence_job_pollfds(const struct fence_job *, struct pollfd *);
+void		 fence_job_dispatch(struct fence_job *, const struct pollfd *,
+		     u_int);
+int		 fence_job_done(const struct fence_job *);
+uint64_t	 fence_job_refused(const struct fence_job *);
+json_t		*fence_job_stats(const struct fence_job *);
+int		 fence_job_write_stats(struct fence_job *, const char *,
+		     char **);
+void		 fence_job_free(struct fence_job *);
+void		 fence_job_test_bypass(struct fence_job *);
+int		 fence_landlock_abi(void);
 /* (end) */
 
 /* dns.c (issue 6) */
+#define DNS_MAX_NAME	255
+#define DNS_NXDOMAIN	(-1)	/* lookup results besides a count */
+#define DNS_SERVFAIL	(-2)
+struct dns_rr {
+	int		 family;	/* AF_INET or AF_INET6 */
+	u_char		 addr[16];
+	uint32_t	 ttl;		/* seconds */
+};
+struct dns_question {
+	uint16_t	 id;
+	uint16_t	 flags;
+	char		 name[DNS_MAX_NAME + 1];	/* lower case, no dot */
+	int		 plain;		/* only [a-z0-9_-] labels */
+	uint16_t	 qtype;
+	uint16_t	 qclass;
+	size_t		 len;		/* header and question, bytes */
+};
+typedef int	(*dns_lookup_cb)(const char *, struct dns_rr *, u_int,
+		     void *);
+struct dns_conn;
+int		 dns_parse_query(const u_char *, size_t, struct dns_question *,
+		     char **);
+size_t		 dns_answer(const u_char *, size_t, u_char *, size_t,
+		     dns_lookup_cb, void *);
+struct dns_conn	*dns_conn_create(int, int);
+int		 dns_conn_fd(const struct dns_conn *);
+int		 dns_conn_read(struct dns_conn *, dns_lookup_cb, void *);
+int		 dns_conn_write(struct dns_conn *);
+int		 dns_conn_pending(const struct dns_conn *);
+void		 dns_conn_free(struct dns_conn *);
+/* (end) */
+
+/* fence-policy.c (issue 6): --allow, --deny-net, --add-host */
+#define FENCE_MAX_RULES	256
+struct fence_rule {
+	char		*name;		/* a host name, lower case; or NULL */
+	int		 family;	/* AF_INET or AF_INET6 for an address */
+	u_char		 addr[16];
+	u_int		 prefix;	/* leading bits that must match */
+	uint16_t	 port_lo;	/* 0: any port */
+	uint16_t	 port_hi;
+	char		*text;		/* the canonical spelling */
+};
+struct fence_pin {			/* --add-host NAME=ADDR */
+	char		*name;
+	int		 family;
+	u_char		 addr[16];
+};
+struct fence {
+	int		  deny_net;
+	struct fence_rule *rules;
+	u_int		  nrules;
+	struct fence_pin *pins;
+	u_int		  npins;
+};
+struct fence	*fence_create(void);
+void		 fence_free(struct fence *);
+struct fence	*fence_copy(const struct fence *);
+int		 fence_parse_addr(const char *, u_char *);
+int		 fence_check_name(char *, char **);
+int		 fence_parse_allow(const char *, struct fence_rule *, char **);
+int		 fence_allow(struct fence *, const char *, char **);
+int		 fence_add_host(struct fence *, const char *, char **);
+const struct fence_rule *fence_find_name(const struct fence *, const char *);
+int		 fence_check(const struct fence *, char **);
+int		 fence_rule_port(const struct fence_rule *, uint16_t);
+int		 fence_match_addr(const struct fence *, int, const u_char *,
+		     uint16_t);
+int		 fence_from_json(json_t *, struct fence **, char **);
+void		 fence_to_json(const struct fence *, json_t *);
+char		*fence_text(const struct fence *);
+/* (end) */
+
+/* fence-names.c (issue 6): allowed names, resolved outside the job */
+#define FENCE_NAMES_REFRESH_MS	(60 * 1000)
+#define FENCE_NAMES_TTL_MS	(5 * 60 * 1000)
+struct fence_names;
+struct fence_names *fence_names_create(const struct fence *);
+int		 fence_names_start(struct fence_names *, char **);
+int		 fence_names_fd(const struct fence_names *);
+void		 fence_names_collect(struct fence_names *);
+int		 fence_names_allows(struct fence_names *, int, const u_char *,
+		     uint16_t);
+int		 fence_names_lookup(const char *, struct dns_rr *, u_int,
+		     void *);
+void		 fence_names_free(struct fence_names *);
+/* (end) */
+
+/* fence-unix.c (issue 6): AF_UNIX connects and binds, checked */
+struct fence_call {			/* a notified connect or bind */
+	uint64_t	 addr[16];	/* the job's sockaddr, our own copy */
+	u_int		 alen;
+	uint64_t	 id;
+	pid_t		 pid;		/* the calling thread */
+	int		 fd;		/* the job's descriptor */
+	int		 sock;		/* our duplicate of the job's socket */
+	int		 domain;
+	int		 type;
+	int		 tcp_state;	/* TCP's state, -1 if not TCP */
+	int		 nonblock;	/* the job's O_NONBLOCK */
+	int		 cloexec;	/* and FD_CLOEXEC */
+};
+struct fence_unix;
+struct fence_unix *fence_unix_create(const char *);
+int		 fence_unix_connect(struct fence_unix *,
+		     const struct fence_call *, int *, int *);
+int		 fence_unix_bind(struct fence_unix *,
+		     const struct fence_call *);
+void		 fence_unix_free(struct fence_unix *);
+/* (end) */
+
+/* fence-out.c (issue 6): the supervisor's sockets, made like the job's */
+int		 fence_out_open(const struct fence_call *, int64_t *);
+int		 fence_out_state(int, int, int);
+int		 fence_out_busy(const struct fence_call *);
+int		 fence_out_target(const struct fence_call *, int *, u_char *,
+		     uint16_t *);
+/* (end) */
+
+/* fence-call.c (issue 6): a notified call, read out of the job */
+struct fence_tasks;
+struct fence_tasks *fence_tasks_create(void);
+void		 fence_tasks_free(struct fence_tasks *);
+int		 fence_call_read(struct fence_tasks *, int, uint64_t, pid_t,
+		     const uint64_t *, struct fence_call *);
+int		 fence_call_udp(int, uint64_t, const uint64_t *);
+/* (end) */
+
+/* fence-super.c (issue 6): the supervisor, outside the job */
+struct fence_super;
+struct fence_super *fence_super_create(const struct fence *,
+		     struct fence_names *, const char *, int, char **);
+u_int		 fence_super_pollfds(const struct fence_super *,
+		     struct pollfd *);
+void		 fence_super_dispatch(struct fence_super *,
+		     const struct pollfd *, u_int);
+int		 fence_super_done(const struct fence_super *);
+void		 fence_super_counts(const struct fence_super *, uint64_t *,
+		     uint64_t *, uint64_t *);
+const char	*fence_super_last_refused(const struct fence_super *);
+void		 fence_super_free(struct fence_super *);
 /* (end) */
 
 /* tls.c (issue 7) */

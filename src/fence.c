@@ -1,0 +1,598 @@
+/*
+ * fence.c: the network fence around one job: the seccomp filter and the
+ * Landlock domain the job starts in, and the handing of the filter's
+ * listener to the supervisor outside it.  How the keeper uses it:
+ *
+ *   before fork()        fj = fence_job_create(policy, cwd, &cause);
+ *                        fence_job_env(fj, &env);
+ *   child, before exec   fence_job_child(fj);   (exits 126 on failure)
+ *   parent, after fork   fence_job_start(fj, &cause);
+ *   poll loop            n = fence_job_pollfds(fj, pfd); poll(...);
+ *                        fence_job_dispatch(fj, pfd, n);
+ *   once a second        fence_job_write_stats(fj, "jobs/jN/fence", ...)
+ *   job over             fence_job_free(fj)
+ *
+ * The filter is built in the parent, before fork(), so the child does
+ * nothing but system calls between fork() and exec().  Only this file
+ * sees libseccomp and Landlock.
+ */
+
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include <linux/filter.h>
+#include <netinet/in.h>
+#include <linux/seccomp.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmux.h"
+
+/* Landlock as of ABI 6; Debian's headers predate the network rights. */
+#define LL_CREATE_RULESET_VERSION	(1U << 0)
+#define LL_ACCESS_NET_CONNECT_TCP	(1ULL << 1)
+#define LL_SCOPE_ABSTRACT_UNIX_SOCKET	(1ULL << 0)
+#define LL_SCOPE_SIGNAL			(1ULL << 1)
+struct ll_ruleset_attr {
+	uint64_t	 handled_access_fs;
+	uint64_t	 handled_access_net;	/* ABI 4 */
+	uint64_t	 scoped;		/* ABI 6 */
+};
+
+#define FENCE_AF_LIMIT	64	/* families above are refused wholesale */
+
+struct fence_job {
+	struct fence		*policy;
+	char			*workdir;
+	struct fence_names	*names;
+	struct sock_filter	*prog;
+	u_short			 proglen;
+	int			 sp[2];		/* carries the listener out */
+	int			 landlock;	/* the kernel's ABI, 0: none */
+	char			 uid_map[32];
+	char			 gid_map[32];
+	int			 bypass;	/* tests: no connect rule */
+	int			 netns;		/* --deny-net got a namespace */
+	struct fence_super	*super;
+	char			*text;
+	uint64_t		 written[2];	/* counts last written */
+	int			 wrote;
+};
+
+/* Landlock's ABI version, 0 if the kernel has none. */
+int
+fence_landlock_abi(void)
+{
+	long	 v;
+
+	v = syscall(SYS_landlock_create_ruleset, NULL, 0,
+	    LL_CREATE_RULESET_VERSION);
+	return (v < 0 ? 0 : (int)v);
+}
+
+#define LOW32(i, v)	SCMP_CMP((i), SCMP_CMP_MASKED_EQ, 0xffffffffULL, (v))
+
+/*
+ * socket(): UNIX, INET and INET6 only; TCP streams as they are; UDP goes
+ * to the supervisor (which hands back a stand-in); raw, packet, netlink,
+ * SCTP, MPTCP, ICMP, UDP-Lite and the rest get an error.  Arguments are
+ * ints: only their low 32 bits count, as for the kernel, so the masked
+ * comparisons ignore what a caller leaves in the high half, and every
+ * low-half value not allowed matches some refusing rule.
+ */
+static int
+filter_socket(scmp_filter_ctx ctx)
+{
+	static const int	 inet[] = { AF_INET, AF_INET6 };
+	uint32_t		 no = SCMP_ACT_ERRNO(EPERM), act;
+	int			 rc = 0, af, t, p;
+	u_int			 i;
+
+	for (af = 0; af < FENCE_AF_LIMIT; af++) {
+		if (af == AF_UNIX || af == AF_INET || af == AF_INET6)
+			continue;
+		act = (af == AF_NETLINK || af == AF_PACKET) ? no :
+		    SCMP_ACT_ERRNO(EAFNOSUPPORT);
+		rc |= seccomp_rule_add(ctx, act, SCMP_SYS(socket), 1,
+		    LOW32(0, af));
+	}
+	rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
+	    SCMP_SYS(socket), 1, SCMP_CMP(0, SCMP_CMP_GE, FENCE_AF_LIMIT, 0));
+	for (i = 0; i < nitems(inet); i++) {
+		for (t = 0; t < 16; t++) {
+			struct scmp_arg_cmp a0 = LOW32(0, inet[i]);
+			struct scmp_arg_cmp a1 = SCMP_A1(SCMP_CMP_MASKED_EQ,
+			    0xf, t);
+			int ok = t == SOCK_STREAM ? IPPROTO_TCP :
+			    t == SOCK_DGRAM ? IPPROTO_UDP : 0;
+
+			if (ok == 0) {
+				rc |= seccomp_rule_add(ctx, no,
+				    SCMP_SYS(socket), 2, a0, a1);
+				continue;
+			}
+			for (p = 1; p < ok; p++)
+				rc |= seccomp_rule_add(ctx, no,
+				    SCMP_SYS(socket), 3, a0, a1, LOW32(2, p));
+			rc |= seccomp_rule_add(ctx, no, SCMP_SYS(socket), 3,
+			    a0, a1, SCMP_CMP(2, SCMP_CMP_GT, ok, 0));
+			if (t != SOCK_DGRAM)
+				continue;
+			rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY,
+			    SCMP_SYS(socket), 3, a0, a1, LOW32(2, 0));
+			rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY,
+			    SCMP_SYS(socket), 3, a0, a1, LOW32(2, ok));
+		}
+	}
+	return (rc);
+}
+
+/* Everything but socket(). */
+static int
+filter_rest(scmp_filter_ctx ctx, int bypass)
+{
+	static const int	 refused[] = {
+		SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter),
+		SCMP_SYS(io_uring_register), SCMP_SYS(ptrace),
+		SCMP_SYS(process_vm_writev), SCMP_SYS(pidfd_getfd),
+	};
+	uint32_t		 no = SCMP_ACT_ERRNO(EPERM);
+	struct scmp_arg_cmp	 fo;
+	int			 rc = 0;
+	u_int			 i;
+
+	for (i = 0; i < nitems(refused); i++)
+		rc |= seccomp_rule_add(ctx, no, refused[i], 0);
+	if (!bypass)
+		rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY,
+		    SCMP_SYS(connect), 0);
+	rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(bind), 0);
+	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(sendto), 2,
+	    SCMP_CMP(4, SCMP_CMP_NE, 0, 0), SCMP_CMP(5, SCMP_CMP_GT, 0, 0));
+	fo = SCMP_A3(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN);
+	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(sendto), 1, fo);
+	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(sendmmsg), 1, fo);
+	fo = SCMP_A2(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN);
+	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(sendmsg), 1, fo);
+	/*
+	 * A listener of the job's own would get the job's connects first
+	 * (the newest filter wins a tie) and could CONTINUE them.
+	 */
+	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(seccomp), 1,
+	    SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+	    SECCOMP_FILTER_FLAG_NEW_LISTENER));
+	return (rc);
+}
+
+/*
+ * Builds the filter (foreign architectures and x32 are killed: libseccomp
+ * checks both before any rule) and keeps its BPF, to be loaded by the
+ * child with flags libseccomp does not know.
+ */
+static int
+filter_build(struct fence_job *fj, char **cause)
+{
+	scmp_filter_ctx	 ctx;
+	off_t		 size;
+	int		 fd = -1, rc = -1;
+
+	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL) {
+		xasprintf(cause, "seccomp_init failed");
+		return (-1);
+	}
+	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
+	    SCMP_ACT_KILL_PROCESS) != 0 ||
+	    filter_socket(ctx) != 0 || filter_rest(ctx, fj->bypass) != 0) {
+		xasprintf(cause, "seccomp: cannot build the filter");
+		goto out;
+	}
+	if ((fd = memfd_create("gmux-fence", MFD_CLOEXEC)) == -1 ||
+	    seccomp_export_bpf(ctx, fd) != 0 ||
+	    (size = lseek(fd, 0, SEEK_END)) <= 0 ||
+	    size % sizeof *fj->prog != 0 ||
+	    size / sizeof *fj->prog > BPF_MAXINSNS) {
+		xasprintf(cause, "seccomp: cannot export the filter");
+		goto out;
+	}
+	free(fj->prog);
+	fj->prog = xmalloc((size_t)size);
+	fj->proglen = (u_short)(size / sizeof *fj->prog);
+	if (pread(fd, fj->prog, (size_t)size, 0) != size) {
+		xasprintf(cause, "seccomp: cannot read the filter back");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd != -1)
+		close(fd);
+	seccomp_release(ctx);
+	return (rc);
+}
+
+/*
+ * Sets up the fence for a job that will run in workdir: resolves the
+ * allowed names (blocking, before the job exists), builds the filter.
+ * Returns NULL with a cause; the caller frees the result.
+ */
+struct fence_job *
+fence_job_create(const struct fence *policy, const char *workdir,
+    char **cause)
+{
+	struct fence_job	*fj;
+
+	if (policy == NULL || (!policy->deny_net && policy->nrules == 0)) {
+		xasprintf(cause, "no fence was asked for");
+		return (NULL);
+	}
+	fj = xcalloc(1, sizeof *fj);
+	fj->sp[0] = fj->sp[1] = -1;
+	fj->policy = fence_copy(policy);
+	fj->workdir = xstrdup(workdir);
+	fj->text = fence_text(policy);
+	fj->landlock = fence_landlock_abi();
+	snprintf(fj->uid_map, sizeof fj->uid_map, "%u %u 1\n", getuid(),
+	    getuid());
+	snprintf(fj->gid_map, sizeof fj->gid_map, "%u %u 1\n", getgid(),
+	    getgid());
+	if (filter_build(fj, cause) != 0)
+		goto fail;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET|SOCK_CLOEXEC, 0, fj->sp) != 0) {
+		xasprintf(cause, "socketpair: %s", strerror(errno));
+		goto fail;
+	}
+	fj->names = fence_names_create(fj->policy);
+	return (fj);
+fail:
+	fence_job_free(fj);
+	return (NULL);
+}
+
+/* Tests only: a filter without the connect rule, to test the backstop. */
+void
+fence_job_test_bypass(struct fence_job *fj)
+{
+	char	*cause = NULL;
+
+	fj->bypass = 1;
+	if (filter_build(fj, &cause) != 0)
+		fatalx("%s", cause);
+}
+
+/*
+ * Adds what the job's environment needs: RES_OPTIONS=use-vc, so glibc
+ * asks the stub over TCP (its UDP path drops any answer whose source is
+ * not the nameserver's address, which the stub cannot have).
+ */
+void
+fence_job_env(const struct fence_job *fj, char ***envp)
+{
+	char	**env = *envp, *s;
+	size_t	 i, n = strv_len(env);
+
+	for (i = 0; i < n; i++) {
+		if (strncmp(env[i], "RES_OPTIONS=", 12) == 0)
+			break;
+	}
+	if (i == n) {
+		env = xreallocarray(env, n + 2, sizeof *env);
+		env[n] = xstrdup("RES_OPTIONS=use-vc");
+		env[n + 1] = NULL;
+	} else if (strstr(env[i], "use-vc") == NULL) {
+		xasprintf(&s, "%s use-vc", env[i]);
+		free(env[i]);
+		env[i] = s;
+	}
+	*envp = env;
+}
+
+/* The child's way out: a message on stderr and 126, the job never runs. */
+static dead void
+child_fail(const char *what)
+{
+	const char	*e = strerrordesc_np(errno), *v[5];
+	u_int		 i;
+
+	v[0] = "gmux: fence: ";
+	v[1] = what;
+	v[2] = ": ";
+	v[3] = e != NULL ? e : "error";
+	v[4] = "\n";
+	for (i = 0; i < nitems(v); i++) {
+		if (write(2, v[i], strlen(v[i])) < 0)
+			break;
+	}
+	_exit(126);
+}
+
+static int
+write_file(const char *path, const char *s)
+{
+	ssize_t	 n;
+	int	 fd;
+
+	if ((fd = open(path, O_WRONLY|O_CLOEXEC)) == -1)
+		return (-1);
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return (n == (ssize_t)strlen(s) ? 0 : -1);
+}
+
+/*
+ * --deny-net: an empty network namespace, when unprivileged user
+ * namespaces work (the job keeps its own uid and gid in it, and no
+ * capability after exec).  When they do not, the filter alone refuses.
+ */
+static int
+child_netns(struct fence_job *fj)
+{
+	if (unshare(CLONE_NEWUSER|CLONE_NEWNET) != 0)
+		return (0);
+	if (write_file("/proc/self/setgroups", "deny") != 0 ||
+	    write_file("/proc/self/uid_map", fj->uid_map) != 0 ||
+	    write_file("/proc/self/gid_map", fj->gid_map) != 0)
+		child_fail("user namespace");
+	return (1);
+}
+
+/*
+ * The backstop: TCP connects handled with no rule allowing any, so a
+ * connect() the job makes itself fails even if the filter were bypassed.
+ * Binding is not handled: a job may listen (a DDP rendezvous, a notebook
+ * kernel), and a listening socket sends nothing on its own.  With ABI 6,
+ * the domain is also scoped: no abstract UNIX socket and no signal
+ * outside it (the keeper and the daemon are out of reach).
+ */
+static void
+child_landlock(struct fence_job *fj)
+{
+	struct ll_ruleset_attr	 a;
+	size_t			 size;
+	int			 fd;
+
+	if (fj->landlock < 4)
+		return;
+	memset(&a, 0, sizeof a);
+	a.handled_access_net = LL_ACCESS_NET_CONNECT_TCP;
+	size = offsetof(struct ll_ruleset_attr, scoped);
+	if (fj->landlock >= 6) {
+		a.scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET|LL_SCOPE_SIGNAL;
+		size = sizeof a;
+	}
+	if ((fd = (int)syscall(SYS_landlock_create_ruleset, &a, size, 0)) < 0)
+		child_fail("landlock");
+	if (syscall(SYS_landlock_restrict_self, fd, 0) != 0)
+		child_fail("landlock");
+	close(fd);
+}
+
+static int
+send_fd(int sock, int fd, char c)
+{
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	union {
+		char		 buf[CMSG_SPACE(sizeof (int))];
+		struct cmsghdr	 align;
+	} u;
+
+	memset(&m, 0, sizeof m);
+	memset(&u, 0, sizeof u);
+	iov.iov_base = &c;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof u.buf;
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof (int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+	return (sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1);
+}
+
+/*
+ * In the job's child, after fork() and chdir(), before descriptors are
+ * closed and exec(): no_new_privs, Landlock, the filter, and its listener
+ * sent to the parent and closed here.  Only system calls: the parent may
+ * have threads.  Does not return on failure: the job is never unfenced.
+ */
+void
+fence_job_child(struct fence_job *fj)
+{
+	struct sock_fprog	 prog;
+	int			 lfd, netns = 0;
+
+	close(fj->sp[0]);
+	if (fj->policy->deny_net)
+		netns = child_netns(fj);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		child_fail("no_new_privs");
+	child_landlock(fj);
+	prog.len = fj->proglen;
+	prog.filter = fj->prog;
+	lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+	    SECCOMP_FILTER_FLAG_NEW_LISTENER|
+	    SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+	if (lfd == -1 && errno == EINVAL)	/* before Linux 5.19 */
+		lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+		    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	if (lfd == -1)
+		child_fail("seccomp");
+	if (send_fd(fj->sp[1], lfd, netns ? 'N' : 'L') != 0)
+		child_fail("sending the listener");
+	close(lfd);
+	close(fj->sp[1]);
+}
+
+static int
+recv_fd(int sock, char *c)
+{
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	int		 fd = -1;
+	union {
+		char		 buf[CMSG_SPACE(sizeof (int))];
+		struct cmsghdr	 align;
+	} u;
+
+	memset(&m, 0, sizeof m);
+	iov.iov_base = c;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof u.buf;
+	while (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) == -1) {
+		if (errno != EINTR)
+			return (-1);
+	}
+	cm = CMSG_FIRSTHDR(&m);
+	if (cm != NULL && cm->cmsg_level == SOL_SOCKET &&
+	    cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof fd))
+		memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+	return (fd);
+}
+
+/*
+ * In the parent after fork(): takes the listener from the child (waiting
+ * for it; the child either sends it or exits 126) and starts the
+ * supervisor.  The keeper becomes non-dumpable, so a job running as the
+ * same user cannot write the supervisor's memory through /proc.
+ */
+int
+fence_job_start(struct fence_job *fj, char **cause)
+{
+	char	 c = 0;
+	int	 lfd;
+
+	close(fj->sp[1]);
+	fj->sp[1] = -1;
+	lfd = recv_fd(fj->sp[0], &c);
+	fj->netns = c == 'N';
+	close(fj->sp[0]);
+	fj->sp[0] = -1;
+	if (lfd == -1) {
+		xasprintf(cause, "the job's fence was not installed");
+		return (-1);
+	}
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	fj->super = fence_super_create(fj->policy, fj->names, fj->workdir, lfd,
+	    cause);
+	return (fj->super == NULL ? -1 : 0);
+}
+
+/*
+ * Fills pfd (room for FENCE_POLLFDS) with the descriptors to poll for
+ * reading and returns how many; after poll(), hand the same entries to
+ * fence_job_dispatch().
+ */
+u_int
+fence_job_pollfds(const struct fence_job *fj, struct pollfd *pfd)
+{
+	if (fj->super == NULL)
+		return (0);
+	return (fence_super_pollfds(fj->super, pfd));
+}
+
+void
+fence_job_dispatch(struct fence_job *fj, const struct pollfd *pfd, u_int n)
+{
+	if (fj->super != NULL)
+		fence_super_dispatch(fj->super, pfd, n);
+}
+
+/* Whether no process of the job is left inside the fence. */
+int
+fence_job_done(const struct fence_job *fj)
+{
+	return (fj->super == NULL || fence_super_done(fj->super));
+}
+
+/* How many connects the fence refused so far. */
+uint64_t
+fence_job_refused(const struct fence_job *fj)
+{
+	uint64_t	 refused = 0, allowed, lookups;
+
+	if (fj->super != NULL)
+		fence_super_counts(fj->super, &refused, &allowed, &lookups);
+	return (refused);
+}
+
+/* The fence and its counts, for ps --json and the job's directory. */
+json_t *
+fence_job_stats(const struct fence_job *fj)
+{
+	uint64_t	 refused = 0, allowed = 0, lookups = 0;
+	const char	*last = "";
+
+	if (fj->super != NULL) {
+		fence_super_counts(fj->super, &refused, &allowed, &lookups);
+		last = fence_super_last_refused(fj->super);
+	}
+	return (json_pack("{s:s, s:I, s:I, s:I, s:s, s:i, s:b}", "fence",
+	    fj->text, "refused", (json_int_t)refused, "allowed",
+	    (json_int_t)allowed, "lookups", (json_int_t)lookups,
+	    "last_refused", last, "landlock", fj->landlock, "netns",
+	    fj->netns));
+}
+
+/*
+ * Writes the stats to path (0600, atomically) if the counts moved since
+ * the last write; meant for the keeper's once-a-second tick.
+ */
+int
+fence_job_write_stats(struct fence_job *fj, const char *path, char **cause)
+{
+	uint64_t	 refused = 0, allowed = 0, lookups;
+	json_t		*j;
+	char		*s;
+	int		 rc;
+
+	if (fj->super != NULL)
+		fence_super_counts(fj->super, &refused, &allowed, &lookups);
+	if (fj->wrote && fj->written[0] == refused && fj->written[1] == allowed)
+		return (0);
+	j = fence_job_stats(fj);
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	rc = write_file_atomic(path, s, strlen(s), 0600, cause);
+	free(s);
+	if (rc == 0) {
+		fj->wrote = 1;
+		fj->written[0] = refused;
+		fj->written[1] = allowed;
+	}
+	return (rc);
+}
+
+/* Frees it all; the listener closes, and the job's connects get ENOSYS. */
+void
+fence_job_free(struct fence_job *fj)
+{
+	if (fj == NULL)
+		return;
+	fence_super_free(fj->super);
+	fence_names_free(fj->names);
+	if (fj->sp[0] != -1)
+		close(fj->sp[0]);
+	if (fj->sp[1] != -1)
+		close(fj->sp[1]);
+	fence_free(fj->policy);
+	free(fj->workdir);
+	free(fj->prog);
+	free(fj->text);
+	free(fj);
+}
