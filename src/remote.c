@@ -219,7 +219,7 @@ remote_ask(const struct remote_io *io, const char *text, size_t len,
 
 /*
  * Sends the tree at root to the host behind io.  sc is the stat cache (it
- * is saved after the scan), pgfd the progress fd (-1: none).  On success
+ * is saved after the scan; NULL: none), pgfd the progress fd (-1: none).  On success
  * mdigest holds the manifest's digest, for POST /v1/jobs.  Returns 0 or -1
  * with *cause.
  */
@@ -238,7 +238,7 @@ remote_sync(const struct remote_io *io, const char *root,
 
 	if (sync_scan(root, sc, &m, st, cause) != 0)
 		return (-1);
-	if (statcache_save(sc, &why) != 0) {
+	if (sc != NULL && statcache_save(sc, &why) != 0) {
 		log_warnx("%s", why);	/* only costs hashing next time */
 		free(why);
 	}

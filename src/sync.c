@@ -121,13 +121,16 @@ sync_file(struct sync_ctx *ctx, int dirfd, const char *name,
 	const char	*known;
 	char		 digest[DIGEST_HEX];
 
-	if ((known = statcache_get(ctx->sc, path, &st)) != NULL)
+	known = ctx->sc != NULL ? statcache_get(ctx->sc, path, &st) : NULL;
+	if (known != NULL)
 		memcpy(digest, known, DIGEST_HEX);
 	else {
-		statcache_hashing(ctx->sc);
+		if (ctx->sc != NULL)
+			statcache_hashing(ctx->sc);
 		if (sync_hash(dirfd, name, path, &st, digest, cause) != 0)
 			return (-1);
-		statcache_put(ctx->sc, path, &st, digest);
+		if (ctx->sc != NULL)
+			statcache_put(ctx->sc, path, &st, digest);
 		ctx->st->hashed++;
 		ctx->st->hashed_bytes += (uint64_t)st.st_size;
 	}
@@ -186,7 +189,7 @@ sync_entry(int dirfd, const char *name, const char *path,
 
 /*
  * Makes the manifest of the tree at root into m (sorted).  sc is the stat
- * cache to consult and update.  Returns 0, or -1 with *cause.
+ * cache to consult and update (NULL: hash everything).  Returns 0, or -1 with *cause.
  */
 int
 sync_scan(const char *root, struct statcache *sc, struct manifest *m,

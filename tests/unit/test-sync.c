@@ -154,6 +154,7 @@ test_manifest(void)
 	CHECK(e != NULL && e->type == MENTRY_LINK &&
 	    strcmp(e->target, "na\nme%/../") == 0);
 	CHECK(manifest_find(&back, "nope") == NULL);
+	manifest_clear(&back);
 	CHECK(manifest_parse(text, len, 4, &back, &cause) == -1);
 	free(cause);
 	cause = NULL;
