@@ -3,11 +3,17 @@
  * by the SHA-256 of its content, under a fan-out directory of the digest's
  * first two hex digits (blobs/ab/abcd...).  A blob arrives in a temporary
  * file (blobs/tmp), is checked against the digest and size it was announced
- * with, made durable and only then renamed into place, so a name always
- * holds its content.  The store is bounded: past its limit the least
- * recently used blobs go, except pinned ones (a job being materialized or
- * a sync in progress holds pins).  Last use survives restarts as the
- * blob's mtime, refreshed at most hourly to spare writes.
+ * with, and only then renamed into place.  The store is bounded: past its
+ * limit the least recently used blobs go, except pinned ones (a job being
+ * materialized holds pins).  Last use survives restarts as the blob's
+ * mtime, refreshed at most hourly to spare writes.
+ *
+ * Durability is by verification, not by a flush per blob (a first sync of
+ * ten thousand files would spend most of its time in fsync): an orderly
+ * cas_close flushes the filesystem and leaves blobs/clean; a store opened
+ * without that marker (a crash, a power loss) hashes each blob again the
+ * first time it is used, and drops one whose content no longer matches its
+ * name, so a torn write costs a re-upload, never a wrong input.
  */
 
 #include <sys/stat.h>
@@ -22,6 +28,7 @@
 #include "gmux.h"
 
 #define CAS_TOUCH_MS	(3600 * 1000)
+#define CAS_CLEAN	"clean"
 #define CAS_EMPTY \
 	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
@@ -31,10 +38,12 @@ struct cas_blob {
 	int64_t			 used;		/* ms */
 	int64_t			 disk_used;	/* the mtime on disk, ms */
 	u_int			 pins;
+	int			 verified;	/* known to match its name */
 	TAILQ_ENTRY(cas_blob)	 entry;		/* least recently used first */
 };
 
 struct cas {
+	uint64_t		 generation;	/* changes when a blob goes */
 	char			*dir;
 	int			 dirfd;
 	uint64_t		 limit;
@@ -42,6 +51,7 @@ struct cas {
 	struct hmap		*map;
 	TAILQ_HEAD(, cas_blob)	 lru;
 	u_int			 seq;
+	int			 was_clean;	/* opened after cas_close */
 };
 
 struct cas_writer {
@@ -54,6 +64,10 @@ struct cas_writer {
 	char			 tmp[64];
 	struct digest		 d;
 };
+
+static uint64_t	cas_opened;
+
+static int	cas_verify_fd(struct cas *, struct cas_blob *, int);
 
 /* Relative path of a blob: "ab/abcd...". */
 static void
@@ -71,6 +85,7 @@ cas_index(struct cas *c, const char *digest, uint64_t size, int64_t used)
 	memcpy(b->digest, digest, DIGEST_HEX);
 	b->size = size;
 	b->used = b->disk_used = used;
+	b->verified = c->was_clean;
 	hmap_put(c->map, b->digest, b);
 	c->total += size;
 	return (b);
@@ -79,6 +94,7 @@ cas_index(struct cas *c, const char *digest, uint64_t size, int64_t used)
 static void
 cas_unindex(struct cas *c, struct cas_blob *b)
 {
+	c->generation++;
 	hmap_del(c->map, b->digest);
 	TAILQ_REMOVE(&c->lru, b, entry);
 	c->total -= b->size;
@@ -168,6 +184,23 @@ cas_clean_tmp(struct cas *c)
 	closedir(d);
 }
 
+/* Flushes everything, then leaves the marker that says so. */
+static void
+cas_mark_clean(struct cas *c)
+{
+	int	 fd;
+
+	if (syncfs(c->dirfd) != 0)
+		return;
+	fd = openat(c->dirfd, CAS_CLEAN, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC,
+	    0600);
+	if (fd == -1)
+		return;
+	fsync(fd);
+	close(fd);
+	fsync(c->dirfd);
+}
+
 /*
  * Opens (creating) the store at dir, holding at most limit bytes.  Returns
  * it (free with cas_close) or NULL with *cause.
@@ -186,6 +219,7 @@ cas_open(const char *dir, uint64_t limit, char **cause)
 	}
 	free(tmp);
 	c = xcalloc(1, sizeof *c);
+	c->generation = ++cas_opened << 40;
 	c->dir = xstrdup(dir);
 	c->limit = limit;
 	c->map = hmap_create();
@@ -195,6 +229,11 @@ cas_open(const char *dir, uint64_t limit, char **cause)
 		cas_close(c);
 		return (NULL);
 	}
+	/* From here until cas_close, a crash leaves the store unverified. */
+	c->was_clean = unlinkat(c->dirfd, CAS_CLEAN, 0) == 0;
+	if (!c->was_clean)
+		log_info("%s: %s was not closed cleanly; blobs are checked "
+		    "again as they are used", __func__, dir);
 	cas_clean_tmp(c);
 	cas_scan(c);
 	cas_evict(c);
@@ -211,10 +250,22 @@ cas_close(struct cas *c)
 	while ((b = TAILQ_FIRST(&c->lru)) != NULL)
 		cas_unindex(c, b);
 	hmap_free(c->map);
-	if (c->dirfd != -1)
+	if (c->dirfd != -1) {
+		cas_mark_clean(c);
 		close(c->dirfd);
+	}
 	free(c->dir);
 	free(c);
+}
+
+/*
+ * A number that changes whenever a blob leaves the store, and differs
+ * between stores: what was found complete stays complete while it holds.
+ */
+uint64_t
+cas_generation(const struct cas *c)
+{
+	return (c->generation);
 }
 
 uint64_t
@@ -289,10 +340,60 @@ cas_open_blob(struct cas *c, const char *digest, uint64_t *size)
 			cas_unindex(c, b);
 		return (-1);
 	}
+	if (!b->verified && cas_verify_fd(c, b, fd) != 0) {
+		close(fd);
+		return (-1);
+	}
 	if (size != NULL)
 		*size = b->size;
 	cas_touch(c, digest);
 	return (fd);
+}
+
+/*
+ * Checks a blob not verified since an unclean stop: it must still hash to
+ * its name.  One that does not is dropped (-1).  fd is left at offset 0.
+ */
+static int
+cas_verify_fd(struct cas *c, struct cas_blob *b, int fd)
+{
+	char		 got[DIGEST_HEX], name[DIGEST_HEX + 4];
+	uint64_t	 size;
+
+	if (digest_fd(fd, got, &size, NULL) == 0 && size == b->size &&
+	    strcmp(got, b->digest) == 0 && lseek(fd, 0, SEEK_SET) == 0) {
+		b->verified = 1;
+		return (0);
+	}
+	log_warnx("%s: blob %s is damaged; dropped", __func__, b->digest);
+	cas_name(b->digest, name, sizeof name);
+	if (b->pins == 0) {
+		unlinkat(c->dirfd, name, 0);
+		cas_unindex(c, b);
+	}
+	return (-1);
+}
+
+/*
+ * Returns 1 if the store holds the blob and it is sound: after an unclean
+ * stop this hashes it once.  For deciding what a client must send.
+ */
+int
+cas_check(struct cas *c, const char *digest, uint64_t *size)
+{
+	struct cas_blob	*b;
+	int		 fd;
+
+	if ((b = hmap_get(c->map, digest)) == NULL)
+		return (0);
+	if (!b->verified) {
+		if ((fd = cas_open_blob(c, digest, NULL)) == -1)
+			return (0);
+		close(fd);
+	}
+	if (size != NULL)
+		*size = b->size;
+	return (1);
 }
 
 /* Pins a blob against eviction; returns -1 if it is not there. */
@@ -336,7 +437,7 @@ cas_evict(struct cas *c)
 	}
 }
 
-/* Makes everything written so far durable (one syncfs for a batch). */
+/* Makes everything written so far durable (syncfs: the whole fs). */
 int
 cas_sync(struct cas *c)
 {
@@ -460,6 +561,7 @@ cas_writer_commit(struct cas_writer *w, char **cause)
 			unlinkat(c->dirfd, w->tmp, 0);
 		} else {
 			b = cas_index(c, w->got, w->size, clock_ms());
+			b->verified = 1;	/* hashed on the way in */
 			TAILQ_INSERT_TAIL(&c->lru, b, entry);
 		}
 	}
@@ -488,8 +590,8 @@ cas_writer_abort(struct cas_writer *w)
 }
 
 /*
- * Stores a blob from memory (one PUT), durably.  Returns 0, -2 if the
- * content is not what digest names, or -1.
+ * Stores a blob from memory (one PUT).  Returns 0, -2 if the content is
+ * not what digest names, or -1.
  */
 int
 cas_put(struct cas *c, const char *digest, const void *buf, size_t len,
@@ -504,7 +606,7 @@ cas_put(struct cas *c, const char *digest, const void *buf, size_t len,
 		cas_writer_abort(w);
 		return (rc);
 	}
-	if ((rc = cas_writer_finish(w, 1, NULL, cause)) != 0)
+	if ((rc = cas_writer_finish(w, 0, NULL, cause)) != 0)
 		return (rc);
 	return (cas_writer_commit(w, cause));
 }
@@ -540,7 +642,7 @@ cas_ingest_fd(struct cas *c, int fd, char *digest, uint64_t *size,
 		}
 	}
 	*size = w->size;
-	if (cas_writer_finish(w, 1, digest, cause) != 0)
+	if (cas_writer_finish(w, 0, digest, cause) != 0)
 		return (-1);
 	return (cas_writer_commit(w, cause));
 }

@@ -53,8 +53,8 @@ confine_path_ok(const char *path, char **cause)
 		if (len == 0 || len > NAME_MAX || (len == 1 && p[0] == '.') ||
 		    (len == 2 && p[0] == '.' && p[1] == '.') ||
 		    ++depth > CONFINE_DEPTH) {
-			xasprintf(cause, "'%.200s' is not a plain relative path",
-			    path);
+			xasprintf(cause, "'%.200s' is not a plain relative "
+			    "path", path);
 			return (0);
 		}
 		if (slash == NULL)
@@ -88,7 +88,7 @@ confine_walk_dirs(int dirfd, const char *path, size_t len, int create)
 	size_t	 i = 0, n;
 	int	 fd, next;
 
-	if ((fd = dup(dirfd)) == -1)
+	if ((fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0)) == -1)
 		return (-1);
 	while (i < len) {
 		for (n = 0; i + n < len && path[i + n] != '/'; n++)
@@ -160,15 +160,50 @@ confine_parent(int dirfd, const char *path, int create, const char **leaf)
 	return (confine_walk_dirs(dirfd, path, (size_t)(slash - path), create));
 }
 
+static int	confine_walk_dir(int, char *, size_t, u_int,
+		    const struct walk_ops *, void *, char **);
+
+/* One entry of a directory: path[len] onwards gets its name. */
+static int
+confine_walk_one(int dirfd, const char *name, char *path, size_t len,
+    u_int depth, const struct walk_ops *ops, void *arg, char **cause)
+{
+	struct stat	 st;
+	size_t		 nlen = strlen(name), plen;
+	int		 sub, r;
+
+	if (len + nlen + 2 > PATH_MAX)
+		return (0);
+	if (len != 0)
+		path[len] = '/';
+	plen = len + (len != 0) + nlen;
+	memcpy(path + len + (len != 0), name, nlen + 1);
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		r = 0;		/* gone meanwhile */
+	else if ((r = ops->entry(dirfd, name, path, &st, arg, cause)) == 1 &&
+	    S_ISDIR(st.st_mode)) {
+		sub = openat(dirfd, name, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|
+		    O_CLOEXEC);
+		if (sub == -1) {
+			xasprintf(cause, "%s: %s", path, strerror(errno));
+			r = -1;
+		} else {
+			r = confine_walk_dir(sub, path, plen, depth + 1, ops,
+			    arg, cause);
+			close(sub);
+		}
+	}
+	path[len] = '\0';
+	return (r == -1 ? -1 : 0);
+}
+
 static int
 confine_walk_dir(int dirfd, char *path, size_t len, u_int depth,
     const struct walk_ops *ops, void *arg, char **cause)
 {
 	struct dirent	*de;
-	struct stat	 st;
 	DIR		*d;
-	int		 fd, sub, rc = -1, r;
-	size_t		 nlen;
+	int		 fd, rc = -1;
 
 	if (depth > CONFINE_DEPTH) {
 		xasprintf(cause, "%s: more than %d levels deep", path,
@@ -189,33 +224,9 @@ confine_walk_dir(int dirfd, char *path, size_t len, u_int depth,
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
 			continue;
-		nlen = strlen(de->d_name);
-		if (len + nlen + 2 > PATH_MAX)
-			continue;
-		if (len != 0)
-			path[len] = '/';
-		memcpy(path + len + (len != 0), de->d_name, nlen + 1);
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			goto restore;	/* gone meanwhile */
-		if ((r = ops->entry(dirfd, de->d_name, path, &st, arg, cause))
-		    == -1)
+		if (confine_walk_one(dirfd, de->d_name, path, len, depth, ops,
+		    arg, cause) != 0)
 			goto out;
-		if (r == 1 && S_ISDIR(st.st_mode)) {
-			sub = openat(dirfd, de->d_name, O_RDONLY|O_DIRECTORY|
-			    O_NOFOLLOW|O_CLOEXEC);
-			if (sub == -1) {
-				xasprintf(cause, "%s: %s", path,
-				    strerror(errno));
-				goto out;
-			}
-			r = confine_walk_dir(sub, path, len + nlen +
-			    (len != 0), depth + 1, ops, arg, cause);
-			close(sub);
-			if (r != 0)
-				goto out;
-		}
-restore:
-		path[len] = '\0';
 	}
 	if (errno != 0) {
 		xasprintf(cause, "%s: %s", len ? path : ".", strerror(errno));

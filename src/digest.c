@@ -123,14 +123,21 @@ hex_encode(const u_char *in, size_t len, char *out)
 int
 digest_valid(const char *s)
 {
-	size_t	 i;
+	static const u_char	 ok[256] = {
+		['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1,
+		['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+		['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1,
+		['f'] = 1,
+	};
+	size_t			 i;
+	u_int			 all = 1;
 
 	for (i = 0; i < DIGEST_HEX - 1; i++) {
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
+		if (s[i] == '\0')
 			return (0);
+		all &= ok[(u_char)s[i]];
 	}
-	return (s[i] == '\0');
+	return (all && s[i] == '\0');
 }
 
 /* Compares two equal-length secrets (or their hashes) in constant time. */
@@ -159,7 +166,8 @@ base64url_encode(const u_char *in, size_t len, char *out)
 	char			*o = out;
 
 	for (i = 0; i + 2 < len; i += 3) {
-		v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+		v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 |
+		    in[i + 2];
 		*o++ = a[v >> 18];
 		*o++ = a[(v >> 12) & 63];
 		*o++ = a[(v >> 6) & 63];

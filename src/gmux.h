@@ -531,10 +531,12 @@ struct cas;
 struct cas_writer;
 struct cas	*cas_open(const char *, uint64_t, char **);
 void		 cas_close(struct cas *);
+uint64_t	 cas_generation(const struct cas *);
 uint64_t	 cas_total(const struct cas *);
 uint64_t	 cas_limit(const struct cas *);
 size_t		 cas_count(const struct cas *);
 int		 cas_has(const struct cas *, const char *, uint64_t *);
+int		 cas_check(struct cas *, const char *, uint64_t *);
 void		 cas_touch(struct cas *, const char *);
 int		 cas_open_blob(struct cas *, const char *, uint64_t *);
 int		 cas_pin(struct cas *, const char *);
@@ -617,6 +619,17 @@ int		 remote_host_prepare(struct cas *, const char *, const char *,
 		     json_t **, char **);
 int		 remote_host_pull(struct cas *, const char *, json_t *,
 		     uint64_t, json_t **, char **);
+/* (end) */
+
+/* remote-local.c (issue 7): the sync routes in process */
+struct remote_local {
+	struct cas	*cas;
+	uint64_t	 max_upload;
+	const char	*jobdir;	/* what pull reads; NULL: no pull */
+	void		(*tamper)(char *, size_t);	/* tests: spoil PUTs */
+	u_int		 requests, batches, puts, gets;
+};
+void		 remote_local_io(struct remote_local *, struct remote_io *);
 /* (end) */
 
 /* remotes.c (issue 7): the client's hosts */

@@ -8,8 +8,11 @@
  * rules from deeper .gmuxignore files come later.  Like git, nothing inside
  * an ignored directory can be re-included (it is not even read).
  *
- * The matcher follows git's wildmatch, including its early aborts, which
- * keep hostile patterns from taking exponential time.
+ * Patterns are compiled once into tokens and matched by simulating them as
+ * an NFA (the set of pattern positions alive after each character), so a
+ * match costs at most pattern x path steps whatever the input: a
+ * backtracking matcher, even git's with its early aborts, can be driven
+ * into exponential time by chains of "**" (the fuzzer found one).
  */
 
 #include <ctype.h>
@@ -17,11 +20,6 @@
 #include <string.h>
 
 #include "gmux.h"
-
-#define WM_MATCH		1
-#define WM_NOMATCH		0
-#define WM_ABORT_ALL		-1
-#define WM_ABORT_TO_STARSTAR	-2
 
 #define IGNORE_LINE_MAX		4096
 
@@ -32,7 +30,31 @@ static const char *ignore_default_rules[] = {
 	".ipynb_checkpoints/", ".DS_Store",
 };
 
+enum wm_type {
+	WM_CHAR,	/* one byte */
+	WM_ANY,		/* ?: one byte but '/' */
+	WM_CLASS,	/* [...]: at pattern + off */
+	WM_STAR,	/* *: any bytes but '/' */
+	WM_ALL,		/* a final whole "**": anything */
+	WM_DIRS,	/* a whole "**" and "/": nothing, or up to a "/", */
+	WM_DIRS_LOOP,	/* ...which takes two states: entry and loop */
+};
+
+struct wm_tok {
+	u_char		 type;
+	u_char		 c;
+	uint32_t	 off;
+};
+
+struct wm_pat {
+	const char	*pattern;
+	struct wm_tok	*v;
+	size_t		 n;
+	int		 never;		/* a broken class or escape */
+};
+
 struct ignore_rule {
+	struct wm_pat	 wm;
 	char		*pattern;
 	char		*base;		/* "" or "dir/sub" (no trailing /) */
 	int		 negate;
@@ -46,7 +68,10 @@ struct ignore {
 	size_t			 size;
 };
 
-/* Matches one [...] class at p against c; *end is set past the class. */
+/*
+ * Matches one [...] class (p is past the '[') against c.  Returns 1 or 0,
+ * or -1 if the class has no end; *end is set to its ']'.
+ */
 static int
 wm_class(const char *p, u_char c, const char **end)
 {
@@ -63,89 +88,208 @@ wm_class(const char *p, u_char c, const char **end)
 	}
 	for (; *p != ']'; p++) {
 		if (*p == '\0')
-			return (WM_ABORT_ALL);
+			return (-1);
 		if (*p == '\\' && *++p == '\0')
-			return (WM_ABORT_ALL);
+			return (-1);
 		lo = hi = (u_char)*p;
 		if (p[1] == '-' && p[2] != ']' && p[2] != '\0') {
 			p += 2;
 			if (*p == '\\' && *++p == '\0')
-				return (WM_ABORT_ALL);
+				return (-1);
 			hi = (u_char)*p;
 		}
 		if (c >= lo && c <= hi)
 			match = 1;
 	}
 	*end = p;
-	return (match != negate && c != '/' ? WM_MATCH : WM_NOMATCH);
+	return (match != negate && c != '/');
 }
 
-static int
-wm(const char *start, const char *p, const char *t)
+/* A run of stars at p (i its offset): which token it is, and its end. */
+static enum wm_type
+wm_stars(const char *pattern, size_t i, size_t *next)
 {
-	const char	*q, *prev;
-	int		 r, slash;
+	size_t	 j = i;
 
-	for (; *p != '\0'; p++, t++) {
-		if (*t == '\0' && *p != '*')
-			return (WM_ABORT_ALL);
-		switch (*p) {
+	while (pattern[j] == '*')
+		j++;
+	*next = j;
+	if (j - i < 2 || (i != 0 && pattern[i - 1] != '/'))
+		return (WM_STAR);
+	if (pattern[j] == '\0')
+		return (WM_ALL);
+	if (pattern[j] != '/')
+		return (WM_STAR);
+	*next = j + 1;
+	return (WM_DIRS);
+}
+
+/* Compiles pattern into wp (which points into it: keep it alive). */
+static void
+wm_compile(const char *pattern, struct wm_pat *wp)
+{
+	const char	*end;
+	struct wm_tok	 t;
+	size_t		 i = 0, next;
+
+	memset(wp, 0, sizeof *wp);
+	wp->pattern = pattern;
+	wp->v = xcalloc(2 * strlen(pattern) + 1, sizeof *wp->v);
+	while (pattern[i] != '\0') {
+		memset(&t, 0, sizeof t);
+		next = i + 1;
+		switch (pattern[i]) {
 		case '\\':
-			if (*++p == '\0' || *t != *p)
-				return (WM_NOMATCH);
+			if (pattern[i + 1] == '\0')
+				wp->never = 1;
+			t.c = (u_char)pattern[i + 1];
+			next = i + 2;
 			break;
 		case '?':
-			if (*t == '/')
-				return (WM_NOMATCH);
+			t.type = WM_ANY;
 			break;
 		case '[':
-			if ((r = wm_class(p + 1, (u_char)*t, &q)) != WM_MATCH)
-				return (r);
-			p = q;
+			t.type = WM_CLASS;
+			t.off = (uint32_t)(i + 1);
+			if (wm_class(pattern + i + 1, 0, &end) == -1)
+				wp->never = 1;
+			else
+				next = (size_t)(end - pattern) + 1;
 			break;
 		case '*':
-			prev = p;
-			slash = 0;
-			if (p[1] == '*') {
-				while (p[1] == '*')
-					p++;
-				/* A whole component: "**" crosses "/". */
-				if ((prev == start || prev[-1] == '/') &&
-				    (p[1] == '\0' || p[1] == '/')) {
-					if (p[1] == '/' &&
-					    wm(start, p + 2, t) == WM_MATCH)
-						return (WM_MATCH);
-					slash = 1;
-				}
-			}
-			if (p[1] == '\0') {
-				if (!slash && strchr(t, '/') != NULL)
-					return (WM_NOMATCH);
-				return (WM_MATCH);
-			}
-			for (; *t != '\0'; t++) {
-				r = wm(start, p + 1, t);
-				if (r != WM_NOMATCH) {
-					if (!slash || r != WM_ABORT_TO_STARSTAR)
-						return (r);
-				} else if (!slash && *t == '/')
-					return (WM_ABORT_TO_STARSTAR);
-			}
-			return (WM_ABORT_ALL);
+			t.type = wm_stars(pattern, i, &next);
+			break;
 		default:
-			if (*t != *p)
-				return (WM_NOMATCH);
+			t.c = (u_char)pattern[i];
 			break;
 		}
+		if (wp->never)
+			return;
+		/* "**" that is not a whole component is a "*"; "**" twice one. */
+		if (!(wp->n > 0 && t.type == WM_STAR &&
+		    wp->v[wp->n - 1].type == WM_STAR))
+			wp->v[wp->n++] = t;
+		if (t.type == WM_DIRS) {
+			t.type = WM_DIRS_LOOP;
+			wp->v[wp->n++] = t;
+		}
+		i = next;
 	}
-	return (*t == '\0' ? WM_MATCH : WM_NOMATCH);
+}
+
+static void
+wm_free(struct wm_pat *wp)
+{
+	free(wp->v);
+	wp->v = NULL;
+}
+
+/* Marks state i alive, and those reachable from it on no input. */
+static void
+wm_add(const struct wm_pat *wp, u_char *set, size_t i)
+{
+	while (i <= wp->n && !set[i]) {
+		set[i] = 1;
+		if (i == wp->n)
+			return;
+		switch (wp->v[i].type) {
+		case WM_STAR:
+		case WM_ALL:
+			i++;
+			break;
+		case WM_DIRS:
+			i += 2;		/* no directory at all */
+			break;
+		default:
+			return;
+		}
+	}
+}
+
+/* Runs the compiled pattern over text; 1 if it matches all of it. */
+static int
+wm_run(const struct wm_pat *wp, const char *text)
+{
+	u_char		 small[2][64], *cur, *nxt, *tmp, c;
+	const char	*end;
+	size_t		 i, n = wp->n;
+	int		 alive = 1;
+
+	if (wp->never)
+		return (0);
+	if (n + 1 <= sizeof small[0]) {
+		cur = small[0];
+		nxt = small[1];
+	} else {
+		cur = xmalloc(n + 1);
+		nxt = xmalloc(n + 1);
+	}
+	memset(cur, 0, n + 1);
+	wm_add(wp, cur, 0);
+	for (; *text != '\0' && alive; text++) {
+		c = (u_char)*text;
+		memset(nxt, 0, n + 1);
+		alive = 0;
+		for (i = 0; i < n; i++) {
+			if (!cur[i])
+				continue;
+			switch (wp->v[i].type) {
+			case WM_CHAR:
+				if (c == wp->v[i].c)
+					wm_add(wp, nxt, i + 1);
+				break;
+			case WM_ANY:
+				if (c != '/')
+					wm_add(wp, nxt, i + 1);
+				break;
+			case WM_CLASS:
+				if (wm_class(wp->pattern + wp->v[i].off, c,
+				    &end) == 1)
+					wm_add(wp, nxt, i + 1);
+				break;
+			case WM_STAR:
+				if (c != '/')
+					wm_add(wp, nxt, i);
+				break;
+			case WM_DIRS:
+				wm_add(wp, nxt, i + 1);
+				if (c == '/')
+					wm_add(wp, nxt, i + 2);
+				break;
+			case WM_DIRS_LOOP:
+				wm_add(wp, nxt, i);
+				if (c == '/')
+					wm_add(wp, nxt, i + 1);
+				break;
+			case WM_ALL:
+				wm_add(wp, nxt, i);
+				break;
+			}
+			alive = 1;
+		}
+		tmp = cur;
+		cur = nxt;
+		nxt = tmp;
+	}
+	alive = *text == '\0' && cur[n];
+	if (n + 1 > sizeof small[0]) {
+		free(cur);
+		free(nxt);
+	}
+	return (alive);
 }
 
 /* gitignore's pattern match of a whole path (wildmatch, WM_PATHNAME). */
 int
 ignore_wildmatch(const char *pattern, const char *text)
 {
-	return (wm(pattern, pattern, text) == WM_MATCH);
+	struct wm_pat	 wp;
+	int		 r;
+
+	wm_compile(pattern, &wp);
+	r = wm_run(&wp, text);
+	wm_free(&wp);
+	return (r);
 }
 
 struct ignore *
@@ -159,6 +303,7 @@ ignore_truncate(struct ignore *ig, size_t n)
 {
 	while (ig->n > n) {
 		ig->n--;
+		wm_free(&ig->v[ig->n].wm);
 		free(ig->v[ig->n].pattern);
 		free(ig->v[ig->n].base);
 	}
@@ -218,6 +363,7 @@ ignore_add_line(struct ignore *ig, const char *base, const char *s,
 	if ((slash = strchr(r.pattern, '/')) != NULL)
 		r.anchored = 1;
 	r.base = xstrdup(base);
+	wm_compile(r.pattern, &r.wm);
 	if (ig->n == ig->size) {
 		ig->size = ig->size ? ig->size * 2 : 16;
 		ig->v = xreallocarray(ig->v, ig->size, sizeof *ig->v);
@@ -273,9 +419,9 @@ ignore_rule_match(const struct ignore_rule *r, const char *path, int isdir)
 		rel = path + blen + 1;
 	}
 	if (r->anchored)
-		return (ignore_wildmatch(r->pattern, rel));
+		return (wm_run(&r->wm, rel));
 	name = strrchr(rel, '/');
-	return (ignore_wildmatch(r->pattern, name != NULL ? name + 1 : rel));
+	return (wm_run(&r->wm, name != NULL ? name + 1 : rel));
 }
 
 /* Returns 1 if path (relative to the top) is ignored. */

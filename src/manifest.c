@@ -300,7 +300,8 @@ manifest_line(struct manifest *m, const char *p, const char *end,
 	}
 	prev = m->n ? &m->v[m->n - 1] : NULL;
 	if (prev != NULL && strcmp(prev->path, e.path) >= 0) {
-		xasprintf(cause, "entry %zu: not sorted or a duplicate", m->n + 1);
+		xasprintf(cause, "entry %zu: not sorted or a duplicate",
+		    m->n + 1);
 		goto fail;
 	}
 	if (e.type == MENTRY_LINK) {

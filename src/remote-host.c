@@ -14,6 +14,88 @@
 #include "gmux.h"
 
 #define REMOTE_GLOBS_MAX	64
+#define REMOTE_MEMO		4
+
+/*
+ * Manifests lately found complete, so an unchanged tree's GET and its job
+ * cost neither a parse nor a blob lookup per file.  One stays valid while
+ * the store's generation is what it was: no blob has gone since.  (Owned
+ * by the daemon's loop thread, like the store.)
+ */
+static struct remote_memo {
+	int		 valid;
+	uint64_t	 generation;
+	char		 digest[DIGEST_HEX];
+	struct manifest	 m;
+	uint64_t	 used;
+} remote_memo[REMOTE_MEMO];
+static uint64_t	 remote_memo_clock;
+
+static const struct manifest *
+remote_memo_find(const struct cas *c, const char *mdigest)
+{
+	struct remote_memo	*r;
+	u_int			 i;
+
+	for (i = 0; i < REMOTE_MEMO; i++) {
+		r = &remote_memo[i];
+		if (r->valid && r->generation == cas_generation(c) &&
+		    strcmp(r->digest, mdigest) == 0) {
+			r->used = ++remote_memo_clock;
+			return (&r->m);
+		}
+	}
+	return (NULL);
+}
+
+/* Keeps m (taking it over: m is left empty) as complete in store c. */
+static void
+remote_memo_keep(const struct cas *c, const char *mdigest,
+    struct manifest *m)
+{
+	struct remote_memo	*r = &remote_memo[0];
+	u_int			 i;
+
+	for (i = 0; i < REMOTE_MEMO; i++) {
+		if (!remote_memo[i].valid) {
+			r = &remote_memo[i];
+			break;
+		}
+		if (remote_memo[i].used < r->used)
+			r = &remote_memo[i];
+	}
+	if (r->valid)
+		manifest_clear(&r->m);
+	r->valid = 1;
+	r->generation = cas_generation(c);
+	memcpy(r->digest, mdigest, DIGEST_HEX);
+	r->m = *m;
+	r->used = ++remote_memo_clock;
+	manifest_init(m);
+}
+
+static json_t *
+remote_host_reply(const char *mdigest, json_t *missing, uint64_t need,
+    const struct manifest *m)
+{
+	return (json_pack("{s:s, s:o, s:I, s:I, s:I}", "manifest", mdigest,
+	    "missing", missing, "missing_bytes", (json_int_t)need, "files",
+	    (json_int_t)m->n, "bytes", (json_int_t)m->bytes));
+}
+
+/* The answer for a manifest known complete: nothing to send. */
+static json_t *
+remote_host_complete(struct cas *c, const char *mdigest,
+    const struct manifest *m)
+{
+	size_t	 i;
+
+	for (i = 0; i < m->n; i++) {
+		if (m->v[i].type == MENTRY_FILE)
+			cas_touch(c, m->v[i].digest);
+	}
+	return (remote_host_reply(mdigest, json_array(), 0, m));
+}
 
 /*
  * Works out which of m's blobs the store lacks.  Blobs it has are touched,
@@ -37,7 +119,7 @@ remote_host_missing(struct cas *c, const char *mdigest,
 		if (e->type != MENTRY_FILE || hmap_get(seen, e->digest) != NULL)
 			continue;
 		hmap_put(seen, e->digest, (void *)e);
-		if (!cas_has(c, e->digest, &size)) {
+		if (!cas_check(c, e->digest, &size)) {
 			json_array_append_new(missing, json_string(e->digest));
 			*missing_bytes += e->size;
 			continue;
@@ -53,16 +135,16 @@ remote_host_missing(struct cas *c, const char *mdigest,
 		cas_touch(c, e->digest);
 	}
 	hmap_free(seen);
-	return (json_pack("{s:s, s:o, s:I, s:I, s:I}", "manifest", mdigest,
-	    "missing", missing, "missing_bytes", (json_int_t)*missing_bytes,
-	    "files", (json_int_t)m->n, "bytes", (json_int_t)m->bytes));
+	return (remote_host_reply(mdigest, missing, *missing_bytes, m));
 }
 
-/* The checks of size both POST and GET of a manifest make. */
+/*
+ * The checks of size both POST and GET of a manifest make.  A manifest
+ * found complete is kept (m is then left empty).
+ */
 static int
-remote_host_answer(struct cas *c, const char *mdigest,
-    const struct manifest *m, uint64_t max_upload, json_t **reply,
-    char **cause)
+remote_host_answer(struct cas *c, const char *mdigest, struct manifest *m,
+    uint64_t max_upload, json_t **reply, char **cause)
 {
 	char		*a, *b;
 	uint64_t	 need;
@@ -80,6 +162,10 @@ remote_host_answer(struct cas *c, const char *mdigest,
 	if ((*reply = remote_host_missing(c, mdigest, m, &need, cause)) ==
 	    NULL)
 		return (400);
+	if (need == 0) {
+		remote_memo_keep(c, mdigest, m);
+		return (200);
+	}
 	if (need > max_upload) {
 		a = format_size(need);
 		b = format_size(max_upload);
@@ -148,7 +234,8 @@ remote_host_load(struct cas *c, const char *mdigest, struct manifest *m,
 	buf = confine_read_fd(fd, REMOTE_MANIFEST_MAX, &len);
 	close(fd);
 	if (buf == NULL) {
-		xasprintf(cause, "manifest %.16s: %s", mdigest, strerror(errno));
+		xasprintf(cause, "manifest %.16s: %s", mdigest,
+		    strerror(errno));
 		return (500);
 	}
 	rc = manifest_parse(buf, len, REMOTE_ENTRIES_MAX, m, cause);
@@ -164,10 +251,15 @@ int
 remote_host_manifest_get(struct cas *c, uint64_t max_upload,
     const char *mdigest, json_t **reply, char **cause)
 {
-	struct manifest	 m;
-	int		 rc;
+	const struct manifest	*known;
+	struct manifest		 m;
+	int			 rc;
 
 	*reply = NULL;
+	if ((known = remote_memo_find(c, mdigest)) != NULL) {
+		*reply = remote_host_complete(c, mdigest, known);
+		return (200);
+	}
 	if ((rc = remote_host_load(c, mdigest, &m, cause)) != 0)
 		return (rc);
 	rc = remote_host_answer(c, mdigest, &m, max_upload, reply, cause);
@@ -232,7 +324,7 @@ remote_host_batch_one(const char *digest, const void *data, size_t len,
 
 /*
  * POST /v1/blobs: a batch of small blobs.  All are verified before any is
- * stored, one syncfs makes them durable, then they are renamed in.
+ * renamed in: a batch is stored whole or not at all.
  */
 int
 remote_host_batch(struct cas *c, const void *body, size_t len,
@@ -255,10 +347,6 @@ remote_host_batch(struct cas *c, const void *body, size_t len,
 		free(rb.v);
 		return (rb.status);
 	}
-	if (rb.n != 0 && cas_sync(c) != 0) {
-		xasprintf(cause, "syncfs: %s", strerror(errno));
-		rc = 500;
-	}
 	for (i = 0; i < rb.n; i++) {
 		if (rc != 200)
 			cas_writer_abort(rb.v[i]);
@@ -273,6 +361,17 @@ remote_host_batch(struct cas *c, const void *body, size_t len,
 	return (rc);
 }
 
+static int
+remote_host_make(struct cas *c, const struct manifest *m, const char *workdir,
+    char **cause)
+{
+	if (tree_materialize(c, m, workdir, cause) != 0) {
+		confine_remove(workdir);
+		return (500);
+	}
+	return (0);
+}
+
 /*
  * For POST /v1/jobs with "manifest": makes workdir (which must not exist)
  * the job's copy of the tree.  Returns 0, 412 with *cause and *reply (the
@@ -283,11 +382,14 @@ int
 remote_host_prepare(struct cas *c, const char *mdigest, const char *workdir,
     json_t **reply, char **cause)
 {
-	struct manifest	 m;
-	uint64_t	 need;
-	int		 rc;
+	const struct manifest	*known;
+	struct manifest		 m;
+	uint64_t		 need;
+	int			 rc;
 
 	*reply = NULL;
+	if ((known = remote_memo_find(c, mdigest)) != NULL)
+		return (remote_host_make(c, known, workdir, cause));
 	if ((rc = remote_host_load(c, mdigest, &m, cause)) == 404) {
 		*reply = json_pack("{s:s, s:[s]}", "error", *cause,
 		    "missing", mdigest);
@@ -309,10 +411,7 @@ remote_host_prepare(struct cas *c, const char *mdigest, const char *workdir,
 	}
 	json_decref(*reply);
 	*reply = NULL;
-	if (tree_materialize(c, &m, workdir, cause) != 0) {
-		confine_remove(workdir);
-		rc = 500;
-	}
+	rc = remote_host_make(c, &m, workdir, cause);
 	manifest_clear(&m);
 	return (rc);
 }

@@ -169,8 +169,8 @@ remote_upload(struct remote_up *u, const struct manifest *m, json_t *missing,
 	json_array_foreach(missing, i, d) {
 		if (!json_is_string(d) || (e = hmap_get(by,
 		    json_string_value(d))) == NULL) {
-			xasprintf(cause, "the host asked for a blob that is not "
-			    "in the manifest");
+			xasprintf(cause, "the host asked for a blob that is "
+			    "not in the manifest");
 			goto out;
 		}
 		bytes += e->size;
@@ -219,9 +219,9 @@ remote_ask(const struct remote_io *io, const char *text, size_t len,
 
 /*
  * Sends the tree at root to the host behind io.  sc is the stat cache (it
- * is saved after the scan; NULL: none), pgfd the progress fd (-1: none).  On success
- * mdigest holds the manifest's digest, for POST /v1/jobs.  Returns 0 or -1
- * with *cause.
+ * is saved after the scan; NULL: none), pgfd the progress fd (-1: none).
+ * On success mdigest holds the manifest's digest, for POST /v1/jobs.
+ * Returns 0 or -1 with *cause.
  */
 int
 remote_sync(const struct remote_io *io, const char *root,

@@ -251,6 +251,32 @@ remotes_to_json(const struct remotes *rs)
 	return (arr);
 }
 
+/* The room a host's best fitting card leaves: seats, then memory. */
+static int
+remote_room_of(const struct remote_room *r, u_int seats, uint64_t mem,
+    int64_t *left_seats, uint64_t *left_mem)
+{
+	const struct remote_card_room	*c;
+	u_int				 i;
+	int				 fits = 0;
+
+	*left_seats = -1;
+	*left_mem = 0;
+	for (i = 0; i < r->ncards; i++) {
+		c = &r->cards[i];
+		if (c->seats_free < seats || c->mem_free < mem)
+			continue;
+		if ((int64_t)(c->seats_free - seats) > *left_seats ||
+		    ((int64_t)(c->seats_free - seats) == *left_seats &&
+		    c->mem_free - mem > *left_mem)) {
+			*left_seats = c->seats_free - seats;
+			*left_mem = c->mem_free - mem;
+		}
+		fits = 1;
+	}
+	return (fits);
+}
+
 /*
  * Chooses the host for a job of seats and mem from what each answered:
  * among hosts with a card that fits now, the one with the most seats left
@@ -265,26 +291,21 @@ remotes_pick(const struct remote_room *v, u_int n, u_int seats,
 	int64_t		 best_seats = -1, s;
 	uint64_t	 best_mem = 0, m;
 	int		 best = -1, fallback = -1;
-	u_int		 i, c;
+	u_int		 i;
 
 	for (i = 0; i < n; i++) {
 		if (!v[i].ok)
 			continue;
-		if (fallback == -1 || (v[i].is_default && !v[fallback].is_default))
+		if (fallback == -1 ||
+		    (v[i].is_default && !v[fallback].is_default))
 			fallback = (int)i;
-		for (c = 0; c < v[i].ncards; c++) {
-			if (v[i].cards[c].seats_free < seats ||
-			    v[i].cards[c].mem_free < mem)
-				continue;
-			s = (int64_t)(v[i].cards[c].seats_free - seats);
-			m = v[i].cards[c].mem_free - mem;
-			if (s > best_seats || (s == best_seats && (m > best_mem ||
-			    (m == best_mem && v[i].is_default &&
-			    !v[best].is_default)))) {
-				best_seats = s;
-				best_mem = m;
-				best = (int)i;
-			}
+		if (!remote_room_of(&v[i], seats, mem, &s, &m))
+			continue;
+		if (s > best_seats || (s == best_seats && m > best_mem) ||
+		    (s == best_seats && m == best_mem && v[i].is_default)) {
+			best_seats = s;
+			best_mem = m;
+			best = (int)i;
 		}
 	}
 	return (best != -1 ? best : fallback);

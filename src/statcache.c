@@ -9,9 +9,15 @@
  * it was hashed without its times moving, so such "racy" entries are
  * hashed again, as git does with entries as new as its index.
  *
- * File (written atomically, 0600):
+ * File (0600):
  *	gmux-statcache 1 STAMP_NS
  *	DEV INO SIZE MTIME_NS CTIME_NS MODE SHA256 PATH	(PATH escaped)
+ *	end SHA256					(of all above)
+ *
+ * It is replaced by rename but not fsynced: it is only a cache, and the
+ * checksum line turns a file torn by a crash into an empty cache, which
+ * costs hashing and nothing else.  (An fsync per run would cost more than
+ * the whole unchanged scan.)
  */
 
 #include <sys/stat.h>
@@ -26,6 +32,7 @@
 
 #define STATCACHE_MAGIC	"gmux-statcache 1 "
 #define STATCACHE_MAX	(512 * 1024 * 1024)
+#define STATCACHE_END	"end "
 
 struct scentry {
 	char		*path;
@@ -72,23 +79,32 @@ statcache_empty(struct statcache *sc)
 	sc->stamp = 0;
 }
 
+/* Reads a decimal number and the space after it; NULL if there is none. */
+static const char *
+statcache_number(const char *p, const char *end, uint64_t *v)
+{
+	const char	*start = p;
+
+	*v = 0;
+	while (p < end && *p >= '0' && *p <= '9' && p - start < 20)
+		*v = *v * 10 + (uint64_t)(*p++ - '0');
+	if (p == start || p >= end || *p != ' ')
+		return (NULL);
+	return (p + 1);
+}
+
 /* Parses "DEV INO SIZE MTIME CTIME MODE DIGEST PATH". */
 static struct scentry *
 statcache_line(const char *p, const char *end)
 {
 	struct scentry		 e, *n;
-	unsigned long long	 v[6];
-	char			*q;
+	uint64_t		 v[6];
 	int			 i;
 
 	memset(&e, 0, sizeof e);
 	for (i = 0; i < 6; i++) {
-		if (p >= end || *p < '0' || *p > '9')
+		if ((p = statcache_number(p, end, &v[i])) == NULL)
 			return (NULL);
-		v[i] = strtoull(p, &q, 10);
-		if (*q != ' ')
-			return (NULL);
-		p = q + 1;
 	}
 	if (end - p < DIGEST_HEX || p[DIGEST_HEX - 1] != ' ')
 		return (NULL);
@@ -117,27 +133,38 @@ int
 statcache_parse(struct statcache *sc, const char *buf, size_t len,
     char **cause)
 {
-	const char	*p = buf, *end = buf + len, *nl;
+	const char	*p = buf, *end, *nl;
 	struct scentry	*e;
-	char		*q;
+	uint64_t	 stamp;
+	char		 sum[DIGEST_HEX];
+	size_t		 tail = sizeof STATCACHE_END - 1 + DIGEST_HEX;
 
 	statcache_empty(sc);
-	if (len < sizeof STATCACHE_MAGIC || memcmp(buf, STATCACHE_MAGIC,
-	    sizeof STATCACHE_MAGIC - 1) != 0 || (nl = memchr(buf, '\n', len))
-	    == NULL)
+	if (len < sizeof STATCACHE_MAGIC + tail || memcmp(buf, STATCACHE_MAGIC,
+	    sizeof STATCACHE_MAGIC - 1) != 0)
+		goto bad;
+	end = buf + len - tail;
+	digest_buf(buf, len - tail, sum);
+	if (memcmp(end, STATCACHE_END, sizeof STATCACHE_END - 1) != 0 ||
+	    memcmp(end + sizeof STATCACHE_END - 1, sum, DIGEST_HEX - 1) != 0 ||
+	    buf[len - 1] != '\n')
 		goto bad;
 	p += sizeof STATCACHE_MAGIC - 1;
-	if (*p < '0' || *p > '9')
+	if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL || nl == p ||
+	    nl - p > 19)
 		goto bad;
-	sc->stamp = (int64_t)strtoull(p, &q, 10);
-	if (q != nl)
-		goto bad;
+	for (stamp = 0; p < nl; p++) {
+		if (*p < '0' || *p > '9')
+			goto bad;
+		stamp = stamp * 10 + (uint64_t)(*p - '0');
+	}
+	sc->stamp = (int64_t)stamp;
 	for (p = nl + 1; p < end; p = nl + 1) {
 		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL ||
 		    (e = statcache_line(p, nl)) == NULL)
 			goto bad;
 		if ((e = hmap_put(sc->map, e->path, e)) != NULL)
-			scentry_free(e);	/* a duplicate: the later wins */
+			scentry_free(e);	/* a duplicate: later wins */
 	}
 	return (0);
 bad:
@@ -218,7 +245,8 @@ statcache_get(struct statcache *sc, const char *path, const struct stat *st)
 	if (e->dev != (uint64_t)st->st_dev || e->ino != (uint64_t)st->st_ino ||
 	    e->size != (uint64_t)st->st_size ||
 	    e->mode != (uint64_t)st->st_mode ||
-	    e->mtime != ts_ns(&st->st_mtim) || e->ctime != ts_ns(&st->st_ctim) ||
+	    e->mtime != ts_ns(&st->st_mtim) ||
+	    e->ctime != ts_ns(&st->st_ctim) ||
 	    e->mtime >= sc->stamp || e->ctime >= sc->stamp)
 		goto miss;
 	sc->hits++;
@@ -287,6 +315,32 @@ statcache_counts(const struct statcache *sc, size_t *hits, size_t *misses)
 	*misses = sc->misses;
 }
 
+/* Writes a temporary file and renames it over path (no fsync: see top). */
+static int
+statcache_replace(const char *path, const char *buf, size_t len,
+    char **cause)
+{
+	char	*tmp;
+	int	 fd, rc = -1;
+
+	xasprintf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	if ((fd = open(tmp, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600)) == -1)
+		goto out;
+	if (write_all(fd, buf, len) == -1) {
+		close(fd);
+		goto out;
+	}
+	if (close(fd) == 0 && rename(tmp, path) == 0)
+		rc = 0;
+out:
+	if (rc != 0) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		unlink(tmp);
+	}
+	free(tmp);
+	return (rc);
+}
+
 /*
  * Writes the entries this scan saw (files gone are forgotten), if anything
  * changed.  Returns 0 or -1 with *cause.
@@ -297,8 +351,8 @@ statcache_save(struct statcache *sc, char **cause)
 	struct scentry	*e;
 	const char	*key;
 	void		*val;
-	size_t		 it = 0, size = 64, used;
-	char		*buf, *p, *esc;
+	size_t		 it = 0, size = 64 + 80, used;
+	char		*buf, *p, *esc, sum[DIGEST_HEX];
 	int		 rc;
 
 	while (hmap_next(sc->map, &it, &key, &val)) {
@@ -324,7 +378,9 @@ statcache_save(struct statcache *sc, char **cause)
 		free(esc);
 	}
 	used = (size_t)(p - buf);
-	rc = write_file_atomic(sc->path, buf, used, 0600, cause);
+	digest_buf(buf, used, sum);
+	used += (size_t)sprintf(p, "%s%s\n", STATCACHE_END, sum);
+	rc = statcache_replace(sc->path, buf, used, cause);
 	free(buf);
 	if (rc == 0)
 		sc->dirty = 0;

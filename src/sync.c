@@ -134,8 +134,8 @@ sync_file(struct sync_ctx *ctx, int dirfd, const char *name,
 		ctx->st->hashed++;
 		ctx->st->hashed_bytes += (uint64_t)st.st_size;
 	}
-	manifest_add(ctx->m, MENTRY_FILE, path, st.st_mode, (uint64_t)st.st_size,
-	    digest, NULL);
+	manifest_add(ctx->m, MENTRY_FILE, path, st.st_mode,
+	    (uint64_t)st.st_size, digest, NULL);
 	ctx->st->files++;
 	ctx->st->bytes += (uint64_t)st.st_size;
 	return (0);
@@ -189,7 +189,8 @@ sync_entry(int dirfd, const char *name, const char *path,
 
 /*
  * Makes the manifest of the tree at root into m (sorted).  sc is the stat
- * cache to consult and update (NULL: hash everything).  Returns 0, or -1 with *cause.
+ * cache to consult and update (NULL: hash everything).  Returns 0, or -1
+ * with *cause.
  */
 int
 sync_scan(const char *root, struct statcache *sc, struct manifest *m,

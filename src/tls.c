@@ -80,7 +80,8 @@ tls_write_pem(const char *path, EVP_PKEY *key, X509 *cert, char **cause)
 	if ((b = BIO_new(BIO_s_mem())) == NULL)
 		fatalx("BIO_new failed");
 	if (key != NULL)
-		ok = PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL);
+		ok = PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL,
+		    NULL);
 	else
 		ok = PEM_write_bio_X509(b, cert);
 	if (!ok) {
@@ -324,7 +325,8 @@ tls_pin_verify(X509_STORE_CTX *xs, void *arg)
 		return (0);
 	}
 	if (!digest_equal(p->seen, p->want)) {
-		X509_STORE_CTX_set_error(xs, X509_V_ERR_APPLICATION_VERIFICATION);
+		X509_STORE_CTX_set_error(xs,
+		    X509_V_ERR_APPLICATION_VERIFICATION);
 		p->mismatch = 1;
 		return (0);
 	}

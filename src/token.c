@@ -192,10 +192,10 @@ tokens_write(struct tokens *t, char **cause)
 
 	arr = json_array();
 	for (i = 0; i < t->n; i++) {
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:I, s:b}",
-		    "id", t->v[i].id, "owner", t->v[i].owner, "sha256",
-		    t->v[i].hash, "created", (json_int_t)t->v[i].created,
-		    "revoked", t->v[i].revoked));
+		json_array_append_new(arr, json_pack(
+		    "{s:s, s:s, s:s, s:I, s:b}", "id", t->v[i].id, "owner",
+		    t->v[i].owner, "sha256", t->v[i].hash, "created",
+		    (json_int_t)t->v[i].created, "revoked", t->v[i].revoked));
 	}
 	root = json_pack("{s:o}", "tokens", arr);
 	s = json_dumps(root, JSON_INDENT(1));

@@ -192,7 +192,7 @@ struct tree_pull_ctx {
 	uint64_t	 limit;
 	uint64_t	 bytes;
 	int		 over;
-	int		 matched[CONFINE_DEPTH + 2];	/* a directory matched */
+	int		 matched[CONFINE_DEPTH + 2];	/* a dir matched */
 	u_int		 depth;
 };
 
@@ -200,8 +200,9 @@ static int
 tree_pull_enter(int dirfd, const char *path, void *arg, char **cause)
 {
 	struct tree_pull_ctx	*ctx = arg;
-	int			 up = ctx->depth ? ctx->matched[ctx->depth - 1] : 0;
+	int			 up;
 
+	up = ctx->depth ? ctx->matched[ctx->depth - 1] : 0;
 	ctx->matched[ctx->depth++] = up || (*path != '\0' &&
 	    ignore_match(ctx->want, path, 1));
 	return (0);

@@ -10,17 +10,7 @@
 
 #include "gmux.h"
 #include "unit.h"
-
-static char	 tmpdir[] = "/tmp/gmux-test-cas.XXXXXX";
-
-static char *
-blobs_dir(const char *name)
-{
-	char	*s;
-
-	xasprintf(&s, "%s/%s", tmpdir, name);
-	return (s);
-}
+#include "tmpdir.h"
 
 static void
 put_str(struct cas *c, const char *s, char *digest)
@@ -40,11 +30,11 @@ test_digest(void)
 	char	 b64[16];
 
 	digest_buf("", 0, hex);
-	CHECK_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b"
-	    "7852b855");
+	CHECK_STR(hex, "e3b0c44298fc1c149afbf4c8996fb924"
+	    "27ae41e4649b934ca495991b7852b855");
 	digest_buf("abc", 3, hex);
-	CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61"
-	    "f20015ad");
+	CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223"
+	    "b00361a396177a9cb410ff61f20015ad");
 	CHECK(digest_valid(hex));
 	hex[3] = 'A';
 	CHECK(!digest_valid(hex));
@@ -57,7 +47,7 @@ static void
 test_put_get(void)
 {
 	struct cas	*c;
-	char		*dir = blobs_dir("b1"), *cause = NULL, *path;
+	char		*dir = tpath("b1"), *cause = NULL, *path;
 	char		 d[DIGEST_HEX], wrong[DIGEST_HEX], buf[32];
 	uint64_t	 size;
 	struct stat	 st;
@@ -95,7 +85,7 @@ test_writer(void)
 {
 	struct cas		*c;
 	struct cas_writer	*w;
-	char			*dir = blobs_dir("b2"), *cause = NULL;
+	char			*dir = tpath("b2"), *cause = NULL;
 	char			 d[DIGEST_HEX], got[DIGEST_HEX];
 	int			 fd;
 	uint64_t		 size;
@@ -133,8 +123,8 @@ test_writer(void)
 	/* Ingest computes the digest. */
 	fd = open("/dev/null", O_RDONLY);
 	CHECK(cas_ingest_fd(c, fd, got, &size, &cause) == 0 && size == 0);
-	CHECK_STR(got, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b"
-	    "7852b855");
+	CHECK_STR(got, "e3b0c44298fc1c149afbf4c8996fb924"
+	    "27ae41e4649b934ca495991b7852b855");
 	close(fd);
 	cas_close(c);
 
@@ -147,7 +137,7 @@ static void
 test_evict(void)
 {
 	struct cas	*c;
-	char		*dir = blobs_dir("b3"), *cause = NULL, big[400];
+	char		*dir = tpath("b3"), *cause = NULL, big[400];
 	char		 d1[DIGEST_HEX], d2[DIGEST_HEX], d3[DIGEST_HEX];
 	char		 d4[DIGEST_HEX];
 	int64_t		 t = 1700000000000LL;
@@ -195,7 +185,7 @@ static void
 test_crash_leftovers(void)
 {
 	struct cas	*c;
-	char		*dir = blobs_dir("b4"), *cause = NULL, *p;
+	char		*dir = tpath("b4"), *cause = NULL, *p;
 	char		 d[DIGEST_HEX];
 	int		 fd;
 
@@ -223,21 +213,54 @@ test_crash_leftovers(void)
 	free(dir);
 }
 
+/* After a crash, a blob whose content no longer matches is dropped. */
+static void
+test_unclean(void)
+{
+	struct cas	*c;
+	char		*dir = tpath("b5"), *cause = NULL, *p;
+	char		 good[DIGEST_HEX], bad[DIGEST_HEX];
+	uint64_t	 size;
+	int		 fd;
+
+	c = cas_open(dir, 1 << 20, &cause);
+	put_str(c, "intact", good);
+	put_str(c, "ripped", bad);
+	cas_close(c);
+	CHECK(access(T("b5/clean"), F_OK) == 0);
+
+	/* A torn write under its name, and no clean marker: a power loss. */
+	xasprintf(&p, "%s/%.2s/%s", dir, bad, bad);
+	fd = open(p, O_WRONLY);
+	CHECK(fd != -1 && write(fd, "\0\0\0", 3) == 3);
+	close(fd);
+	unlink(T("b5/clean"));
+	c = cas_open(dir, 1 << 20, &cause);
+	CHECK(access(T("b5/clean"), F_OK) != 0);	/* open: not clean */
+	CHECK(cas_has(c, bad, NULL));			/* not hashed yet */
+	CHECK(!cas_check(c, bad, NULL));		/* now it is: gone */
+	CHECK(!cas_has(c, bad, NULL) && access(p, F_OK) != 0);
+	CHECK(cas_check(c, good, &size) && size == 6);
+	fd = cas_open_blob(c, good, NULL);
+	CHECK(fd != -1);
+	close(fd);
+	cas_close(c);
+	free(p);
+	free(dir);
+}
+
 int
 main(void)
 {
-	char	*cmd;
-
-	if (mkdtemp(tmpdir) == NULL)
+	if (tmpdir_init("cas") != 0)
 		return (1);
 	RUN(test_digest);
 	RUN(test_put_get);
 	RUN(test_writer);
 	RUN(test_evict);
 	RUN(test_crash_leftovers);
-	xasprintf(&cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
+	RUN(test_unclean);
+	if (tmpdir_cleanup() != 0)
 		return (1);
-	free(cmd);
 	UNIT_EXIT();
 }

@@ -11,147 +11,20 @@
 
 #include "gmux.h"
 #include "unit.h"
-
-static char	 tmpdir[] = "/tmp/gmux-test-remote.XXXXXX";
-
-struct fake {
-	struct cas	*cas;
-	uint64_t	 max_upload;
-	char		*jobdir;
-	int		 requests;
-	int		 batches;
-	int		 puts;
-	int		 corrupt;
-};
-
-/* Returns an allocated path under tmpdir; the caller frees it. */
-static char *
-tpath(const char *name)
-{
-	char	*s;
-
-	xasprintf(&s, "%s/%s", tmpdir, name);
-	return (s);
-}
-
-/* A path under tmpdir for use in place (one of 8 rotating buffers). */
-static const char *
-T(const char *name)
-{
-	static char	 bufs[8][512];
-	static u_int	 i;
-	char		*b = bufs[i++ % 8];
-
-	snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-	return (b);
-}
+#include "tmpdir.h"
 
 static void
 mkfile(const char *name, const char *content, size_t len)
 {
-	char	*p = tpath(name);
-	int	 fd;
-
-	fd = open(p, O_WRONLY|O_CREAT|O_TRUNC, 0644);
-	CHECK(fd != -1 && write_all(fd, content, len) == (ssize_t)len);
-	close(fd);
-	free(p);
+	CHECK(tmp_write(name, content, len, 0644) == 0);
 }
 
-static int
-fake_route(struct fake *f, const char *method, const char *path,
-    const void *body, size_t len, json_t **reply, char **cause)
+/* Spoils what is sent: the host must refuse it. */
+static void
+flip(char *buf, size_t len)
 {
-	json_t	*j;
-	int	 code;
-
-	if (strcmp(method, "GET") == 0 &&
-	    strncmp(path, "/v1/sync/manifest/", 18) == 0)
-		return (remote_host_manifest_get(f->cas, f->max_upload,
-		    path + 18, reply, cause));
-	if (strcmp(path, "/v1/sync/manifest") == 0)
-		return (remote_host_manifest_post(f->cas, f->max_upload, body,
-		    len, reply, cause));
-	if (strcmp(path, "/v1/blobs") == 0) {
-		f->batches++;
-		return (remote_host_batch(f->cas, body, len, reply, cause));
-	}
-	if (strncmp(path, "/v1/jobs/", 9) == 0 &&
-	    strstr(path, "/pull") != NULL) {
-		j = json_loadb(body, len, 0, NULL);
-		code = remote_host_pull(f->cas, f->jobdir, j, 1 << 30, reply,
-		    cause);
-		json_decref(j);
-		return (code);
-	}
-	xasprintf(cause, "no route");
-	return (404);
-}
-
-static int
-fake_request(void *arg, const char *method, const char *path,
-    const char *ctype, const void *body, size_t len, long *status,
-    json_t **reply, char **cause)
-{
-	struct fake	*f = arg;
-	char		*why = NULL;
-
-	f->requests++;
-	*reply = NULL;
-	*status = fake_route(f, method, path, body, len, reply, &why);
-	if (*status >= 300) {
-		json_decref(*reply);
-		*reply = json_pack("{s:s}", "error", why ? why : "?");
-	}
-	free(why);
-	return (0);
-}
-
-static int
-fake_put(void *arg, const char *digest, int fd, uint64_t size, char **cause)
-{
-	struct fake	*f = arg;
-	char		*buf, *why = NULL;
-	size_t		 len;
-	int		 code;
-
-	f->puts++;
-	buf = confine_read_fd(fd, 1 << 30, &len);
-	close(fd);
-	if (f->corrupt && len > 0)
+	if (len > 0)
 		buf[0] ^= 1;
-	code = remote_host_blob_put(f->cas, digest, buf, len, &why);
-	free(buf);
-	if (code >= 300) {
-		xasprintf(cause, "PUT: %s (HTTP %d)", why, code);
-		free(why);
-		return (-1);
-	}
-	return (0);
-}
-
-static int
-fake_flush(void *arg, char **cause)
-{
-	return (0);
-}
-
-static int
-fake_get(void *arg, const char *digest, int fd, char **cause)
-{
-	struct fake	*f = arg;
-	char		 buf[8192];
-	ssize_t		 n;
-	int		 src;
-
-	if ((src = cas_open_blob(f->cas, digest, NULL)) == -1) {
-		xasprintf(cause, "GET: no blob (HTTP 404)");
-		return (-1);
-	}
-	while ((n = read(src, buf, sizeof buf)) > 0)
-		write_all(fd, buf, (size_t)n);
-	close(src);
-	return (0);
 }
 
 static int
@@ -175,9 +48,8 @@ same_file(const char *a, const char *b)
 static void
 test_sync(void)
 {
-	struct remote_io	 io = { fake_request, fake_put, fake_flush,
-				    fake_get, NULL };
-	struct fake		 f;
+	struct remote_io	 io;
+	struct remote_local	 f;
 	struct statcache	*sc;
 	struct sync_stats	 st;
 	json_t			*reply = NULL;
@@ -188,7 +60,7 @@ test_sync(void)
 	memset(&f, 0, sizeof f);
 	f.cas = cas_open(T("blobs"), 64 << 20, &cause);
 	f.max_upload = 64 << 20;
-	io.arg = &f;
+	remote_local_io(&f, &io);
 	mkdir_p(T("work/src"), 0755);
 	for (i = 0; i < 50; i++) {
 		xasprintf(&a, "work/src/f%02d.py", i);
@@ -270,9 +142,8 @@ test_sync(void)
 static void
 test_sync_refusals(void)
 {
-	struct remote_io	 io = { fake_request, fake_put, fake_flush,
-				    fake_get, NULL };
-	struct fake		 f;
+	struct remote_io	 io;
+	struct remote_local	 f;
 	struct sync_stats	 st;
 	json_t			*reply = NULL;
 	char			*root = tpath("work2"), *cause = NULL, *big;
@@ -281,7 +152,7 @@ test_sync_refusals(void)
 	memset(&f, 0, sizeof f);
 	f.cas = cas_open(T("blobs2"), 1 << 20, &cause);
 	f.max_upload = 100 * 1024;
-	io.arg = &f;
+	remote_local_io(&f, &io);
 	mkdir_p(root, 0755);
 	big = xcalloc(1, 300 * 1024);
 	mkfile("work2/big.bin", big, 300 * 1024);
@@ -311,7 +182,7 @@ test_sync_refusals(void)
 	free(big);
 
 	/* Content changed on the way: the host refuses it. */
-	f.corrupt = 1;
+	f.tamper = flip;
 	CHECK(remote_sync(&io, root, NULL, -1, m, &st, &cause) == -1);
 	CHECK(cause != NULL && strstr(cause, "hashes to") != NULL);
 	free(cause);
@@ -322,7 +193,7 @@ test_sync_refusals(void)
 	json_decref(reply);
 	free(cause);
 	cause = NULL;
-	f.corrupt = 0;
+	f.tamper = NULL;
 	CHECK(remote_sync(&io, root, NULL, -1, m, &st, &cause) == 0);
 	CHECK(remote_host_prepare(f.cas, m, job, &reply, &cause) == 0);
 	sync_stats_clear(&st);
@@ -342,21 +213,65 @@ test_sync_refusals(void)
 	cas_close(f.cas);
 }
 
+/* What the host remembers as complete is forgotten once a blob goes. */
+static void
+test_memo(void)
+{
+	struct remote_io	 io;
+	struct remote_local	 f;
+	struct sync_stats	 st;
+	json_t			*reply = NULL;
+	char			*a = tpath("ma"), *b = tpath("mb"), *cause = NULL;
+	char			 ma[DIGEST_HEX], mb[DIGEST_HEX], *fill;
+	int			 rc;
+
+	memset(&f, 0, sizeof f);
+	f.max_upload = 1 << 20;
+	f.cas = cas_open(T("blobs4"), 48 * 1024, &cause);
+	remote_local_io(&f, &io);
+	mkdir_p(a, 0755);
+	mkdir_p(b, 0755);
+	fill = xmalloc(30 * 1024);
+	memset(fill, 'a', 30 * 1024);
+	mkfile("ma/a.bin", fill, 30 * 1024);
+	memset(fill, 'b', 30 * 1024);
+	mkfile("mb/b.bin", fill, 30 * 1024);
+	free(fill);
+	memset(&st, 0, sizeof st);
+	CHECK(remote_sync(&io, a, NULL, -1, ma, &st, &cause) == 0);
+	CHECK(remote_host_manifest_get(f.cas, f.max_upload, ma, &reply,
+	    &cause) == 200);
+	CHECK(json_array_size(json_object_get(reply, "missing")) == 0);
+	json_decref(reply);
+
+	/* B's upload pushes A's blob out of the 48K store. */
+	CHECK(remote_sync(&io, b, NULL, -1, mb, &st, &cause) == 0);
+	rc = remote_host_manifest_get(f.cas, f.max_upload, ma, &reply, &cause);
+	CHECK(rc == 404 || (rc == 200 &&
+	    json_array_size(json_object_get(reply, "missing")) == 1));
+	json_decref(reply);
+	free(cause);
+	sync_stats_clear(&st);
+	cas_close(f.cas);
+	free(a);
+	free(b);
+}
+
 static void
 test_pull(void)
 {
-	struct remote_io	 io = { fake_request, fake_put, fake_flush,
-				    fake_get, NULL };
-	struct fake		 f;
+	struct remote_io	 io;
+	struct remote_local	 f;
 	struct sync_stats	 st;
 	char			*globs[] = { (char *)"out/", (char *)"*.csv",
 				    NULL };
-	char			*cause = NULL, *a, *b;
+	char			*cause = NULL, *a, *b, *jobdir;
 
 	memset(&f, 0, sizeof f);
+	f.max_upload = 1 << 30;
 	f.cas = cas_open(T("blobs3"), 1 << 20, &cause);
-	f.jobdir = tpath("pjob");
-	io.arg = &f;
+	f.jobdir = jobdir = tpath("pjob");
+	remote_local_io(&f, &io);
 	mkdir_p(T("pjob/out"), 0755);
 	mkdir_p(T("pcli"), 0755);
 	mkfile("pjob/out/model.pt", "weights", 7);
@@ -378,24 +293,21 @@ test_pull(void)
 	CHECK(remote_pull(&io, "../j", globs, b, -1, &st, &cause) == -1);
 	free(cause);
 	free(b);
-	free(f.jobdir);
+	free(jobdir);
 	cas_close(f.cas);
 }
 
 int
 main(void)
 {
-	char	*cmd;
-
-	if (mkdtemp(tmpdir) == NULL)
+	if (tmpdir_init("remote") != 0)
 		return (1);
 	setenv("GMUX_HOME", tmpdir, 1);
 	RUN(test_sync);
 	RUN(test_sync_refusals);
+	RUN(test_memo);
 	RUN(test_pull);
-	xasprintf(&cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
+	if (tmpdir_cleanup() != 0)
 		return (1);
-	free(cmd);
 	UNIT_EXIT();
 }

@@ -12,8 +12,7 @@
 
 #include "gmux.h"
 #include "unit.h"
-
-static char	 tmpdir[] = "/tmp/gmux-test-sync.XXXXXX";
+#include "tmpdir.h"
 
 static void
 mkfile(const char *dir, const char *name, const char *content)
@@ -55,8 +54,9 @@ static void
 test_ignore(void)
 {
 	struct ignore	*i;
-	char		 evil[200];
+	char		 evil[200], *hostile, *path;
 	time_t		 t0;
+	int		 k;
 
 	CHECK(ig("*.pyc", "a/b/c.pyc", 0));
 	CHECK(!ig("*.pyc", "a/b/c.py", 0));
@@ -80,6 +80,12 @@ test_ignore(void)
 	CHECK(ig("?", "a", 0) && !ig("a?b", "a/b", 0));
 	CHECK(!ig("a*b", "a/b", 0) && ig("a*b", "axxb", 0));
 	CHECK(ig("x\r\n", "x", 0));
+	CHECK(ig("a/**/b", "a/x/y/b", 0) && !ig("a/**/b", "a/x/yb", 0));
+	CHECK(ig("a/**/**/b", "a/b", 0) && ig("**/b", "b", 0));
+	CHECK(!ig("**/b", "xb", 0) && ig("**", "any/thing/at/all", 0));
+	CHECK(ig("a**b", "axxb", 0) && !ig("a**b", "ax/b", 0));
+	CHECK(!ig("[ab", "[ab", 0) && !ig("a\\", "a\\", 0));
+	CHECK(ig("a[]]b", "a]b", 0) && ig("[a-]x", "-x", 0));
 
 	/* Rules of a .gmuxignore in sub/ apply under sub/ only. */
 	i = ignore_create();
@@ -97,8 +103,22 @@ test_ignore(void)
 	CHECK(!ignore_match(i, "node_modules", 1));
 	ignore_free(i);
 
-	/* A hostile pattern does not take exponential time. */
+	/*
+	 * Hostile patterns do not take exponential time.  (Chains of "**",
+	 * as below, took seconds with a backtracking matcher.)
+	 */
 	t0 = time(NULL);
+	hostile = xcalloc(1, 4096);
+	path = xcalloc(1, 4096);
+	for (k = 0; k < 60; k++)
+		strcat(hostile, "**/*/");
+	strcat(hostile, "x");
+	for (k = 0; k < 300; k++)
+		strcat(path, "a/");
+	strcat(path, "y");
+	CHECK(!ignore_wildmatch(hostile, path));
+	free(hostile);
+	free(path);
 	memset(evil, 'a', sizeof evil - 1);
 	evil[sizeof evil - 1] = '\0';
 	CHECK(!ignore_wildmatch("*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b",
@@ -225,6 +245,8 @@ test_statcache(void)
 	struct stat		 st;
 	struct timespec		 ts[2];
 	char			*dir, *cache, *f, *cause = NULL, *text;
+	char			 sum[DIGEST_HEX];
+	const char		*body;
 	size_t			 hits, misses;
 
 	xasprintf(&dir, "%s/sc", tmpdir);
@@ -274,8 +296,14 @@ test_statcache(void)
 	free(cause);
 	cause = NULL;
 	CHECK(statcache_get(sc, "f", &st) == NULL);
-	text = xstrdup("gmux-statcache 1 5\n1 2 3 4 5 6 " D1 " a%20b\n");
+	body = "gmux-statcache 1 5\n1 2 3 4 5 6 " D1 " a%20b\n";
+	digest_buf(body, strlen(body), sum);
+	xasprintf(&text, "%send %s\n", body, sum);
 	CHECK(statcache_parse(sc, text, strlen(text), &cause) == 0);
+	text[20] = '7';		/* torn or tampered: the sum no longer holds */
+	CHECK(statcache_parse(sc, text, strlen(text), &cause) == -1);
+	free(cause);
+	cause = NULL;
 	free(text);
 	statcache_free(sc);
 	free(dir);
@@ -491,9 +519,7 @@ test_progress(void)
 int
 main(void)
 {
-	char	*cmd;
-
-	if (mkdtemp(tmpdir) == NULL)
+	if (tmpdir_init("sync") != 0)
 		return (1);
 	RUN(test_ignore);
 	RUN(test_manifest);
@@ -501,9 +527,7 @@ main(void)
 	RUN(test_scan);
 	RUN(test_batch);
 	RUN(test_progress);
-	xasprintf(&cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
+	if (tmpdir_cleanup() != 0)
 		return (1);
-	free(cmd);
 	UNIT_EXIT();
 }

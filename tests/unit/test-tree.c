@@ -12,40 +12,12 @@
 
 #include "gmux.h"
 #include "unit.h"
-
-static char	 tmpdir[] = "/tmp/gmux-test-tree.XXXXXX";
-
-/* Returns an allocated path under tmpdir; the caller frees it. */
-static char *
-tpath(const char *name)
-{
-	char	*s;
-
-	xasprintf(&s, "%s/%s", tmpdir, name);
-	return (s);
-}
-
-/* A path under tmpdir for use in place (one of 8 rotating buffers). */
-static const char *
-T(const char *name)
-{
-	static char	 bufs[8][512];
-	static u_int	 i;
-	char		*b = bufs[i++ % 8];
-
-	snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-	return (b);
-}
+#include "tmpdir.h"
 
 static void
-mkfile(const char *path, const char *content, int mode)
+mkfile(const char *name, const char *content, int mode)
 {
-	int	 fd;
-
-	fd = open(path, O_WRONLY|O_CREAT|O_TRUNC, mode);
-	CHECK(fd != -1 && write(fd, content, strlen(content)) ==
-	    (ssize_t)strlen(content));
-	close(fd);
+	CHECK(tmp_write(name, content, strlen(content), mode) == 0);
 }
 
 static char *
@@ -105,10 +77,10 @@ test_confine(void)
 	free(cause);
 
 	/* Removal does not follow the link either. */
-	mkfile(T("outside/precious"), "keep", 0644);
+	mkfile("outside/precious", "keep", 0644);
 	CHECK(confine_remove(root) == 0);
 	CHECK(access(root, F_OK) != 0);
-	p = slurp(T("outside/precious"));
+	p = tmp_read("outside/precious", NULL);
 	CHECK(p != NULL && strcmp(p, "keep") == 0);
 	free(p);
 	close(rfd);
@@ -151,10 +123,10 @@ test_materialize(void)
 	mkdir_p(src, 0755);
 	mkdir_p(T("src/a/b"), 0755);
 	mkdir_p(T("src/empty"), 0750);
-	mkfile(T("src/a/b/f.txt"), "content", 0644);
-	mkfile(T("src/run.sh"), "#!/bin/sh\n", 0755);
-	mkfile(T("src/dup"), "content", 0600);
-	mkfile(T("src/zero"), "", 0644);
+	mkfile("src/a/b/f.txt", "content", 0644);
+	mkfile("src/run.sh", "#!/bin/sh\n", 0755);
+	mkfile("src/dup", "content", 0600);
+	mkfile("src/zero", "", 0644);
 	CHECK(symlink("a/b/f.txt", T("src/link")) == 0);
 	memset(&st, 0, sizeof st);
 	CHECK(sync_scan(src, NULL, &m, &st, &cause) == 0);
@@ -169,7 +141,7 @@ test_materialize(void)
 	fill_store(c, src, &m);
 	CHECK(cas_count(c) == 3);		/* dup shares a blob */
 	CHECK(tree_materialize(c, &m, job, &cause) == 0);
-	p = slurp(T("job/a/b/f.txt"));
+	p = tmp_read("job/a/b/f.txt", NULL);
 	CHECK(p != NULL && strcmp(p, "content") == 0);
 	free(p);
 	CHECK(stat(T("job/run.sh"), &sa) == 0 && (sa.st_mode & 0777) ==
@@ -184,7 +156,7 @@ test_materialize(void)
 	    "dup")->digest, manifest_find(&m, "dup")->digest);
 	CHECK(stat(T("job/dup"), &sa) == 0 && stat(blob, &sb) == 0);
 	CHECK(sa.st_ino != sb.st_ino && sa.st_nlink == 1 && sb.st_nlink == 1);
-	mkfile(T("job/dup"), "CHANGED", 0600);
+	mkfile("job/dup", "CHANGED", 0600);
 	q = slurp(blob);
 	CHECK(q != NULL && strcmp(q, "content") == 0);
 	free(q);
@@ -262,15 +234,16 @@ test_pull(void)
 	struct manifest	 m;
 	struct sync_stats st;
 	struct cas	*c;
-	char		*job = tpath("pjob"), *cli = tpath("pcli"), *cause = NULL;
+	char		*job = tpath("pjob"), *cli = tpath("pcli");
+	char		*cause = NULL;
 	char		*globs[] = { (char *)"out", NULL };
 	char		*globs2[] = { (char *)"*.txt", NULL };
 	char		*p;
 
 	mkdir_p(T("pjob/out/sub"), 0755);
-	mkfile(T("pjob/out/a.txt"), "A", 0644);
-	mkfile(T("pjob/out/sub/b.bin"), "BB", 0755);
-	mkfile(T("pjob/log.txt"), "L", 0644);
+	mkfile("pjob/out/a.txt", "A", 0644);
+	mkfile("pjob/out/sub/b.bin", "BB", 0755);
+	mkfile("pjob/log.txt", "L", 0644);
 	CHECK(symlink("/etc/passwd", T("pjob/out/evil")) == 0);
 	c = fetch_cas = cas_open(T("pblobs"), 1 << 20, &cause);
 
@@ -288,14 +261,14 @@ test_pull(void)
 	/* Into the client's directory; only what differs is fetched. */
 	mkdir_p(cli, 0755);
 	mkdir_p(T("pcli/out"), 0755);
-	mkfile(T("pcli/out/a.txt"), "A", 0644);
+	mkfile("pcli/out/a.txt", "A", 0644);
 	CHECK(tree_pull(c, job, globs, 1 << 20, &m, &cause) == 0);
 	memset(&st, 0, sizeof st);
 	fetches = 0;
 	CHECK(sync_pull_apply(cli, &m, fetch_blob, NULL, NULL, &st, &cause) ==
 	    0);
 	CHECK(fetches == 1 && st.moved == 1);
-	p = slurp(T("pcli/out/sub/b.bin"));
+	p = tmp_read("pcli/out/sub/b.bin", NULL);
 	CHECK(p != NULL && strcmp(p, "BB") == 0);
 	free(p);
 	fetches = 0;
@@ -304,12 +277,12 @@ test_pull(void)
 	CHECK(fetches == 0);
 
 	/* Content that does not match: the old file stays, no temp left. */
-	mkfile(T("pcli/out/a.txt"), "old", 0644);
+	mkfile("pcli/out/a.txt", "old", 0644);
 	CHECK(sync_pull_apply(cli, &m, fetch_lie, NULL, NULL, &st, &cause) ==
 	    -1);
 	free(cause);
 	cause = NULL;
-	p = slurp(T("pcli/out/a.txt"));
+	p = tmp_read("pcli/out/a.txt", NULL);
 	CHECK(p != NULL && strcmp(p, "old") == 0);
 	free(p);
 	p = tpath("pcli/out");
@@ -317,7 +290,7 @@ test_pull(void)
 	free(p);
 
 	/* A symlink in the client's tree does not lead the write out. */
-	CHECK(system("rm -rf /tmp/gmux-test-tree.*/pcli/out") == 0);
+	CHECK(confine_remove(T("pcli/out")) == 0);
 	mkdir_p(T("outside3"), 0755);
 	CHECK(symlink(T("outside3"), T("pcli/out")) == 0);
 	CHECK(sync_pull_apply(cli, &m, fetch_blob, NULL, NULL, &st, &cause) ==
@@ -333,17 +306,13 @@ test_pull(void)
 int
 main(void)
 {
-	char	*cmd;
-
-	if (mkdtemp(tmpdir) == NULL)
+	if (tmpdir_init("tree") != 0)
 		return (1);
 	RUN(test_confine);
 	RUN(test_materialize);
 	RUN(test_materialize_hostile);
 	RUN(test_pull);
-	xasprintf(&cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
+	if (tmpdir_cleanup() != 0)
 		return (1);
-	free(cmd);
 	UNIT_EXIT();
 }

@@ -22,17 +22,7 @@
 
 #include "gmux.h"
 #include "unit.h"
-
-static char	 tmpdir[] = "/tmp/gmux-test-trust.XXXXXX";
-
-static char *
-tmp_path(const char *name)
-{
-	char	*s;
-
-	xasprintf(&s, "%s/%s", tmpdir, name);
-	return (s);
-}
+#include "tmpdir.h"
 
 static int
 file_mode(const char *path)
@@ -46,7 +36,7 @@ static void
 test_identity(void)
 {
 	struct tls_identity	*id, *again;
-	char			*dir = tmp_path("tls"), *key, *cert;
+	char			*dir = tpath("tls"), *key, *cert;
 	char			*cause = NULL, pin[DIGEST_HEX], *c1, *c2;
 
 	id = tls_identity_load(dir, 0, &cause);
@@ -57,8 +47,8 @@ test_identity(void)
 	CHECK(id != NULL);
 	if (id == NULL)
 		return;
-	key = tmp_path("tls/key.pem");
-	cert = tmp_path("tls/cert.pem");
+	key = tpath("tls/key.pem");
+	cert = tpath("tls/cert.pem");
 	CHECK(file_mode(key) == 0600 && file_mode(cert) == 0600);
 	CHECK(digest_valid(tls_identity_pin(id)));
 	memcpy(pin, tls_identity_pin(id), DIGEST_HEX);
@@ -248,19 +238,20 @@ test_handshake(void)
 	struct tls_identity	*id, *other;
 	struct target		 good, bad;
 	void			*ctx;
-	char			*cause = NULL, *dir, *odir, *tpath, *secret, *tid;
+	char			*cause = NULL, *dir, *odir, *tokpath;
+	char			*secret, *tid;
 	char			*body = NULL, *err = NULL, *secret2, *tid2;
 	u_short			 port;
 	pid_t			 pid;
 	int			 status;
 
-	dir = tmp_path("hs");
-	odir = tmp_path("hs-other");
-	tpath = tmp_path("hs-tokens.json");
+	dir = tpath("hs");
+	odir = tpath("hs-other");
+	tokpath = tpath("hs-tokens.json");
 	id = tls_identity_load(dir, 1, &cause);
 	other = tls_identity_load(odir, 1, &cause);
 	ctx = tls_server_create(id, &cause);
-	srv_tokens = tokens_open(tpath, &cause);
+	srv_tokens = tokens_open(tokpath, &cause);
 	CHECK(id && other && ctx && srv_tokens);
 	CHECK(tokens_add(srv_tokens, "alice", &secret, &tid, &cause) == 0);
 	CHECK(tokens_add(srv_tokens, "bob", &secret2, &tid2, &cause) == 0);
@@ -322,7 +313,7 @@ test_handshake(void)
 	tls_identity_free(other);
 	free(dir);
 	free(odir);
-	free(tpath);
+	free(tokpath);
 }
 
 /* The same over IPv6 loopback, with the target string's [::1] form. */
@@ -332,17 +323,18 @@ test_handshake_v6(void)
 	struct tls_identity	*id;
 	struct target		 t;
 	void			*ctx;
-	char			*cause = NULL, *dir, *tpath, *secret, *tid, *s;
+	char			*cause = NULL, *dir, *tokpath, *s;
+	char			*secret, *tid;
 	char			*body = NULL, *err = NULL;
 	u_short			 port;
 	pid_t			 pid;
 	int			 status;
 
-	dir = tmp_path("hs6");
-	tpath = tmp_path("hs6-tokens.json");
+	dir = tpath("hs6");
+	tokpath = tpath("hs6-tokens.json");
 	id = tls_identity_load(dir, 1, &cause);
 	ctx = tls_server_create(id, &cause);
-	srv_tokens = tokens_open(tpath, &cause);
+	srv_tokens = tokens_open(tokpath, &cause);
 	CHECK(tokens_add(srv_tokens, "carol", &secret, &tid, &cause) == 0);
 	srv_rl = ratelimit_create(10, 60000, 60000, 100);
 	pid = srv_start(ctx, "::1", &port);
@@ -369,7 +361,7 @@ test_handshake_v6(void)
 	tls_server_free(ctx);
 	tls_identity_free(id);
 	free(dir);
-	free(tpath);
+	free(tokpath);
 }
 
 static void
@@ -378,7 +370,7 @@ test_tokens(void)
 	struct tokens		*t, *t2;
 	const struct token	*tk;
 	json_t			*j;
-	char			*path = tmp_path("tokens.json"), *cause = NULL;
+	char			*path = tpath("tokens.json"), *cause = NULL;
 	char			*s1, *id1, *s2, *id2, *text;
 
 	t = tokens_open(path, &cause);
@@ -390,7 +382,7 @@ test_tokens(void)
 	CHECK(strlen(s1) == 43 && strcmp(s1, s2) != 0);
 	CHECK(file_mode(path) == 0600);
 	text = read_file(path, 1 << 20, NULL, &cause);
-	CHECK(text != NULL && strstr(text, s1) == NULL);	/* hashed only */
+	CHECK(text != NULL && strstr(text, s1) == NULL);  /* hashes only */
 	free(text);
 	tk = tokens_check(t, s1);
 	CHECK(tk != NULL && strcmp(tk->owner, "alice") == 0);
@@ -525,7 +517,7 @@ static void
 test_remotes(void)
 {
 	struct remotes	 rs, back;
-	char		*path = tmp_path("cfg/remotes.json"), *cause = NULL;
+	char		*path = tpath("cfg/remotes.json"), *cause = NULL;
 	char		*text, *line;
 	json_t		*j;
 
@@ -591,9 +583,7 @@ test_pick(void)
 int
 main(void)
 {
-	char	*cmd;
-
-	if (mkdtemp(tmpdir) == NULL)
+	if (tmpdir_init("trust") != 0)
 		return (1);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	RUN(test_identity);
@@ -605,9 +595,7 @@ main(void)
 	RUN(test_remotes);
 	RUN(test_pick);
 	curl_global_cleanup();
-	xasprintf(&cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
+	if (tmpdir_cleanup() != 0)
 		return (1);
-	free(cmd);
 	UNIT_EXIT();
 }
