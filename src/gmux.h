@@ -8,7 +8,6 @@
 
 #include <sys/types.h>
 #include <sys/queue.h>
-#include <sys/stat.h>
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -451,7 +450,8 @@ struct tokens {
 	struct token	*v;
 	u_int		 n;
 	char		*path;
-	struct stat	 st;		/* the file as last read */
+	uint64_t	 dev, ino, size;	/* the file as last read */
+	int64_t		 mtime_ns;
 };
 struct ratelimit;
 int		 token_owner_valid(const char *);
@@ -672,6 +672,7 @@ char		*remotes_invite(const char *, const char *, u_int,
 
 /* confine.c (issue 7): file operations that cannot leave a directory */
 #define CONFINE_DEPTH	256
+struct stat;
 struct walk_ops {
 	int		(*dir_enter)(int, const char *, void *, char **);
 	void		(*dir_leave)(const char *, void *);

@@ -113,16 +113,29 @@ out:
 	return (rc);
 }
 
+/* Notes which file was read, to notice when another replaces it. */
+static void
+tokens_note(struct tokens *t, const struct stat *st)
+{
+	t->dev = (uint64_t)st->st_dev;
+	t->ino = (uint64_t)st->st_ino;
+	t->size = (uint64_t)st->st_size;
+	t->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 +
+	    st->st_mtim.tv_nsec;
+}
+
 /* Reads the file (a missing file is no tokens) and notes its identity. */
 static int
 tokens_read(struct tokens *t, char **cause)
 {
-	char	*buf, *why = NULL;
-	size_t	 len;
-	int	 rc;
+	struct stat	 st;
+	char		*buf, *why = NULL;
+	size_t		 len;
+	int		 rc;
 
-	if (stat(t->path, &t->st) != 0) {
-		memset(&t->st, 0, sizeof t->st);
+	if (stat(t->path, &st) != 0) {
+		memset(&st, 0, sizeof st);
+		tokens_note(t, &st);
 		if (errno != ENOENT) {
 			xasprintf(cause, "%s: %s", t->path, strerror(errno));
 			return (-1);
@@ -130,6 +143,7 @@ tokens_read(struct tokens *t, char **cause)
 		tokens_clear(t);
 		return (0);
 	}
+	tokens_note(t, &st);
 	if ((buf = read_file(t->path, TOKENS_MAX_FILE, &len, cause)) == NULL)
 		return (-1);
 	rc = tokens_parse(buf, len, t, &why);
@@ -171,13 +185,13 @@ int
 tokens_refresh(struct tokens *t, char **cause)
 {
 	struct stat	 st;
+	struct tokens	 now;
 
 	if (stat(t->path, &st) != 0)
 		memset(&st, 0, sizeof st);
-	if (st.st_ino == t->st.st_ino && st.st_dev == t->st.st_dev &&
-	    st.st_size == t->st.st_size &&
-	    st.st_mtim.tv_sec == t->st.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == t->st.st_mtim.tv_nsec)
+	tokens_note(&now, &st);
+	if (now.dev == t->dev && now.ino == t->ino && now.size == t->size &&
+	    now.mtime_ns == t->mtime_ns)
 		return (0);
 	return (tokens_read(t, cause));
 }
@@ -185,10 +199,11 @@ tokens_refresh(struct tokens *t, char **cause)
 static int
 tokens_write(struct tokens *t, char **cause)
 {
-	json_t	*arr, *root;
-	char	*s;
-	u_int	 i;
-	int	 rc;
+	struct stat	 st;
+	json_t		*arr, *root;
+	char		*s;
+	u_int		 i;
+	int		 rc;
 
 	arr = json_array();
 	for (i = 0; i < t->n; i++) {
@@ -202,8 +217,8 @@ tokens_write(struct tokens *t, char **cause)
 	json_decref(root);
 	rc = write_file_atomic(t->path, s, strlen(s), 0600, cause);
 	free(s);
-	if (rc == 0)
-		stat(t->path, &t->st);
+	if (rc == 0 && stat(t->path, &st) == 0)
+		tokens_note(t, &st);
 	return (rc);
 }
 
