@@ -153,6 +153,10 @@ $(O)/bench/fence-%: bench/fence-%.c src/gmux.h $(O)/libgmuxcore.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
 
 # -- remote (issue 7)
+SRCS += src/digest.c src/hmap.c src/tls.c src/token.c src/ratelimit.c
+SRCS += src/target.c src/cas.c src/confine.c src/ignore.c src/manifest.c
+SRCS += src/statcache.c src/sync.c src/tree.c src/batch.c src/progress.c
+SRCS += src/remote.c src/remote-host.c src/remote-local.c src/remotes.c
 
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)

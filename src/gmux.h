@@ -1263,15 +1263,374 @@ void		 fence_super_free(struct fence_super *);
 /* (end) */
 
 /* tls.c (issue 7) */
+struct tls_identity;
+struct bufferevent;
+struct tls_pin {
+	char		 want[65];	/* the pinned key's SHA-256, hex */
+	char		 seen[65];	/* what the host showed */
+	int		 checked;	/* the check ran */
+	int		 mismatch;	/* and failed */
+};
+struct tls_identity *tls_identity_load(const char *, int, char **);
+int		 tls_identity_reissue(struct tls_identity *, char **);
+void		 tls_identity_free(struct tls_identity *);
+const char	*tls_identity_pin(const struct tls_identity *);
+void		*tls_server_create(const struct tls_identity *, char **);
+void		 tls_server_free(void *);
+struct bufferevent *tls_server_bev(struct event_base *, void *);
+int		 tls_client_pin(void *, struct tls_pin *);
+char		*tls_pin_error(const struct tls_pin *, const char *);
+/* (end) */
+
+/* token.c (issue 7) */
+struct token {
+	char		*id;		/* "t1" */
+	char		*owner;
+	char		 hash[65];	/* SHA-256 of the token, hex */
+	int64_t		 created;	/* ms */
+	int		 revoked;
+};
+struct tokens {
+	struct token	*v;
+	u_int		 n;
+	char		*path;
+	uint64_t	 dev, ino, size;	/* the file as last read */
+	int64_t		 mtime_ns;
+};
+struct ratelimit;
+int		 token_owner_valid(const char *);
+struct tokens	*tokens_open(const char *, char **);
+void		 tokens_free(struct tokens *);
+void		 tokens_clear(struct tokens *);
+int		 tokens_parse(const char *, size_t, struct tokens *, char **);
+int		 tokens_refresh(struct tokens *, char **);
+int		 tokens_add(struct tokens *, const char *, char **, char **,
+		     char **);
+int		 tokens_revoke(struct tokens *, const char *, char **);
+json_t		*tokens_to_json(const struct tokens *);
+const struct token *tokens_check(const struct tokens *, const char *);
+int		 tokens_authorize(struct tokens *, struct ratelimit *,
+		     const char *, const char *, int64_t, char **, int *,
+		     char **);
+/* (end) */
+
+/* ratelimit.c (issue 7) */
+struct ratelimit *ratelimit_create(u_int, int64_t, int64_t, u_int);
+void		 ratelimit_free(struct ratelimit *);
+u_int		 ratelimit_count(const struct ratelimit *);
+int64_t		 ratelimit_check(struct ratelimit *, const char *, int64_t);
+void		 ratelimit_fail(struct ratelimit *, const char *, int64_t);
+void		 ratelimit_key(const char *, char *, size_t);
+/* (end) */
+
+/* target.c (issue 7) */
+#define TARGET_PORT	7070
+struct target {
+	char		*token;
+	char		*host;		/* no brackets */
+	u_int		 port;
+	char		 pin[65];
+};
+int		 target_parse(const char *, struct target *, char **);
+void		 target_clear(struct target *);
+char		*target_format(const struct target *);
+char		*target_hostport(const struct target *);
+char		*target_url(const struct target *, const char *);
+/* (end) */
+
+/* digest.c (issue 7) */
+#define DIGEST_LEN	32
+#define DIGEST_HEX	65	/* 64 hex digits and a NUL */
+struct digest {
+	void		*ctx;
+};
+void		 digest_init(struct digest *);
+void		 digest_update(struct digest *, const void *, size_t);
+void		 digest_final(struct digest *, char *);
+void		 digest_abort(struct digest *);
+void		 digest_buf(const void *, size_t, char *);
+int		 digest_fd(int, char *, uint64_t *, char **);
+int		 digest_valid(const char *);
+int		 digest_equal(const char *, const char *);
+void		 hex_encode(const u_char *, size_t, char *);
+void		 random_bytes(void *, size_t);
+void		 base64url_encode(const u_char *, size_t, char *);
+/* (end) */
+
+/* hmap.c (issue 7) */
+struct hmap;
+struct hmap	*hmap_create(void);
+void		 hmap_free(struct hmap *);
+size_t		 hmap_count(const struct hmap *);
+void		*hmap_get(const struct hmap *, const char *);
+void		*hmap_put(struct hmap *, const char *, void *);
+void		*hmap_del(struct hmap *, const char *);
+int		 hmap_next(const struct hmap *, size_t *, const char **,
+		     void **);
 /* (end) */
 
 /* cas.c (issue 7) */
+#define CAS_SIZE_UNKNOWN	UINT64_MAX
+struct cas;
+struct cas_writer;
+struct cas	*cas_open(const char *, uint64_t, char **);
+void		 cas_close(struct cas *);
+uint64_t	 cas_generation(const struct cas *);
+uint64_t	 cas_total(const struct cas *);
+uint64_t	 cas_limit(const struct cas *);
+size_t		 cas_count(const struct cas *);
+int		 cas_has(const struct cas *, const char *, uint64_t *);
+int		 cas_check(struct cas *, const char *, uint64_t *);
+void		 cas_touch(struct cas *, const char *);
+int		 cas_open_blob(struct cas *, const char *, uint64_t *);
+int		 cas_pin(struct cas *, const char *);
+void		 cas_unpin(struct cas *, const char *);
+void		 cas_evict(struct cas *);
+int		 cas_sync(struct cas *);
+struct cas_writer *cas_writer_create(struct cas *, const char *, uint64_t,
+		     char **);
+int		 cas_writer_write(struct cas_writer *, const void *, size_t,
+		     char **);
+int		 cas_writer_finish(struct cas_writer *, int, char *, char **);
+int		 cas_writer_commit(struct cas_writer *, char **);
+void		 cas_writer_abort(struct cas_writer *);
+int		 cas_put(struct cas *, const char *, const void *, size_t,
+		     char **);
+int		 cas_ingest_fd(struct cas *, int, char *, uint64_t *, char **);
 /* (end) */
 
 /* sync.c (issue 7) */
+struct progress;
+struct statcache;
+struct manifest;
+struct sync_stats {
+	uint64_t	 files, dirs, links, bytes;	/* the tree */
+	uint64_t	 hashed, hashed_bytes;		/* stat cache misses */
+	uint64_t	 moved, moved_bytes;		/* sent or fetched */
+	uint64_t	 skipped;
+	char		**warnings;	/* the first few skipped, why */
+	u_int		 nwarnings;
+};
+typedef int (*sync_fetch_cb)(const char *, int, void *, char **);
+void		 sync_stats_clear(struct sync_stats *);
+int		 sync_scan(const char *, struct statcache *, struct manifest *,
+		     struct sync_stats *, char **);
+int		 sync_pull_apply(const char *, const struct manifest *,
+		     sync_fetch_cb, void *, struct progress *,
+		     struct sync_stats *, char **);
 /* (end) */
 
-/* remote.c (issue 7) */
+/* remote.c (issue 7): the client's side of a remote run's files */
+#define REMOTE_MANIFEST_TYPE	"text/x-gmux-manifest"
+#define REMOTE_BATCH_TYPE	"application/x-gmux-batch"
+#define REMOTE_MANIFEST_MAX	(128 * 1024 * 1024)
+#define REMOTE_ENTRIES_MAX	1000000
+#define REMOTE_BATCH_MAX	(16 * 1024 * 1024)
+#define REMOTE_SMALL_MAX	(256 * 1024)	/* larger blobs go alone */
+struct remote_io {
+	/* One request; 0 and *status (and *reply if the body is JSON) when
+	 * a reply came, -1 with *cause if none did. */
+	int		(*request)(void *, const char *, const char *,
+			    const char *, const void *, size_t, long *,
+			    json_t **, char **);
+	/* PUT /v1/blobs/DIGEST from fd (size bytes); it owns fd and may
+	 * queue the upload until flush. */
+	int		(*put_blob)(void *, const char *, int, uint64_t,
+			    char **);
+	int		(*flush)(void *, char **);
+	/* GET /v1/blobs/DIGEST into fd. */
+	int		(*get_blob)(void *, const char *, int, char **);
+	void		*arg;
+};
+int		 remote_sync(const struct remote_io *, const char *,
+		     struct statcache *, int, char *, struct sync_stats *,
+		     char **);
+int		 remote_pull(const struct remote_io *, const char *,
+		     char *const *, const char *, int, struct sync_stats *,
+		     char **);
+/* (end) */
+
+/* remote-host.c (issue 7): the host's side of the sync routes */
+int		 remote_host_manifest_post(struct cas *, uint64_t,
+		     const void *, size_t, json_t **, char **);
+int		 remote_host_manifest_get(struct cas *, uint64_t, const char *,
+		     json_t **, char **);
+int		 remote_host_blob_put(struct cas *, const char *, const void *,
+		     size_t, char **);
+int		 remote_host_batch(struct cas *, const void *, size_t,
+		     json_t **, char **);
+int		 remote_host_prepare(struct cas *, const char *, const char *,
+		     json_t **, char **);
+int		 remote_host_pull(struct cas *, const char *, json_t *,
+		     uint64_t, json_t **, char **);
+/* (end) */
+
+/* remote-local.c (issue 7): the sync routes in process */
+struct remote_local {
+	struct cas	*cas;
+	uint64_t	 max_upload;
+	const char	*jobdir;	/* what pull reads; NULL: no pull */
+	void		(*tamper)(char *, size_t);	/* tests: spoil PUTs */
+	u_int		 requests, batches, puts, gets;
+};
+void		 remote_local_io(struct remote_local *, struct remote_io *);
+/* (end) */
+
+/* remotes.c (issue 7): the client's hosts */
+struct remote {
+	char		*name;
+	struct target	 target;
+};
+struct remotes {
+	struct remote	*v;
+	u_int		 n;
+	char		*dflt;
+	char		*path;
+};
+struct remote_card_room {
+	u_int		 seats_free;
+	uint64_t	 mem_free;
+};
+struct remote_room {
+	int		 ok;		/* answered, pin and token good */
+	int		 is_default;
+	const struct remote_card_room *cards;
+	u_int		 ncards;
+};
+char		*remotes_path(void);
+int		 remote_name_valid(const char *);
+int		 remotes_load(struct remotes *, const char *, char **);
+int		 remotes_save(const struct remotes *, char **);
+void		 remotes_clear(struct remotes *);
+const struct remote *remotes_find(const struct remotes *, const char *);
+int		 remotes_add(struct remotes *, const char *, const char *,
+		     char **);
+int		 remotes_rm(struct remotes *, const char *, char **);
+int		 remotes_set_default(struct remotes *, const char *, char **);
+json_t		*remotes_to_json(const struct remotes *);
+int		 remotes_pick(const struct remote_room *, u_int, u_int,
+		     uint64_t);
+char		*remotes_invite(const char *, const char *, u_int,
+		     const char *);
+/* (end) */
+
+/* confine.c (issue 7): file operations that cannot leave a directory */
+#define CONFINE_DEPTH	256
+struct stat;
+struct walk_ops {
+	int		(*dir_enter)(int, const char *, void *, char **);
+	void		(*dir_leave)(const char *, void *);
+	int		(*entry)(int, const char *, const char *,
+			    const struct stat *, void *, char **);
+};
+int		 confine_path_ok(const char *, char **);
+int		 confine_open(int, const char *, int, mode_t);
+int		 confine_parent(int, const char *, int, const char **);
+int		 confine_walk(int, const struct walk_ops *, void *, char **);
+int		 confine_remove(const char *);
+char		*confine_read_fd(int, size_t, size_t *);
+/* (end) */
+
+/* ignore.c (issue 7): .gmuxignore */
+struct ignore;
+int		 ignore_wildmatch(const char *, const char *);
+struct ignore	*ignore_create(void);
+void		 ignore_free(struct ignore *);
+void		 ignore_defaults(struct ignore *);
+void		 ignore_parse(struct ignore *, const char *, const char *,
+		     size_t);
+size_t		 ignore_mark(const struct ignore *);
+void		 ignore_truncate(struct ignore *, size_t);
+int		 ignore_match(const struct ignore *, const char *, int);
+/* (end) */
+
+/* manifest.c (issue 7) */
+#define MENTRY_FILE	'f'
+#define MENTRY_DIR	'd'
+#define MENTRY_LINK	'l'
+struct mentry {
+	char		*path;
+	char		*target;	/* links only */
+	uint64_t	 size;
+	u_int		 mode;		/* permission bits */
+	char		 type;
+	char		 digest[65];	/* files only */
+};
+struct manifest {
+	struct mentry	*v;
+	size_t		 n;
+	size_t		 size;
+	uint64_t	 bytes;		/* of all files */
+};
+void		 manifest_init(struct manifest *);
+void		 manifest_clear(struct manifest *);
+struct mentry	*manifest_add(struct manifest *, char, const char *, u_int,
+		     uint64_t, const char *, const char *);
+void		 manifest_sort(struct manifest *);
+const struct mentry *manifest_find(const struct manifest *, const char *);
+char		*manifest_escape(const char *);
+char		*manifest_unescape(const char *, size_t);
+char		*manifest_format(const struct manifest *, size_t *);
+int		 manifest_link_ok(const char *, const char *);
+int		 manifest_parse(const char *, size_t, size_t, struct manifest *,
+		     char **);
+/* (end) */
+
+/* statcache.c (issue 7) */
+struct statcache;
+struct statcache *statcache_load(const char *);
+void		 statcache_free(struct statcache *);
+int		 statcache_parse(struct statcache *, const char *, size_t,
+		     char **);
+const char	*statcache_get(struct statcache *, const char *,
+		     const struct stat *);
+void		 statcache_hashing(struct statcache *);
+void		 statcache_put(struct statcache *, const char *,
+		     const struct stat *, const char *);
+void		 statcache_counts(const struct statcache *, size_t *, size_t *);
+int		 statcache_save(struct statcache *, char **);
+char		*statcache_path(const char *);
+/* (end) */
+
+/* tree.c (issue 7): the host's side of moving a tree */
+int		 tree_materialize(struct cas *, const struct manifest *,
+		     const char *, char **);
+int		 tree_pull(struct cas *, const char *, char *const *, uint64_t,
+		     struct manifest *, char **);
+/* (end) */
+
+/* batch.c (issue 7): many small blobs in one body */
+struct batch {
+	char		*data;
+	size_t		 len;
+	size_t		 size;
+	u_int		 n;
+};
+typedef int (*batch_cb)(const char *, const void *, size_t, void *, char **);
+void		 batch_init(struct batch *);
+void		 batch_clear(struct batch *);
+char		*batch_reserve(struct batch *, size_t);
+char		*batch_add(struct batch *, const char *, size_t);
+int		 batch_parse(const void *, size_t, size_t, batch_cb, void *,
+		     char **);
+/* (end) */
+
+/* progress.c (issue 7) */
+struct progress {
+	int		 fd;		/* -1: silent */
+	const char	*what;
+	int64_t		 start;
+	int64_t		 last;
+	uint64_t	 files, files_total;
+	uint64_t	 bytes, bytes_total;
+	int		 shown;
+};
+int		 progress_tty(void);
+void		 progress_start(struct progress *, int, const char *, uint64_t,
+		     uint64_t, int64_t);
+char		*progress_line(const struct progress *, int64_t);
+void		 progress_add(struct progress *, uint64_t, uint64_t, int64_t);
+void		 progress_end(struct progress *, int64_t);
 /* (end) */
 
 #endif /* GMUX_H */

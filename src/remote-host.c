@@ -1,0 +1,477 @@
+/*
+ * remote-host.c: what the host does for each sync route, apart from HTTP.
+ * Each function takes a request body and returns an HTTP status with a
+ * JSON reply or a cause, so the daemon's handlers are a few lines and the
+ * client's tests can run the real host logic in process.  The routes and
+ * their bodies are written down in docs/remote.md.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmux.h"
+
+#define REMOTE_GLOBS_MAX	64
+#define REMOTE_MEMO		4
+
+/*
+ * Manifests lately found complete, so an unchanged tree's GET and its job
+ * cost neither a parse nor a blob lookup per file.  One stays valid while
+ * the store's generation is what it was: no blob has gone since.  (Owned
+ * by the daemon's loop thread, like the store.)
+ */
+static struct remote_memo {
+	int		 valid;
+	uint64_t	 generation;
+	char		 digest[DIGEST_HEX];
+	struct manifest	 m;
+	uint64_t	 used;
+} remote_memo[REMOTE_MEMO];
+static uint64_t	 remote_memo_clock;
+
+static const struct manifest *
+remote_memo_find(const struct cas *c, const char *mdigest)
+{
+	struct remote_memo	*r;
+	u_int			 i;
+
+	for (i = 0; i < REMOTE_MEMO; i++) {
+		r = &remote_memo[i];
+		if (r->valid && r->generation == cas_generation(c) &&
+		    strcmp(r->digest, mdigest) == 0) {
+			r->used = ++remote_memo_clock;
+			return (&r->m);
+		}
+	}
+	return (NULL);
+}
+
+/* Keeps m (taking it over: m is left empty) as complete in store c. */
+static void
+remote_memo_keep(const struct cas *c, const char *mdigest,
+    struct manifest *m)
+{
+	struct remote_memo	*r = &remote_memo[0];
+	u_int			 i;
+
+	for (i = 0; i < REMOTE_MEMO; i++) {
+		if (!remote_memo[i].valid) {
+			r = &remote_memo[i];
+			break;
+		}
+		if (remote_memo[i].used < r->used)
+			r = &remote_memo[i];
+	}
+	if (r->valid)
+		manifest_clear(&r->m);
+	r->valid = 1;
+	r->generation = cas_generation(c);
+	memcpy(r->digest, mdigest, DIGEST_HEX);
+	r->m = *m;
+	r->used = ++remote_memo_clock;
+	manifest_init(m);
+}
+
+static json_t *
+remote_host_reply(const char *mdigest, json_t *missing, uint64_t need,
+    const struct manifest *m)
+{
+	return (json_pack("{s:s, s:o, s:I, s:I, s:I}", "manifest", mdigest,
+	    "missing", missing, "missing_bytes", (json_int_t)need, "files",
+	    (json_int_t)m->n, "bytes", (json_int_t)m->bytes));
+}
+
+/* The answer for a manifest known complete: nothing to send. */
+static json_t *
+remote_host_complete(struct cas *c, const char *mdigest,
+    const struct manifest *m)
+{
+	size_t	 i;
+
+	for (i = 0; i < m->n; i++) {
+		if (m->v[i].type == MENTRY_FILE)
+			cas_touch(c, m->v[i].digest);
+	}
+	return (remote_host_reply(mdigest, json_array(), 0, m));
+}
+
+/*
+ * Works out which of m's blobs the store lacks.  Blobs it has are touched,
+ * so the ones a job is about to use are the last to be evicted, and their
+ * sizes must agree with the manifest.  Returns the reply or NULL with
+ * *cause (400).
+ */
+static json_t *
+remote_host_missing(struct cas *c, const char *mdigest,
+    const struct manifest *m, uint64_t *missing_bytes, char **cause)
+{
+	struct hmap		*seen = hmap_create();
+	const struct mentry	*e;
+	json_t			*missing = json_array();
+	uint64_t		 size;
+	size_t			 i;
+
+	*missing_bytes = 0;
+	for (i = 0; i < m->n; i++) {
+		e = &m->v[i];
+		if (e->type != MENTRY_FILE || hmap_get(seen, e->digest) != NULL)
+			continue;
+		hmap_put(seen, e->digest, (void *)e);
+		if (!cas_check(c, e->digest, &size)) {
+			json_array_append_new(missing, json_string(e->digest));
+			*missing_bytes += e->size;
+			continue;
+		}
+		if (size != e->size) {
+			xasprintf(cause, "%s: %llu bytes, but its content has "
+			    "%llu", e->path, (unsigned long long)e->size,
+			    (unsigned long long)size);
+			json_decref(missing);
+			hmap_free(seen);
+			return (NULL);
+		}
+		cas_touch(c, e->digest);
+	}
+	hmap_free(seen);
+	return (remote_host_reply(mdigest, missing, *missing_bytes, m));
+}
+
+/*
+ * The checks of size both POST and GET of a manifest make.  A manifest
+ * found complete is kept (m is then left empty).
+ */
+static int
+remote_host_answer(struct cas *c, const char *mdigest, struct manifest *m,
+    uint64_t max_upload, json_t **reply, char **cause)
+{
+	char		*a, *b;
+	uint64_t	 need;
+
+	if (m->bytes > cas_limit(c)) {
+		a = format_size(m->bytes);
+		b = format_size(cas_limit(c));
+		xasprintf(cause, "the directory holds %s in %zu entries; this "
+		    "host keeps at most %s: add large paths to .gmuxignore", a,
+		    m->n, b);
+		free(a);
+		free(b);
+		return (413);
+	}
+	if ((*reply = remote_host_missing(c, mdigest, m, &need, cause)) ==
+	    NULL)
+		return (400);
+	if (need == 0) {
+		remote_memo_keep(c, mdigest, m);
+		return (200);
+	}
+	if (need > max_upload) {
+		a = format_size(need);
+		b = format_size(max_upload);
+		xasprintf(cause, "this run would upload %s; the host takes at "
+		    "most %s at once (its upload limit): add large paths to "
+		    ".gmuxignore", a, b);
+		free(a);
+		free(b);
+		json_decref(*reply);
+		*reply = NULL;
+		return (413);
+	}
+	return (200);
+}
+
+/*
+ * POST /v1/sync/manifest: body is a manifest.  Stores it (as a blob named
+ * by its digest) and answers which blobs to send.  Returns 200 with
+ * *reply, or 400/413/500 with *cause.
+ */
+int
+remote_host_manifest_post(struct cas *c, uint64_t max_upload,
+    const void *body, size_t len, json_t **reply, char **cause)
+{
+	struct manifest	 m;
+	char		 mdigest[DIGEST_HEX];
+	int		 rc;
+
+	*reply = NULL;
+	if (len > REMOTE_MANIFEST_MAX) {
+		xasprintf(cause, "the manifest is over %d MiB: too many files; "
+		    "use .gmuxignore", REMOTE_MANIFEST_MAX >> 20);
+		return (413);
+	}
+	if (manifest_parse(body, len, REMOTE_ENTRIES_MAX, &m, cause) != 0)
+		return (400);
+	digest_buf(body, len, mdigest);
+	rc = remote_host_answer(c, mdigest, &m, max_upload, reply, cause);
+	if (rc == 200 && !cas_has(c, mdigest, NULL) &&
+	    cas_put(c, mdigest, body, len, cause) != 0) {
+		json_decref(*reply);
+		*reply = NULL;
+		rc = 500;
+	}
+	manifest_clear(&m);
+	return (rc);
+}
+
+/* Loads and parses a stored manifest.  Returns 0, 404 or 500. */
+static int
+remote_host_load(struct cas *c, const char *mdigest, struct manifest *m,
+    char **cause)
+{
+	char	*buf;
+	size_t	 len;
+	int	 fd, rc;
+
+	if (!digest_valid(mdigest)) {
+		xasprintf(cause, "'%.80s' is not a digest", mdigest);
+		return (400);
+	}
+	if ((fd = cas_open_blob(c, mdigest, NULL)) == -1) {
+		xasprintf(cause, "no manifest %.16s here", mdigest);
+		return (404);
+	}
+	buf = confine_read_fd(fd, REMOTE_MANIFEST_MAX, &len);
+	close(fd);
+	if (buf == NULL) {
+		xasprintf(cause, "manifest %.16s: %s", mdigest,
+		    strerror(errno));
+		return (500);
+	}
+	rc = manifest_parse(buf, len, REMOTE_ENTRIES_MAX, m, cause);
+	free(buf);
+	return (rc == 0 ? 0 : 500);
+}
+
+/*
+ * GET /v1/sync/manifest/DIGEST: a manifest sent before; answers as POST
+ * does, so an unchanged tree costs one small request.  404 if unknown.
+ */
+int
+remote_host_manifest_get(struct cas *c, uint64_t max_upload,
+    const char *mdigest, json_t **reply, char **cause)
+{
+	const struct manifest	*known;
+	struct manifest		 m;
+	int			 rc;
+
+	*reply = NULL;
+	if ((known = remote_memo_find(c, mdigest)) != NULL) {
+		*reply = remote_host_complete(c, mdigest, known);
+		return (200);
+	}
+	if ((rc = remote_host_load(c, mdigest, &m, cause)) != 0)
+		return (rc);
+	rc = remote_host_answer(c, mdigest, &m, max_upload, reply, cause);
+	manifest_clear(&m);
+	return (rc);
+}
+
+/* PUT /v1/blobs/DIGEST: 201 stored, 200 already there, 400, 413, 500. */
+int
+remote_host_blob_put(struct cas *c, const char *digest, const void *body,
+    size_t len, char **cause)
+{
+	int	 rc;
+
+	if (!digest_valid(digest)) {
+		xasprintf(cause, "'%.80s' is not a digest", digest);
+		return (400);
+	}
+	if (len > cas_limit(c)) {
+		xasprintf(cause, "a blob of %zu bytes is more than this host "
+		    "keeps", len);
+		return (413);
+	}
+	if (cas_has(c, digest, NULL))
+		return (200);
+	if ((rc = cas_put(c, digest, body, len, cause)) == 0)
+		return (201);
+	return (rc == -2 ? 400 : 500);
+}
+
+struct remote_batch {
+	struct cas		 *cas;
+	struct cas_writer	**v;
+	size_t			  n;
+	int			  status;
+};
+
+static int
+remote_host_batch_one(const char *digest, const void *data, size_t len,
+    void *arg, char **cause)
+{
+	struct remote_batch	*rb = arg;
+	struct cas_writer	*w;
+	int			 rc;
+
+	if (cas_has(rb->cas, digest, NULL))
+		return (0);
+	if ((w = cas_writer_create(rb->cas, digest, len, cause)) == NULL)
+		return (rb->status = 500, -1);
+	if ((rc = cas_writer_write(w, data, len, cause)) != 0)
+		cas_writer_abort(w);
+	else
+		rc = cas_writer_finish(w, 0, NULL, cause);
+	if (rc != 0) {
+		rb->status = rc == -2 ? 400 : 500;
+		return (-1);
+	}
+	rb->v = xreallocarray(rb->v, rb->n + 1, sizeof *rb->v);
+	rb->v[rb->n++] = w;
+	return (0);
+}
+
+/*
+ * POST /v1/blobs: a batch of small blobs.  All are verified before any is
+ * renamed in: a batch is stored whole or not at all.
+ */
+int
+remote_host_batch(struct cas *c, const void *body, size_t len,
+    json_t **reply, char **cause)
+{
+	struct remote_batch	 rb = { c, NULL, 0, 400 };
+	size_t			 i, stored = 0;
+	int			 rc = 200;
+
+	*reply = NULL;
+	if (len > REMOTE_BATCH_MAX) {
+		xasprintf(cause, "a batch is at most %d MiB",
+		    REMOTE_BATCH_MAX >> 20);
+		return (413);
+	}
+	if (batch_parse(body, len, REMOTE_SMALL_MAX, remote_host_batch_one,
+	    &rb, cause) != 0) {
+		for (i = 0; i < rb.n; i++)
+			cas_writer_abort(rb.v[i]);
+		free(rb.v);
+		return (rb.status);
+	}
+	for (i = 0; i < rb.n; i++) {
+		if (rc != 200)
+			cas_writer_abort(rb.v[i]);
+		else if (cas_writer_commit(rb.v[i], cause) != 0)
+			rc = 500;
+		else
+			stored++;
+	}
+	free(rb.v);
+	if (rc == 200)
+		*reply = json_pack("{s:I}", "stored", (json_int_t)stored);
+	return (rc);
+}
+
+static int
+remote_host_make(struct cas *c, const struct manifest *m, const char *workdir,
+    char **cause)
+{
+	if (tree_materialize(c, m, workdir, cause) != 0) {
+		confine_remove(workdir);
+		return (500);
+	}
+	return (0);
+}
+
+/*
+ * For POST /v1/jobs with "manifest": makes workdir (which must not exist)
+ * the job's copy of the tree.  Returns 0, 412 with *cause and *reply (the
+ * body to send: what is missing; the client syncs again and retries), or
+ * 400/500 with *cause.
+ */
+int
+remote_host_prepare(struct cas *c, const char *mdigest, const char *workdir,
+    json_t **reply, char **cause)
+{
+	const struct manifest	*known;
+	struct manifest		 m;
+	uint64_t		 need;
+	int			 rc;
+
+	*reply = NULL;
+	if ((known = remote_memo_find(c, mdigest)) != NULL)
+		return (remote_host_make(c, known, workdir, cause));
+	if ((rc = remote_host_load(c, mdigest, &m, cause)) == 404) {
+		*reply = json_pack("{s:s, s:[s]}", "error", *cause,
+		    "missing", mdigest);
+		return (412);
+	}
+	if (rc != 0)
+		return (rc);
+	if ((*reply = remote_host_missing(c, mdigest, &m, &need, cause)) ==
+	    NULL) {
+		manifest_clear(&m);
+		return (400);
+	}
+	if (json_array_size(json_object_get(*reply, "missing")) != 0) {
+		xasprintf(cause, "blobs of manifest %.16s are missing: sync "
+		    "again", mdigest);
+		json_object_set_new(*reply, "error", json_string(*cause));
+		manifest_clear(&m);
+		return (412);
+	}
+	json_decref(*reply);
+	*reply = NULL;
+	rc = remote_host_make(c, &m, workdir, cause);
+	manifest_clear(&m);
+	return (rc);
+}
+
+/* Reads {"globs":[...]} into a NULL-terminated vector; NULL if bad. */
+static char **
+remote_host_globs(json_t *body, char **cause)
+{
+	json_t		*arr = json_object_get(body, "globs"), *g;
+	char		**v;
+	size_t		 i;
+
+	if (!json_is_array(arr) || json_array_size(arr) == 0 ||
+	    json_array_size(arr) > REMOTE_GLOBS_MAX) {
+		xasprintf(cause, "\"globs\" must be 1 to %d patterns",
+		    REMOTE_GLOBS_MAX);
+		return (NULL);
+	}
+	v = xcalloc(json_array_size(arr) + 1, sizeof *v);
+	json_array_foreach(arr, i, g) {
+		if (!json_is_string(g) || json_string_length(g) == 0 ||
+		    json_string_length(g) > 4096 ||
+		    strlen(json_string_value(g)) != json_string_length(g) ||
+		    strchr(json_string_value(g), '\n') != NULL) {
+			xasprintf(cause, "\"globs\" entry %zu is not a pattern",
+			    i);
+			strv_free(v);
+			return (NULL);
+		}
+		v[i] = xstrdup(json_string_value(g));
+	}
+	return (v);
+}
+
+/*
+ * POST /v1/jobs/ID/pull: lists the files of the job's directory matching
+ * body's "globs" (copying them into the store).  200 with {"manifest":
+ * TEXT, "files", "bytes"}, or 400/413.
+ */
+int
+remote_host_pull(struct cas *c, const char *workdir, json_t *body,
+    uint64_t limit, json_t **reply, char **cause)
+{
+	struct manifest	 m;
+	char		**globs, *text;
+	size_t		 len;
+	int		 rc;
+
+	*reply = NULL;
+	if ((globs = remote_host_globs(body, cause)) == NULL)
+		return (400);
+	if ((rc = tree_pull(c, workdir, globs, limit, &m, cause)) != 0) {
+		strv_free(globs);
+		return (rc == -2 ? 413 : 500);
+	}
+	strv_free(globs);
+	text = manifest_format(&m, &len);
+	*reply = json_pack("{s:s%, s:I, s:I}", "manifest", text, len, "files",
+	    (json_int_t)m.n, "bytes", (json_int_t)m.bytes);
+	free(text);
+	manifest_clear(&m);
+	return (200);
+}

@@ -1,0 +1,287 @@
+/*
+ * tree.c: the host's side of moving a tree.  tree_materialize makes a
+ * job's private copy of a manifest from the blob store, by reflink where
+ * the filesystem can (FICLONE), else copy_file_range, else read and write,
+ * and never by hardlink: a job writing its copy must not write the store.
+ * Every create is relative to a directory fd and follows no symlink, and
+ * the manifest's symlinks are made last, so none can redirect a write.
+ * tree_pull lists the files of a job's directory that match --pull
+ * patterns, copying each into the store as it hashes it.
+ */
+
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#include <linux/fs.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmux.h"
+
+/* Copies size bytes from src to dst (both at offset 0). */
+static int
+tree_copy(int src, int dst, uint64_t size, char **cause)
+{
+	static char	 buf[128 * 1024];
+	uint64_t	 left = size;
+	ssize_t		 n;
+
+	if (size == 0 || ioctl(dst, FICLONE, src) == 0)
+		return (0);
+	while (left > 0) {
+		n = copy_file_range(src, NULL, dst, NULL, left, 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		left -= (uint64_t)n;
+	}
+	errno = 0;
+	while (left > 0) {
+		if ((n = read(src, buf, sizeof buf)) == -1 && errno == EINTR)
+			continue;
+		if (n <= 0 || write_all(dst, buf, (size_t)n) == -1)
+			break;
+		left -= (uint64_t)n;
+	}
+	if (left != 0) {
+		xasprintf(cause, "copy: %s", errno ? strerror(errno) :
+		    "the blob is shorter than its entry");
+		return (-1);
+	}
+	return (0);
+}
+
+/* The parent directory of path, reusing the last one when it is the same. */
+static int
+tree_parent(int rootfd, const char *path, char **last, int *lastfd,
+    const char **leaf)
+{
+	const char	*slash = strrchr(path, '/');
+	size_t		 len = slash ? (size_t)(slash - path) : 0;
+
+	if (*lastfd != -1 && strlen(*last) == len &&
+	    strncmp(*last, path, len) == 0) {
+		*leaf = slash ? slash + 1 : path;
+		return (*lastfd);
+	}
+	if (*lastfd != -1)
+		close(*lastfd);
+	free(*last);
+	*last = xstrndup(path, len);
+	*lastfd = confine_parent(rootfd, path, 1, leaf);
+	return (*lastfd);
+}
+
+static int
+tree_file(struct cas *c, int pfd, const char *leaf, const struct mentry *e,
+    char **cause)
+{
+	int	 src, dst, rc;
+
+	if ((src = cas_open_blob(c, e->digest, NULL)) == -1) {
+		xasprintf(cause, "%s: blob %.16s is missing", e->path,
+		    e->digest);
+		return (-1);
+	}
+	dst = openat(pfd, leaf, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC,
+	    0600);
+	if (dst == -1) {
+		xasprintf(cause, "%s: %s", e->path, strerror(errno));
+		close(src);
+		return (-1);
+	}
+	rc = tree_copy(src, dst, e->size, cause);
+	if (rc == 0 && fchmod(dst, e->mode | 0600) != 0) {
+		xasprintf(cause, "%s: %s", e->path, strerror(errno));
+		rc = -1;
+	}
+	close(src);
+	close(dst);
+	return (rc);
+}
+
+/* Makes every entry of one kind: links in a second pass, after the rest. */
+static int
+tree_pass(struct cas *c, int rootfd, const struct manifest *m, int links,
+    char **cause)
+{
+	const struct mentry	*e;
+	const char		*leaf;
+	char			*last = NULL;
+	int			 lastfd = -1, pfd, rc = 0;
+	size_t			 i;
+
+	for (i = 0; i < m->n && rc == 0; i++) {
+		e = &m->v[i];
+		if ((e->type == MENTRY_LINK) != links)
+			continue;
+		if ((pfd = tree_parent(rootfd, e->path, &last, &lastfd, &leaf))
+		    == -1) {
+			xasprintf(cause, "%s: %s", e->path, strerror(errno));
+			rc = -1;
+		} else if (e->type == MENTRY_FILE)
+			rc = tree_file(c, pfd, leaf, e, cause);
+		else if ((e->type == MENTRY_DIR ? mkdirat(pfd, leaf, e->mode |
+		    0700) : symlinkat(e->target, pfd, leaf)) != 0 &&
+		    !(e->type == MENTRY_DIR && errno == EEXIST)) {
+			xasprintf(cause, "%s: %s", e->path, strerror(errno));
+			rc = -1;
+		}
+	}
+	if (lastfd != -1)
+		close(lastfd);
+	free(last);
+	return (rc);
+}
+
+static void
+tree_unpin(struct cas *c, const struct manifest *m, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		if (m->v[i].type == MENTRY_FILE)
+			cas_unpin(c, m->v[i].digest);
+	}
+}
+
+/*
+ * Makes dir (which must not exist) a copy of the validated manifest m from
+ * the store.  The blobs stay pinned while they are copied.  On failure dir
+ * may hold part of the tree (remove it with confine_remove).
+ */
+int
+tree_materialize(struct cas *c, const struct manifest *m, const char *dir,
+    char **cause)
+{
+	size_t	 i;
+	int	 rootfd, rc = -1;
+
+	for (i = 0; i < m->n; i++) {
+		if (m->v[i].type == MENTRY_FILE && cas_pin(c, m->v[i].digest)
+		    != 0) {
+			xasprintf(cause, "%s: blob %.16s is missing",
+			    m->v[i].path, m->v[i].digest);
+			tree_unpin(c, m, i);
+			return (-1);
+		}
+	}
+	if (mkdir(dir, 0700) != 0 || (rootfd = open(dir, O_RDONLY|O_DIRECTORY|
+	    O_NOFOLLOW|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", dir, strerror(errno));
+		goto out;
+	}
+	if (tree_pass(c, rootfd, m, 0, cause) == 0 &&
+	    tree_pass(c, rootfd, m, 1, cause) == 0)
+		rc = 0;
+	close(rootfd);
+out:
+	tree_unpin(c, m, m->n);
+	return (rc);
+}
+
+struct tree_pull_ctx {
+	struct cas	*cas;
+	struct ignore	*want;
+	struct manifest	*m;
+	uint64_t	 limit;
+	uint64_t	 bytes;
+	int		 over;
+	int		 matched[CONFINE_DEPTH + 2];	/* a dir matched */
+	u_int		 depth;
+};
+
+static int
+tree_pull_enter(int dirfd, const char *path, void *arg, char **cause)
+{
+	struct tree_pull_ctx	*ctx = arg;
+	int			 up;
+
+	up = ctx->depth ? ctx->matched[ctx->depth - 1] : 0;
+	ctx->matched[ctx->depth++] = up || (*path != '\0' &&
+	    ignore_match(ctx->want, path, 1));
+	return (0);
+}
+
+static void
+tree_pull_leave(const char *path, void *arg)
+{
+	((struct tree_pull_ctx *)arg)->depth--;
+}
+
+static int
+tree_pull_entry(int dirfd, const char *name, const char *path,
+    const struct stat *st, void *arg, char **cause)
+{
+	struct tree_pull_ctx	*ctx = arg;
+	char			 digest[DIGEST_HEX];
+	uint64_t		 size;
+	int			 fd, rc;
+
+	if (S_ISDIR(st->st_mode))
+		return (1);
+	if (!S_ISREG(st->st_mode) || !(ctx->matched[ctx->depth - 1] ||
+	    ignore_match(ctx->want, path, 0)))
+		return (0);
+	if (ctx->bytes + (uint64_t)st->st_size > ctx->limit) {
+		xasprintf(cause, "the files to pull hold more than %llu bytes",
+		    (unsigned long long)ctx->limit);
+		ctx->over = 1;
+		return (-1);
+	}
+	if ((fd = openat(dirfd, name, O_RDONLY|O_NOFOLLOW|O_CLOEXEC)) == -1)
+		return (0);	/* gone, or not ours to read */
+	rc = cas_ingest_fd(ctx->cas, fd, digest, &size, cause);
+	close(fd);
+	if (rc != 0)
+		return (-1);
+	ctx->bytes += size;
+	manifest_add(ctx->m, MENTRY_FILE, path, st->st_mode, size, digest,
+	    NULL);
+	return (0);
+}
+
+/*
+ * Lists the regular files under dir matching any of the gitignore-style
+ * patterns (a matching directory brings all it holds) into m, sorted, each
+ * copied into the store.  Symlinks are not followed nor listed.  Returns 0,
+ * or -2 (more than limit bytes) or -1 with *cause.
+ */
+int
+tree_pull(struct cas *c, const char *dir, char *const *globs, uint64_t limit,
+    struct manifest *m, char **cause)
+{
+	static const struct walk_ops ops = {
+		tree_pull_enter, tree_pull_leave, tree_pull_entry
+	};
+	struct tree_pull_ctx	 ctx;
+	size_t			 i;
+	int			 fd, rc;
+
+	if ((fd = open(dir, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", dir, strerror(errno));
+		return (-1);
+	}
+	memset(&ctx, 0, sizeof ctx);
+	ctx.cas = c;
+	ctx.want = ignore_create();
+	for (i = 0; globs[i] != NULL; i++)
+		ignore_parse(ctx.want, "", globs[i], strlen(globs[i]));
+	ctx.m = m;
+	ctx.limit = limit;
+	manifest_init(m);
+	rc = confine_walk(fd, &ops, &ctx, cause);
+	ignore_free(ctx.want);
+	close(fd);
+	if (rc != 0) {
+		manifest_clear(m);
+		return (ctx.over ? -2 : -1);
+	}
+	manifest_sort(m);
+	return (0);
+}

@@ -1,0 +1,318 @@
+/*
+ * test-tree.c: confinement (no write, read or removal escapes a directory
+ * through a symlink), materializing a job's tree from the blob store (a
+ * copy, never a hardlink), and --pull in both directions.
+ */
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "gmux.h"
+#include "unit.h"
+#include "tmpdir.h"
+
+static void
+mkfile(const char *name, const char *content, int mode)
+{
+	CHECK(tmp_write(name, content, strlen(content), mode) == 0);
+}
+
+static char *
+slurp(const char *path)
+{
+	char	*cause = NULL, *s;
+
+	s = read_file(path, 1 << 20, NULL, &cause);
+	free(cause);
+	return (s);
+}
+
+static void
+test_confine(void)
+{
+	char		*root = tpath("c"), *out = tpath("outside"), *p, *cause;
+	const char	*leaf;
+	int		 rfd, fd;
+
+	mkdir_p(root, 0755);
+	mkdir_p(out, 0755);
+	xasprintf(&p, "%s/evil", root);
+	CHECK(symlink(out, p) == 0);
+	free(p);
+	xasprintf(&p, "%s/real", root);
+	mkdir(p, 0755);
+	free(p);
+	rfd = open(root, O_RDONLY|O_DIRECTORY);
+
+	errno = 0;
+	CHECK(confine_open(rfd, "evil/x", O_WRONLY|O_CREAT, 0644) == -1);
+	CHECK(errno == ELOOP || errno == ENOTDIR || errno == EXDEV);
+	CHECK(confine_open(rfd, "evil", O_RDONLY, 0) == -1);
+	CHECK(confine_parent(rfd, "evil/x/y", 1, &leaf) == -1);
+	fd = confine_open(rfd, "real/ok", O_WRONLY|O_CREAT, 0644);
+	CHECK(fd != -1);
+	close(fd);
+	fd = confine_parent(rfd, "real/new/dirs/f", 1, &leaf);
+	CHECK(fd != -1 && strcmp(leaf, "f") == 0);
+	close(fd);
+	xasprintf(&p, "%s/x", out);
+	CHECK(access(p, F_OK) != 0);
+	free(p);
+
+	cause = NULL;
+	CHECK(confine_path_ok("a/b", &cause));
+	CHECK(!confine_path_ok("a/../b", &cause));
+	free(cause);
+	cause = NULL;
+	CHECK(!confine_path_ok("/a", &cause));
+	free(cause);
+	cause = NULL;
+	CHECK(!confine_path_ok("a//b", &cause));
+	free(cause);
+	cause = NULL;
+	CHECK(!confine_path_ok("", &cause));
+	free(cause);
+
+	/* Removal does not follow the link either. */
+	mkfile("outside/precious", "keep", 0644);
+	CHECK(confine_remove(root) == 0);
+	CHECK(access(root, F_OK) != 0);
+	p = tmp_read("outside/precious", NULL);
+	CHECK(p != NULL && strcmp(p, "keep") == 0);
+	free(p);
+	close(rfd);
+	free(root);
+	free(out);
+}
+
+/* Puts every file of m (read from src) into the store. */
+static void
+fill_store(struct cas *c, const char *src, const struct manifest *m)
+{
+	char	*p, *cause = NULL, d[DIGEST_HEX];
+	uint64_t size;
+	size_t	 i;
+	int	 fd;
+
+	for (i = 0; i < m->n; i++) {
+		if (m->v[i].type != MENTRY_FILE)
+			continue;
+		xasprintf(&p, "%s/%s", src, m->v[i].path);
+		fd = open(p, O_RDONLY);
+		CHECK(cas_ingest_fd(c, fd, d, &size, &cause) == 0);
+		CHECK(strcmp(d, m->v[i].digest) == 0);
+		close(fd);
+		free(p);
+	}
+}
+
+static void
+test_materialize(void)
+{
+	struct manifest	 m;
+	struct sync_stats st;
+	struct cas	*c;
+	struct stat	 sa, sb;
+	char		*src = tpath("src"), *job = tpath("job"), *cause = NULL;
+	char		*p, *q, buf[64], *blob;
+	ssize_t		 n;
+
+	mkdir_p(src, 0755);
+	mkdir_p(T("src/a/b"), 0755);
+	mkdir_p(T("src/empty"), 0750);
+	mkfile("src/a/b/f.txt", "content", 0644);
+	mkfile("src/run.sh", "#!/bin/sh\n", 0755);
+	mkfile("src/dup", "content", 0600);
+	mkfile("src/zero", "", 0644);
+	CHECK(symlink("a/b/f.txt", T("src/link")) == 0);
+	memset(&st, 0, sizeof st);
+	CHECK(sync_scan(src, NULL, &m, &st, &cause) == 0);
+	c = cas_open(T("blobs"), 1 << 20, &cause);
+
+	/* Blobs missing: refused, nothing left pinned or made. */
+	CHECK(tree_materialize(c, &m, job, &cause) == -1);
+	free(cause);
+	cause = NULL;
+	CHECK(access(job, F_OK) != 0);
+
+	fill_store(c, src, &m);
+	CHECK(cas_count(c) == 3);		/* dup shares a blob */
+	CHECK(tree_materialize(c, &m, job, &cause) == 0);
+	p = tmp_read("job/a/b/f.txt", NULL);
+	CHECK(p != NULL && strcmp(p, "content") == 0);
+	free(p);
+	CHECK(stat(T("job/run.sh"), &sa) == 0 && (sa.st_mode & 0777) ==
+	    0755);
+	CHECK(stat(T("job/empty"), &sa) == 0 && S_ISDIR(sa.st_mode));
+	CHECK(lstat(T("job/zero"), &sa) == 0 && sa.st_size == 0);
+	n = readlink(T("job/link"), buf, sizeof buf - 1);
+	CHECK(n == 9 && memcmp(buf, "a/b/f.txt", 9) == 0);
+
+	/* A copy: not the store's inode, and writing it leaves the blob. */
+	xasprintf(&blob, "%s/%.2s/%s", T("blobs"), manifest_find(&m,
+	    "dup")->digest, manifest_find(&m, "dup")->digest);
+	CHECK(stat(T("job/dup"), &sa) == 0 && stat(blob, &sb) == 0);
+	CHECK(sa.st_ino != sb.st_ino && sa.st_nlink == 1 && sb.st_nlink == 1);
+	mkfile("job/dup", "CHANGED", 0600);
+	q = slurp(blob);
+	CHECK(q != NULL && strcmp(q, "content") == 0);
+	free(q);
+	free(blob);
+
+	/* The directory must be new. */
+	CHECK(tree_materialize(c, &m, job, &cause) == -1);
+	free(cause);
+	cause = NULL;
+	manifest_clear(&m);
+	sync_stats_clear(&st);
+	cas_close(c);
+	free(src);
+	free(job);
+}
+
+/*
+ * A manifest that bypassed validation (the parser refuses it) still cannot
+ * write through its own symlink: links are made last and creates never
+ * follow one.
+ */
+static void
+test_materialize_hostile(void)
+{
+	struct manifest	 m;
+	struct cas	*c;
+	char		*cause = NULL, d[DIGEST_HEX], *out = tpath("outside2");
+
+	mkdir_p(out, 0755);
+	c = cas_open(T("blobs2"), 1 << 20, &cause);
+	digest_buf("pwn", 3, d);
+	CHECK(cas_put(c, d, "pwn", 3, &cause) == 0);
+	manifest_init(&m);
+	manifest_add(&m, MENTRY_LINK, "a", 0777, strlen(out), NULL, out);
+	manifest_add(&m, MENTRY_FILE, "a/x", 0644, 3, d, NULL);
+	CHECK(tree_materialize(c, &m, T("job2"), &cause) == -1);
+	free(cause);
+	CHECK(access(T("outside2/x"), F_OK) != 0);
+	manifest_clear(&m);
+	cas_close(c);
+	free(out);
+}
+
+static struct cas	*fetch_cas;
+static int		 fetches;
+
+static int
+fetch_blob(const char *digest, int fd, void *arg, char **cause)
+{
+	char	 buf[4096];
+	ssize_t	 n;
+	int	 src;
+
+	fetches++;
+	if ((src = cas_open_blob(fetch_cas, digest, NULL)) == -1) {
+		xasprintf(cause, "no blob");
+		return (-1);
+	}
+	while ((n = read(src, buf, sizeof buf)) > 0)
+		write_all(fd, buf, (size_t)n);
+	close(src);
+	return (0);
+}
+
+/* A fetch that sends the wrong content. */
+static int
+fetch_lie(const char *digest, int fd, void *arg, char **cause)
+{
+	return (write_all(fd, "lies", 4) == 4 ? 0 : -1);
+}
+
+static void
+test_pull(void)
+{
+	struct manifest	 m;
+	struct sync_stats st;
+	struct cas	*c;
+	char		*job = tpath("pjob"), *cli = tpath("pcli");
+	char		*cause = NULL;
+	char		*globs[] = { (char *)"out", NULL };
+	char		*globs2[] = { (char *)"*.txt", NULL };
+	char		*p;
+
+	mkdir_p(T("pjob/out/sub"), 0755);
+	mkfile("pjob/out/a.txt", "A", 0644);
+	mkfile("pjob/out/sub/b.bin", "BB", 0755);
+	mkfile("pjob/log.txt", "L", 0644);
+	CHECK(symlink("/etc/passwd", T("pjob/out/evil")) == 0);
+	c = fetch_cas = cas_open(T("pblobs"), 1 << 20, &cause);
+
+	CHECK(tree_pull(c, job, globs, 1 << 20, &m, &cause) == 0);
+	CHECK(m.n == 2 && strcmp(m.v[0].path, "out/a.txt") == 0 &&
+	    strcmp(m.v[1].path, "out/sub/b.bin") == 0);
+	manifest_clear(&m);
+	CHECK(tree_pull(c, job, globs2, 1 << 20, &m, &cause) == 0);
+	CHECK(m.n == 2 && manifest_find(&m, "log.txt") != NULL);
+	manifest_clear(&m);
+	CHECK(tree_pull(c, job, globs, 2, &m, &cause) == -2);
+	free(cause);
+	cause = NULL;
+
+	/* Into the client's directory; only what differs is fetched. */
+	mkdir_p(cli, 0755);
+	mkdir_p(T("pcli/out"), 0755);
+	mkfile("pcli/out/a.txt", "A", 0644);
+	CHECK(tree_pull(c, job, globs, 1 << 20, &m, &cause) == 0);
+	memset(&st, 0, sizeof st);
+	fetches = 0;
+	CHECK(sync_pull_apply(cli, &m, fetch_blob, NULL, NULL, &st, &cause) ==
+	    0);
+	CHECK(fetches == 1 && st.moved == 1);
+	p = tmp_read("pcli/out/sub/b.bin", NULL);
+	CHECK(p != NULL && strcmp(p, "BB") == 0);
+	free(p);
+	fetches = 0;
+	CHECK(sync_pull_apply(cli, &m, fetch_blob, NULL, NULL, &st, &cause) ==
+	    0);
+	CHECK(fetches == 0);
+
+	/* Content that does not match: the old file stays, no temp left. */
+	mkfile("pcli/out/a.txt", "old", 0644);
+	CHECK(sync_pull_apply(cli, &m, fetch_lie, NULL, NULL, &st, &cause) ==
+	    -1);
+	free(cause);
+	cause = NULL;
+	p = tmp_read("pcli/out/a.txt", NULL);
+	CHECK(p != NULL && strcmp(p, "old") == 0);
+	free(p);
+	p = tpath("pcli/out");
+	CHECK(access(T("pcli/out/.gmux-pull"), F_OK) != 0);
+	free(p);
+
+	/* A symlink in the client's tree does not lead the write out. */
+	CHECK(confine_remove(T("pcli/out")) == 0);
+	mkdir_p(T("outside3"), 0755);
+	CHECK(symlink(T("outside3"), T("pcli/out")) == 0);
+	CHECK(sync_pull_apply(cli, &m, fetch_blob, NULL, NULL, &st, &cause) ==
+	    -1);
+	free(cause);
+	CHECK(access(T("outside3/a.txt"), F_OK) != 0);
+	manifest_clear(&m);
+	cas_close(c);
+	free(job);
+	free(cli);
+}
+
+int
+main(void)
+{
+	if (tmpdir_init("tree") != 0)
+		return (1);
+	RUN(test_confine);
+	RUN(test_materialize);
+	RUN(test_materialize_hostile);
+	RUN(test_pull);
+	if (tmpdir_cleanup() != 0)
+		return (1);
+	UNIT_EXIT();
+}
