@@ -22,6 +22,11 @@ api_cards_list(struct evhttp_request *req, const char *id)
 	a = json_array();
 	for (i = 0; i < server_cards.n; i++) {
 		server_sched_card(i, &seats, &mem, &burst);
+		/* A restart on smaller cards may leave more than fits. */
+		if (seats > SEATS_PER_CARD)
+			seats = SEATS_PER_CARD;
+		if (mem > server_cards.v[i].memory)
+			mem = server_cards.v[i].memory;
 		o = card_to_json(&server_cards.v[i]);
 		json_object_set_new(o, "share_free",
 		    json_real((SEATS_PER_CARD - seats) / 100.0));

@@ -70,11 +70,13 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 		goto out;
 	}
 	state_next_id();
-	o = job_to_json(j);
-	if (api_query_flag(req, "attach"))
+	if (api_query_flag(req, "attach")) {
+		o = job_info_json(j);
 		follow_start(j, req, 0, FOLLOW_LIVE, o);
-	else
+	} else {
+		o = job_to_json(j);
 		api_reply(req, 201, o);
+	}
 	json_decref(o);
 out:
 	free(cause);
@@ -186,9 +188,10 @@ api_job_stop(struct evhttp_request *req, const char *id)
 			goto out;
 		}
 		if ((v = json_object_get(body, "grace_ms")) != NULL) {
-			if (!json_is_integer(v) || json_integer_value(v) < 0) {
-				api_error(req, 400, "grace_ms: must be a "
-				    "non-negative integer");
+			if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+			    json_integer_value(v) > 86400000) {
+				api_error(req, 400, "grace_ms: must be an "
+				    "integer from 0 to 86400000");
 				goto out;
 			}
 			grace = json_integer_value(v);

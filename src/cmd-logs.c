@@ -72,8 +72,8 @@ logs_common(const struct cmd_entry *c, int argc, char **argv, int attach)
 	free(path);
 	if (rc != 0)
 		return (rc == 1 ? 0 : 1);
-	if (attach)
-		return (s.ended && s.exit_code >= 0 ? s.exit_code : 0);
+	if (attach && s.ended)
+		return (s.exit_code >= 0 ? s.exit_code : 125);
 	return (0);
 }
 

@@ -1,5 +1,7 @@
 /* cmd-run.c: gmux run, a job with a share of a card. */
 
+#include <sys/stat.h>
+
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,12 @@ const struct cmd_entry cmd_run_entry = {
 	    "  --no-wait            refuse instead of waiting when the cards "
 	    "are full\n"
 	    "  --timeout DURATION   give up if it has not started by then\n"
+	    "  --deny-net           no network at all\n"
+	    "  --allow HOST[:PORT]  may connect there (a name, an address or a "
+	    "CIDR range;\n"
+	    "                       repeatable); everything else is refused\n"
+	    "  --add-host NAME=ADDR resolve NAME to ADDR for this job "
+	    "(repeatable)\n"
 	    "  --grace DURATION     from SIGTERM to SIGKILL when stopped "
 	    "(default 10s)\n"
 	    "  -d, --detach         print the job's id and return at once\n"
@@ -49,7 +57,7 @@ const struct cmd_entry cmd_run_entry = {
 
 enum { OPT_SHARE = 256, OPT_MEM, OPT_CARD, OPT_GRACE, OPT_CARDS,
     OPT_PRIORITY, OPT_BURST, OPT_PREEMPTIBLE, OPT_REQUEUE, OPT_NOWAIT,
-    OPT_TIMEOUT };
+    OPT_TIMEOUT, OPT_ALLOW, OPT_DENYNET, OPT_ADDHOST };
 
 static const struct option run_opts[] = {
 	{ "share", required_argument, NULL, OPT_SHARE },
@@ -63,10 +71,35 @@ static const struct option run_opts[] = {
 	{ "requeue", no_argument, NULL, OPT_REQUEUE },
 	{ "no-wait", no_argument, NULL, OPT_NOWAIT },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "allow", required_argument, NULL, OPT_ALLOW },
+	{ "deny-net", no_argument, NULL, OPT_DENYNET },
+	{ "add-host", required_argument, NULL, OPT_ADDHOST },
 	{ "detach", no_argument, NULL, 'd' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
+
+/* --allow and --add-host: checked here, so a typo is a usage error. */
+static void
+run_request_fence(json_t *o, int ch, const char *v)
+{
+	const struct cmd_entry	*c = &cmd_run_entry;
+	struct fence		*f = fence_create();
+	const char		*key = ch == OPT_ALLOW ? "allow" : "add_host";
+	char			*cause = NULL;
+	json_t			*a;
+
+	if ((ch == OPT_ALLOW ? fence_allow(f, v, &cause) :
+	    fence_add_host(f, v, &cause)) != 0)
+		cmd_usage_error(c, "--%s: %s", ch == OPT_ALLOW ? "allow" :
+		    "add-host", cause);
+	fence_free(f);
+	if ((a = json_object_get(o, key)) == NULL) {
+		a = json_array();
+		json_object_set_new(o, key, a);
+	}
+	json_array_append_new(a, json_string(v));
+}
 
 /* The scheduler's options: how many cards, priority, what may happen. */
 static void
@@ -99,6 +132,13 @@ run_request_sched(json_t *o, int ch)
 		json_object_set_new(o, "timeout_ms", json_integer(
 		    cmd_arg_duration(c, "--timeout", optarg)));
 		break;
+	case OPT_ALLOW:
+	case OPT_ADDHOST:
+		run_request_fence(o, ch, optarg);
+		break;
+	case OPT_DENYNET:
+		json_object_set_new(o, "deny_net", json_true());
+		break;
 	}
 }
 
@@ -107,8 +147,9 @@ static json_t *
 run_request(int argc, char **argv, int *detach)
 {
 	const struct cmd_entry	*c = &cmd_run_entry;
-	json_t			*o, *a;
+	json_t			*o, *a, *v;
 	char			*cwd;
+	mode_t			 mask;
 	int			 ch, i;
 
 	o = json_object();
@@ -145,20 +186,36 @@ run_request(int argc, char **argv, int *detach)
 	if (optind >= argc)
 		cmd_usage_error(c, "a command to run is needed (gmux run -- "
 		    "COMMAND)");
+	/* JSON carries UTF-8 only: say so rather than lose an argument. */
 	a = json_array();
-	for (i = optind; i < argc; i++)
-		json_array_append_new(a, json_string(argv[i]));
+	for (i = optind; i < argc; i++) {
+		if ((v = json_string(argv[i])) == NULL)
+			cmd_usage_error(c, "argument %d of the command is not "
+			    "valid UTF-8", i - optind);
+		json_array_append_new(a, v);
+	}
 	json_object_set_new(o, "argv", a);
 	a = json_array();
-	for (i = 0; environ[i] != NULL; i++)
-		json_array_append_new(a, json_string(environ[i]));
+	for (i = 0; environ[i] != NULL; i++) {
+		if ((v = json_string(environ[i])) != NULL)
+			json_array_append_new(a, v);
+		else
+			fprintf(stderr, "gmux run: %.*s is not valid UTF-8; "
+			    "the job will not have it\n",
+			    (int)strcspn(environ[i], "="), environ[i]);
+	}
 	json_object_set_new(o, "env", a);
 	if ((cwd = getcwd(NULL, 0)) == NULL) {
 		fprintf(stderr, "gmux run: this directory is gone\n");
 		exit(RUN_FAILED);
 	}
-	json_object_set_new(o, "cwd", json_string(cwd));
+	if ((v = json_string(cwd)) == NULL)
+		cmd_usage_error(c, "this directory's path is not valid UTF-8");
+	json_object_set_new(o, "cwd", v);
 	free(cwd);
+	mask = umask(0);
+	umask(mask);
+	json_object_set_new(o, "umask", json_integer(mask));
 	return (o);
 }
 

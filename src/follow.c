@@ -18,13 +18,15 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
 #include "gmux.h"
 
-#define FOLLOW_CHUNK	65536
+#define FOLLOW_CHUNK		65536
+#define FOLLOW_WRITE_TIMEOUT	300	/* seconds a client may not read */
 
 struct follower {
 	struct job		*job;
@@ -39,6 +41,7 @@ struct follower {
 	int			 wait_only;	/* no stream: reply when it ends */
 	int			 busy;		/* a chunk is on its way out */
 	int			 saw_exit;
+	int			 damaged;	/* the log's framing broke */
 	int			 done;
 	TAILQ_ENTRY(follower)	 entry;
 };
@@ -52,27 +55,39 @@ static void	follow_pump(struct follower *);
 
 /*
  * Finds where output offset `from` is in a log: the file offset of the
- * frame holding it, and in *skip how far into that frame's payload.
+ * frame holding it, and in *skip how far into that frame's payload.  The
+ * headers are read from large buffered chunks: a line-buffered job writes
+ * a frame per line, and a daemon that read them one by one would stall.
  */
 int
 follow_seek(int fd, uint64_t from, off_t *off, uint64_t *skip)
 {
-	u_char		 hdr[FRAME_HDR];
+	static u_char	 buf[1 << 20];
 	uint64_t	 pos = 0;
-	uint32_t	 len;
+	off_t		 base = 0;
+	size_t		 at = 0, have = 0;
 	ssize_t		 n;
+	uint32_t	 len;
 
 	*off = 0;
 	for (;;) {
-		n = pread(fd, hdr, sizeof hdr, *off);
-		if (n != (ssize_t)sizeof hdr)
-			break;
-		len = ((uint32_t)hdr[1] << 24) | ((uint32_t)hdr[2] << 16) |
-		    ((uint32_t)hdr[3] << 8) | hdr[4];
-		if (!frame_counts(hdr[0]) || pos + len > from)
+		if (have - at < FRAME_HDR) {
+			/* Refill from the next header on. */
+			base = *off;
+			n = pread(fd, buf, sizeof buf, base);
+			if (n < FRAME_HDR)
+				break;
+			have = (size_t)n;
+			at = 0;
+		}
+		len = frame_len(buf + at);
+		if (!frame_counts(buf[at]) || pos + len > from)
 			break;
 		pos += len;
 		*off += FRAME_HDR + len;
+		at = (size_t)(*off - base);
+		if (at > have)
+			at = have;	/* past the chunk: refill at *off */
 	}
 	*skip = from > pos ? from - pos : 0;
 	return (0);
@@ -152,10 +167,17 @@ follow_free(struct follower *f)
 static void
 follow_closed(struct evhttp_connection *evcon, void *arg)
 {
-	struct follower	*f = arg;
+	struct follower		*f = arg;
+	struct evhttp_request	*req = f->req;
 
 	log_debug("%s: %s: client gone", __func__, f->job->name);
 	follow_free(f);
+	/*
+	 * libevent leaves a request whose reply was not finished detached
+	 * from its connection, and ours to end: ending it frees it.
+	 */
+	if (evhttp_request_get_connection(req) == NULL)
+		evhttp_send_reply_end(req);
 }
 
 /* Adds one frame (or its tail after a skip) to out. */
@@ -198,6 +220,11 @@ follow_emit_exit(struct follower *f, struct evbuffer *out)
 	o = json_pack("{s:o,s:s}", "exit_code", f->job->exit_code >= 0 ?
 	    json_integer(f->job->exit_code) : json_null(), "state",
 	    job_state_name(f->job->state));
+	if (f->job->lost != 0)
+		json_object_set_new(o, "output_lost",
+		    json_integer((json_int_t)f->job->lost));
+	if (f->job->reason != NULL)
+		json_object_set_new(o, "reason", json_string(f->job->reason));
 	text = json_dumps(o, JSON_COMPACT);
 	fr.type = FRAME_EXIT;
 	fr.len = (uint32_t)strlen(text);
@@ -240,6 +267,7 @@ follow_read(struct follower *f, struct evbuffer *out)
 		log_warnx("%s: %s: %s", __func__, f->job->name, cause);
 		free(cause);
 		f->len = 0;
+		f->damaged = 1;
 		return (0);
 	}
 	memmove(f->buf, f->buf + at, f->len - at);
@@ -274,7 +302,7 @@ follow_pump(struct follower *f)
 		    (n = follow_read(f, out)) > 0)
 			;
 	}
-	if (n <= 0 && (job_ended(f->job) || !f->follow)) {
+	if (f->damaged || (n <= 0 && (job_ended(f->job) || !f->follow))) {
 		follow_end(f, out);
 	} else if (evbuffer_get_length(out) > 0) {
 		f->busy = 1;
@@ -298,12 +326,15 @@ follow_inotify_cb(evutil_socket_t fd, short events, void *arg)
 			ev = (const struct inotify_event *)(buf + at);
 			for (i = 0; i < follow_nwatched; i++) {
 				j = follow_watched[i];
-				if (j->log_wd != ev->wd)
+				/* An overflow lost events: everyone looks. */
+				if (j->log_wd != ev->wd &&
+				    !(ev->mask & IN_Q_OVERFLOW))
 					continue;
 				TAILQ_FOREACH_SAFE(f, &j->followers, entry,
 				    next)
 					follow_pump(f);
-				break;
+				if (!(ev->mask & IN_Q_OVERFLOW))
+					break;
 			}
 		}
 	}
@@ -328,14 +359,16 @@ follow_init(void)
  * ends; otherwise it ends at the end of what is there.  An INFO frame with
  * the job goes first when info is set.
  */
-int
+void
 follow_start(struct job *j, struct evhttp_request *req, uint64_t from,
     int flags, json_t *info)
 {
-	struct follower	*f;
-	struct evbuffer	*out;
-	struct frame	 fr;
-	char		*text;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct timeval		 wtv = { FOLLOW_WRITE_TIMEOUT, 0 };
+	struct follower		*f;
+	struct evbuffer		*out;
+	struct frame		 fr;
+	char			*text;
 
 	f = xcalloc(1, sizeof *f);
 	f->job = j;
@@ -346,10 +379,15 @@ follow_start(struct job *j, struct evhttp_request *req, uint64_t from,
 	f->raw = (flags & FOLLOW_RAW) != 0;
 	f->wait_only = (flags & FOLLOW_WAIT) != 0;
 	TAILQ_INSERT_TAIL(&j->followers, f, entry);
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
-	    follow_closed, f);
+	evhttp_connection_set_closecb(evcon, follow_closed, f);
+	/*
+	 * A stream may be silent as long as its job is: no read timeout, and
+	 * a write timeout only for a client that stops reading altogether.
+	 */
+	bufferevent_set_timeouts(evhttp_connection_get_bufferevent(evcon),
+	    NULL, &wtv);
 	if (f->wait_only)
-		return (0);
+		return;
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", f->raw ? "text/plain" :
 	    "application/x-gmux-frames");
@@ -368,7 +406,6 @@ follow_start(struct job *j, struct evhttp_request *req, uint64_t from,
 	if (f->follow)
 		follow_watch(j);
 	follow_pump(f);
-	return (0);
 }
 
 /* Sends a live follower the job as it is now (queued, requeued, ...). */
@@ -381,7 +418,7 @@ follow_job_info(struct job *j)
 	json_t		*o;
 	char		*text;
 
-	o = job_to_json(j);
+	o = job_info_json(j);
 	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	fr.type = FRAME_INFO;

@@ -21,6 +21,14 @@ frame_header(u_char *hdr, u_char type, uint32_t len)
 	return (FRAME_HDR);
 }
 
+/* The payload length in a frame header (FRAME_HDR bytes). */
+uint32_t
+frame_len(const u_char *hdr)
+{
+	return (((uint32_t)hdr[1] << 24) | ((uint32_t)hdr[2] << 16) |
+	    ((uint32_t)hdr[3] << 8) | hdr[4]);
+}
+
 int
 frame_counts(u_char type)
 {
@@ -43,8 +51,7 @@ frame_parse(const void *buf, size_t len, struct frame *f, char **cause)
 		xasprintf(cause, "bad frame type %u", p[0]);
 		return (-1);
 	}
-	n = ((uint32_t)p[1] << 24) | ((uint32_t)p[2] << 16) |
-	    ((uint32_t)p[3] << 8) | p[4];
+	n = frame_len(p);
 	if (n > FRAME_MAX) {
 		xasprintf(cause, "frame of %u bytes is too large", n);
 		return (-1);

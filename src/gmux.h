@@ -109,6 +109,7 @@ struct frame {
 	const char	*data;
 };
 size_t		 frame_header(u_char *, u_char, uint32_t);
+uint32_t	 frame_len(const u_char *);
 ssize_t		 frame_parse(const void *, size_t, struct frame *, char **);
 int		 frame_counts(u_char);
 
@@ -130,6 +131,8 @@ struct jobreq {
 	int		  flags;
 	int64_t		  grace_ms;
 	int64_t		  timeout_ms;	/* bound on queueing; 0: none */
+	int		  umask;	/* the caller's; -1: the daemon's */
+	struct fence	 *fence;	/* NULL: not fenced */
 };
 void		 jobreq_init(struct jobreq *);
 void		 jobreq_clear(struct jobreq *);
@@ -239,10 +242,13 @@ struct stream {
 	int		 interrupts;
 	int		 detached;
 	int		 waited;	/* it was queued: say when it starts */
+	int		 stop_pending;	/* Ctrl-C came before the job's id */
+	int		 write_failed;	/* errno of a failed write of output */
 };
 void		 stream_init(struct stream *, const char *, int);
 int		 stream_run(struct stream *, const char *, const char *,
 		     json_t *, int);
+int		 stream_interrupt(void *);
 
 /* card.c: what the host has */
 enum vendor {
@@ -572,6 +578,7 @@ void		 sched_out_free(struct sched_out *);
 
 /* proc.c: running a helper program and capturing its output */
 char		*proc_output(char *const *, int, int *);
+u_int		 proc_kill_session(pid_t, int);
 
 /* db.c: SQLite behind a small interface (the only user of sqlite3.h) */
 struct db;
@@ -635,6 +642,7 @@ struct job {
 	int		 stopping;	/* a stop was asked for */
 	int		 log_wd;	/* inotify watch on the log, or -1 */
 	char		*audit;		/* what enforcement found wrong, or NULL */
+	uint64_t	 lost;		/* output bytes its log could not take */
 	TAILQ_HEAD(, follower) followers;
 	TAILQ_ENTRY(job) entry;
 };
@@ -655,6 +663,7 @@ void		 job_account(struct job *, int64_t);
 void		 job_set_ceiling(struct job *, u_int, u_int);
 void		 job_requeue(struct job *);
 json_t		*job_to_json(const struct job *);
+json_t		*job_info_json(const struct job *);
 void		 job_free(struct job *);
 
 /* keeper.c: the small process that owns one job */
@@ -664,6 +673,8 @@ struct keeper_spec {
 	char		**argv;
 	char		**env;
 	const char	 *cwd;
+	int		  umask;	/* the caller's, -1: the daemon's */
+	const struct fence *fence;	/* NULL: not fenced */
 };
 pid_t		 keeper_spawn(const struct keeper_spec *, int *, char **);
 int		 keeper_connect(u_int);
@@ -701,7 +712,7 @@ void		 retention_tick(void);
 #define FOLLOW_RAW	0x2	/* bare output, no frames (for curl) */
 #define FOLLOW_WAIT	0x4	/* no stream: reply with the job when it ends */
 struct evhttp_request;
-int		 follow_start(struct job *, struct evhttp_request *, uint64_t,
+void		 follow_start(struct job *, struct evhttp_request *, uint64_t,
 		     int, json_t *);
 void		 follow_job_changed(struct job *);
 void		 follow_job_ended(struct job *);

@@ -264,9 +264,11 @@ job_account(struct job *j, int64_t now)
 	struct card		*c;
 	char			*cause = NULL;
 	u_int			 i, n = 0;
+	char			*fence;
 
 	if (server_ledger == NULL || j->cards == 0)
 		return;
+	fence = fence_text(j->req.fence);
 	u = xcalloc(server_cards.n, sizeof *u);
 	for (i = 0; i < server_cards.n; i++) {
 		if ((j->cards & (1ULL << i)) == 0)
@@ -280,13 +282,14 @@ job_account(struct job *j, int64_t now)
 		u[n].seats = j->seats;
 		u[n].ceiling = job_ceiling(j, i);
 		u[n].mem = j->mem;
-		u[n].fence = "none";
+		u[n].fence = fence;
 		n++;
 	}
 	if (ledger_set(server_ledger, j->id, u, n, now, &cause) != 0) {
 		log_warnx("%s: %s: %s", __func__, j->name, cause);
 		free(cause);
 	}
+	free(fence);
 	free(u);
 }
 
@@ -343,14 +346,23 @@ job_start(struct job *j, char **cause)
 	s.dir = dir;
 	s.argv = j->req.argv;
 	s.cwd = j->req.cwd;
+	s.umask = j->req.umask;
+	s.fence = j->req.fence;
 	if (s.cwd == NULL && (s.cwd = getenv("HOME")) == NULL)
 		s.cwd = "/";
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
+	/*
+	 * Recorded as running before its keeper exists: a daemon killed in
+	 * between finds a running job without a keeper (failed), never a
+	 * queued one that would be started twice.
+	 */
+	j->state = JOB_RUNNING;
+	j->started = clock_ms();
+	state_save_job(j);
 	j->keeper_pid = keeper_spawn(&s, &j->ctl_fd, cause);
 	if (j->keeper_pid != -1) {
-		j->state = JOB_RUNNING;
-		j->started = clock_ms();
+		state_save_job(j);
 		job_watch_link(j);
 		job_account(j, j->started);
 		rc = 0;
@@ -428,12 +440,18 @@ job_record_end(struct job *j, json_t *st)
 		if (state == NULL || job_state_from_name(state, &j->state) != 0)
 			j->state = JOB_EXITED;
 		j->ended = json_integer_value(json_object_get(st, "ended"));
+		j->lost = (uint64_t)json_integer_value(json_object_get(st,
+		    "output_lost"));
 		if (json_is_string(json_object_get(st, "error"))) {
 			free(j->reason);
 			j->reason = xstrdup(json_string_value(
 			    json_object_get(st, "error")));
 		}
 	} else {
+		/* Nobody owns what is left of it now: it goes. */
+		if (proc_kill_session(j->keeper_pid, SIGKILL) != 0)
+			log_warnx("%s: keeper lost; its processes killed",
+			    j->name);
 		j->state = JOB_FAILED;
 		j->exit_code = -1;
 		free(j->reason);
@@ -449,6 +467,9 @@ job_record_end(struct job *j, json_t *st)
 	/* Its room goes back; a --requeue victim of preemption waits again. */
 	if (server_sched_gone(j) == 1)
 		return;
+	/* The caller's environment (secrets, maybe) is no longer needed. */
+	strv_free(j->req.env);
+	j->req.env = NULL;
 	state_save_job(j);
 	follow_job_ended(j);
 }
@@ -572,6 +593,29 @@ job_adopt(struct job *j)
 		ledger_adopt(server_ledger, j->id);
 }
 
+/*
+ * The job's fence, and what its keeper counted (jobs/jN/fence, written
+ * each second): connects refused and allowed, lookups.
+ */
+static void
+job_json_fence(json_t *o, const struct job *j)
+{
+	json_t	*st = NULL;
+	char	*text, *path;
+
+	text = fence_text(j->req.fence);
+	json_object_set_new(o, "fence", json_string(text));
+	free(text);
+	if (j->req.fence != NULL && j->state != JOB_QUEUED) {
+		path = path_job_file(j->id, "fence");
+		st = json_load_file(path, 0, NULL);
+		free(path);
+	}
+	json_object_set_new(o, "fence_stats", st != NULL ? st : json_null());
+	json_object_set_new(o, "refused", json_integer(st != NULL ?
+	    json_integer_value(json_object_get(st, "refused")) : 0));
+}
+
 /* What the scheduler knows of a job: its cards, ceilings, place, flags. */
 static void
 job_json_sched(json_t *o, const struct job *j)
@@ -602,6 +646,27 @@ job_json_sched(json_t *o, const struct job *j)
 	json_object_set_new(o, "requeue",
 	    json_boolean(j->req.flags & JOB_REQUEUE));
 	json_object_set_new(o, "ncards", json_integer(j->req.ncards));
+	job_json_fence(o, j);
+}
+
+/*
+ * The little a stream's info frame says of its job (its id, where it is,
+ * why): small whatever the command, so it always fits in a frame.
+ */
+json_t *
+job_info_json(const struct job *j)
+{
+	json_t	*o;
+
+	o = json_pack("{s:s,s:s}", "id", j->name, "state",
+	    job_state_name(j->state));
+	json_object_set_new(o, "reason", j->reason ?
+	    json_stringn(j->reason, strnlen(j->reason, 4096)) : json_null());
+	json_object_set_new(o, "position", j->state == JOB_QUEUED && j->pos ?
+	    json_integer(j->pos) : json_null());
+	json_object_set_new(o, "card", j->card >= 0 ? json_integer(j->card) :
+	    json_null());
+	return (o);
 }
 
 /* Returns the job as the API shows it; the caller owns the reference. */

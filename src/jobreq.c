@@ -22,6 +22,7 @@ jobreq_init(struct jobreq *r)
 	r->ncards = 1;
 	r->priority = 5;
 	r->grace_ms = 10 * 1000;
+	r->umask = -1;
 }
 
 void
@@ -31,6 +32,7 @@ jobreq_clear(struct jobreq *r)
 	strv_free(r->env);
 	free(r->cwd);
 	free(r->card_uuid);
+	fence_free(r->fence);
 	jobreq_init(r);
 }
 
@@ -224,6 +226,16 @@ field_from_json(const char *k, json_t *v, struct jobreq *r, char **cause)
 		return (flag_from_json(v, k, JOB_REQUEUE, &r->flags, cause));
 	if (strcmp(k, "no_wait") == 0)
 		return (flag_from_json(v, k, JOB_NOWAIT, &r->flags, cause));
+	if (strcmp(k, "umask") == 0) {
+		if (int_from_json(v, k, 0, 0777, &n, cause) != 0)
+			return (-1);
+		r->umask = (int)n;
+		return (0);
+	}
+	/* The fence's fields are read together once the loop is done. */
+	if (strcmp(k, "allow") == 0 || strcmp(k, "deny_net") == 0 ||
+	    strcmp(k, "add_host") == 0)
+		return (0);
 	xasprintf(cause, "%s: unknown field", k);
 	return (-1);
 }
@@ -253,6 +265,9 @@ jobreq_from_json(json_t *o, struct jobreq *r, char **cause)
 		xasprintf(cause, "argv: a command is needed");
 		return (-1);
 	}
+	fence_free(r->fence);
+	if (fence_from_json(o, &r->fence, cause) != 0)
+		return (-1);
 	if (r->seats == 0) {
 		if (r->mem != 0 || r->card != -1 || r->card_uuid != NULL ||
 		    (have_cards && r->ncards != 0)) {
@@ -333,5 +348,8 @@ jobreq_to_json(const struct jobreq *r)
 	    json_boolean(r->flags & JOB_PREEMPTIBLE));
 	json_object_set_new(o, "requeue", json_boolean(r->flags & JOB_REQUEUE));
 	json_object_set_new(o, "no_wait", json_boolean(r->flags & JOB_NOWAIT));
+	if (r->umask >= 0)
+		json_object_set_new(o, "umask", json_integer(r->umask));
+	fence_to_json(r->fence, o);
 	return (o);
 }

@@ -37,6 +37,7 @@
 
 #define KEEPER_MAX_CONNS	8
 #define KEEPER_DRAIN_MS		200
+#define KEEPER_REAP_MS		10000	/* a dying CUDA process may take seconds */
 
 struct keeper {
 	const struct keeper_spec *spec;
@@ -54,54 +55,84 @@ struct keeper {
 	int		 error_code;	/* 126 or 127, as a shell would */
 	int64_t		 kill_at;	/* monotonic ms; 0: no stop pending */
 	int64_t		 drain_until;
+	uint64_t	 lost;		/* output bytes the log could not take */
+	char		**env;		/* the job's, with the fence's additions */
+	struct fence_job *fence;	/* NULL: not fenced */
+	int64_t		 fence_stats_at;
 };
 
-static void
+/*
+ * Appends one frame.  One writev on an O_APPEND file, so a frame is never
+ * interleaved; a short write (a full disk) is cut off again, so the log
+ * stays a sequence of whole frames, and the lost bytes are counted.
+ */
+static int
 keeper_frame(struct keeper *k, u_char type, const void *data, size_t len)
 {
 	u_char		 hdr[FRAME_HDR];
 	struct iovec	 iov[2];
+	struct stat	 st;
+	ssize_t		 n;
 
 	frame_header(hdr, type, (uint32_t)len);
 	iov[0].iov_base = hdr;
 	iov[0].iov_len = sizeof hdr;
 	iov[1].iov_base = (void *)data;
 	iov[1].iov_len = len;
-	/* One writev on an O_APPEND file: a frame is never interleaved. */
-	while (writev(k->log_fd, iov, 2) == -1 && errno == EINTR)
+	while ((n = writev(k->log_fd, iov, 2)) == -1 && errno == EINTR)
 		;
+	if (n == (ssize_t)(sizeof hdr + len))
+		return (0);
+	if (n > 0 && fstat(k->log_fd, &st) == 0)
+		(void)!ftruncate(k->log_fd, st.st_size - n);
+	if (frame_counts(type))
+		k->lost += len;
+	return (-1);
 }
 
-/* In the job: the last steps before exec.  Never returns. */
+/* In the job, before exec: tells the keeper what failed, then exits. */
 static dead void
-keeper_child(const struct keeper_spec *s, int out, int err, int errpipe)
+keeper_child_fail(int errpipe, char stage)
 {
-	sigset_t	 set;
-	int		 null, e;
+	int	 e = errno;
+
+	write_all(errpipe, &stage, 1);
+	write_all(errpipe, &e, sizeof e);
+	_exit(stage == 'x' && e == ENOENT ? 127 : 126);
+}
+
+/*
+ * In the job: the last steps before exec.  Never returns.  The command is
+ * looked up in the job's own PATH (the caller's), not the keeper's.
+ */
+static dead void
+keeper_child(struct keeper *k, int out, int err, int errpipe)
+{
+	const struct keeper_spec	*s = k->spec;
+	sigset_t			 set;
+	int				 null;
 
 	setpgid(0, 0);
 	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&set);
 	sigprocmask(SIG_SETMASK, &set, NULL);
+	if (s->umask >= 0)
+		umask((mode_t)s->umask);
 	if ((null = open("/dev/null", O_RDONLY)) != -1)
 		dup2(null, 0);
 	dup2(out, 1);
 	dup2(err, 2);
+	if (s->cwd != NULL && chdir(s->cwd) == -1)
+		keeper_child_fail(errpipe, 'c');
+	if (k->fence != NULL)
+		fence_job_child(k->fence);	/* exits 126 if it cannot */
 	if (dup2(errpipe, 3) == -1)
 		_exit(126);
 	fcntl(3, F_SETFD, FD_CLOEXEC);
 	closefrom(4);
-	if (s->cwd != NULL && chdir(s->cwd) == -1) {
-		e = errno;
-		write_all(3, "c", 1);
-		write_all(3, &e, sizeof e);
-		_exit(126);
-	}
-	execvpe(s->argv[0], s->argv, s->env);
-	e = errno;
-	write_all(3, "x", 1);
-	write_all(3, &e, sizeof e);
-	_exit(e == ENOENT ? 127 : 126);
+	environ = k->env;
+	execvp(s->argv[0], s->argv);
+	keeper_child_fail(3, 'x');
 }
 
 /* Starts the job; on failure records why (the job then "failed"). */
@@ -122,8 +153,13 @@ keeper_start_job(struct keeper *k)
 		return (-1);
 	}
 	if (k->pid == 0)
-		keeper_child(k->spec, out[1], err[1], ep[1]);
+		keeper_child(k, out[1], err[1], ep[1]);
 	setpgid(k->pid, k->pid);
+	/* No job without its fence: if it cannot start, the job goes. */
+	if (k->fence != NULL && fence_job_start(k->fence, &k->error) != 0) {
+		kill(k->pid, SIGKILL);
+		k->error_code = 126;
+	}
 	close(out[1]);
 	close(err[1]);
 	close(ep[1]);
@@ -132,7 +168,8 @@ keeper_start_job(struct keeper *k)
 	/* The error pipe closes on a successful exec; a byte means it failed. */
 	while ((n = read(ep[0], &stage, 1)) == -1 && errno == EINTR)
 		;
-	if (n == 1 && read(ep[0], &e, sizeof e) == (ssize_t)sizeof e) {
+	if (k->error == NULL && n == 1 &&
+	    read(ep[0], &e, sizeof e) == (ssize_t)sizeof e) {
 		xasprintf(&k->error, "%s: %s", stage == 'c' ? k->spec->cwd :
 		    k->spec->argv[0], strerror(e));
 		k->error_code = stage == 'x' && e == ENOENT ? 127 : 126;
@@ -147,6 +184,7 @@ static int
 keeper_listen(struct keeper *k)
 {
 	struct sockaddr_un	 sun;
+	mode_t			 old;
 	int			 fd;
 
 	/* The keeper's cwd is the job directory: a short relative path. */
@@ -157,11 +195,14 @@ keeper_listen(struct keeper *k)
 	fd = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK, 0);
 	if (fd == -1)
 		return (-1);
+	old = umask(0177);
 	if (bind(fd, (struct sockaddr *)&sun, sizeof sun) == -1 ||
 	    listen(fd, 8) == -1) {
+		umask(old);
 		close(fd);
 		return (-1);
 	}
+	umask(old);
 	return (fd);
 }
 
@@ -183,16 +224,21 @@ keeper_command(struct keeper *k, int fd, char *line)
 		return;
 	}
 	if (sscanf(line, "stop %lld %31s", &grace, why) == 2 && grace >= 0) {
-		if (k->exited) {
-			write_all(fd, "ok\n", 3);
-			return;
-		}
-		if (k->reason == NULL)
+		if (grace > 86400000)
+			grace = 86400000;
+		/*
+		 * One TERM per job: a second one makes many programs abandon
+		 * their clean shutdown.  A later stop may only bring the KILL
+		 * forward.
+		 */
+		if (!k->exited && k->reason == NULL) {
 			k->reason = strcmp(why, "preempted") == 0 ?
 			    "preempted" : "stopped";
-		keeper_signal_group(k, SIGTERM);
-		keeper_signal_group(k, SIGCONT);
-		if (k->kill_at == 0 || clock_mono_ms() + grace < k->kill_at)
+			keeper_signal_group(k, SIGTERM);
+			keeper_signal_group(k, SIGCONT);
+		}
+		if (!k->exited && (k->kill_at == 0 ||
+		    clock_mono_ms() + grace < k->kill_at))
 			k->kill_at = clock_mono_ms() + grace;
 		write_all(fd, "ok\n", 3);
 		return;
@@ -284,6 +330,7 @@ keeper_reap(struct keeper *k)
 	pid_t			 pid;
 	int			 ws;
 
+	/* TERM, INT, HUP and QUIT are read and ignored: only ctl stops it. */
 	while (read(k->sig_fd, &si, sizeof si) == (ssize_t)sizeof si)
 		;
 	while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
@@ -301,7 +348,7 @@ keeper_reap(struct keeper *k)
 static void
 keeper_reap_all(struct keeper *k)
 {
-	int64_t	 until = clock_mono_ms() + KEEPER_DRAIN_MS;
+	int64_t	 until = clock_mono_ms() + KEEPER_REAP_MS;
 
 	keeper_kill_rest(k);
 	while (clock_mono_ms() < until) {
@@ -309,8 +356,22 @@ keeper_reap_all(struct keeper *k)
 			;
 		if (waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD)
 			break;
+		keeper_kill_rest(k);
 		usleep(2000);
 	}
+}
+
+/* The fence's counters for gmux ps, once a second and at the end. */
+static void
+keeper_fence_stats(struct keeper *k, int now)
+{
+	char	*cause = NULL;
+
+	if (!now && clock_mono_ms() < k->fence_stats_at)
+		return;
+	k->fence_stats_at = clock_mono_ms() + 1000;
+	if (fence_job_write_stats(k->fence, "fence", &cause) != 0)
+		free(cause);
 }
 
 static int
@@ -324,13 +385,16 @@ keeper_poll_timeout(struct keeper *k)
 		t = k->drain_until - now;
 	if (t < 0 && (k->exited || k->kill_at != 0))
 		t = 0;
+	if (k->fence != NULL && (t < 0 || t > 1000))
+		t = 1000;
 	return (t > 60000 ? 60000 : (int)t);
 }
 
 static void
 keeper_loop(struct keeper *k)
 {
-	struct pollfd	 pfd[4 + KEEPER_MAX_CONNS];
+	struct pollfd	 pfd[4 + KEEPER_MAX_CONNS + FENCE_POLLFDS];
+	u_int		 nf = 0;
 	int		 i, n;
 
 	for (;;) {
@@ -348,7 +412,17 @@ keeper_loop(struct keeper *k)
 		pfd[3] = (struct pollfd){ k->listen_fd, POLLIN, 0 };
 		for (i = 0; i < KEEPER_MAX_CONNS; i++)
 			pfd[4 + i] = (struct pollfd){ k->conns[i], POLLIN, 0 };
-		n = poll(pfd, nitems(pfd), keeper_poll_timeout(k));
+		if (k->fence != NULL)
+			nf = fence_job_pollfds(k->fence,
+			    pfd + 4 + KEEPER_MAX_CONNS);
+		n = poll(pfd, 4 + KEEPER_MAX_CONNS + nf, keeper_poll_timeout(k));
+		if (k->fence != NULL) {
+			/* The job waits on its connects: answer those first. */
+			if (n > 0)
+				fence_job_dispatch(k->fence,
+				    pfd + 4 + KEEPER_MAX_CONNS, nf);
+			keeper_fence_stats(k, 0);
+		}
 		if (n <= 0)
 			continue;
 		if (pfd[0].revents && keeper_pump(k, k->out_fd,
@@ -381,7 +455,7 @@ static void
 keeper_finish(struct keeper *k)
 {
 	json_t		*st;
-	char		*text, *line, *cause = NULL;
+	char		*text, *line, *cause = NULL, msg[128];
 	const char	*state;
 	int		 code = 0, sig = 0, i;
 
@@ -402,6 +476,13 @@ keeper_finish(struct keeper *k)
 		json_object_set_new(st, "signal", json_integer(sig));
 	if (k->error != NULL)
 		json_object_set_new(st, "error", json_string(k->error));
+	if (k->lost != 0) {
+		json_object_set_new(st, "output_lost",
+		    json_integer((json_int_t)k->lost));
+		snprintf(msg, sizeof msg, "gmux: %llu bytes of output were lost "
+		    "(the log's disk is full)\n", (unsigned long long)k->lost);
+		keeper_frame(k, FRAME_STDERR, msg, strlen(msg));
+	}
 	text = json_dumps(st, JSON_COMPACT);
 	keeper_frame(k, FRAME_EXIT, text, strlen(text));
 	/* Every daemon connection hears it: the first, or a re-adopting one. */
@@ -439,10 +520,20 @@ keeper_main(const struct keeper_spec *s, int link)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	k.sig_fd = signalfd(-1, &set, SFD_NONBLOCK|SFD_CLOEXEC);
 	k.listen_fd = keeper_listen(&k);
-	if (keeper_start_job(&k) == 0) {
+	k.env = s->env;
+	if (s->fence != NULL && (k.fence = fence_job_create(s->fence, s->cwd,
+	    &k.error)) != NULL)
+		fence_job_env(k.fence, &k.env);
+	else if (s->fence != NULL)
+		k.error_code = 126;
+	if (k.error == NULL && keeper_start_job(&k) == 0) {
 		n = snprintf(msg, sizeof msg, "pid %ld\n", (long)k.pid);
 		write_all(link, msg, (size_t)n);
 		keeper_loop(&k);
@@ -453,6 +544,10 @@ keeper_main(const struct keeper_spec *s, int link)
 		keeper_frame(&k, FRAME_STDERR, "\n", 1);
 		if (k.pid > 0)
 			waitpid(k.pid, NULL, 0);
+	}
+	if (k.fence != NULL) {
+		keeper_fence_stats(&k, 1);
+		fence_job_free(k.fence);
 	}
 	keeper_finish(&k);
 	unlink("ctl");

@@ -5,6 +5,8 @@
 
 #include <sys/wait.h>
 
+#include <dirent.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -91,4 +93,44 @@ proc_output(char *const *argv, int timeout_ms, int *status)
 			*status = WEXITSTATUS(ws);
 	}
 	return (buf);
+}
+
+/*
+ * Sends sig to every process of session sid (a keeper's: it called
+ * setsid, so its id names the job's processes even after it is gone).
+ * Returns how many were signalled.
+ */
+u_int
+proc_kill_session(pid_t sid, int sig)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		 path[300], buf[512], *p;
+	long		 s;
+	u_int		 n = 0;
+	int		 fd;
+	ssize_t		 len;
+
+	if (sid <= 1 || (d = opendir("/proc")) == NULL)
+		return (0);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+		if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1)
+			continue;
+		len = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* pid (comm) state ppid pgrp session ...: comm may hold ')' */
+		if ((p = strrchr(buf, ')')) == NULL ||
+		    sscanf(p + 1, " %*c %*d %*d %ld", &s) != 1 || s != sid)
+			continue;
+		if (kill((pid_t)atol(de->d_name), sig) == 0)
+			n++;
+	}
+	closedir(d);
+	return (n);
 }

@@ -51,8 +51,13 @@ stream_info(struct stream *s, const struct frame *f)
 	if ((o = json_loadb(f->data, f->len, 0, NULL)) == NULL)
 		return;
 	id = json_string_value(json_object_get(o, "id"));
-	if (id != NULL && s->job[0] == '\0')
+	if (id != NULL && s->job[0] == '\0') {
 		snprintf(s->job, sizeof s->job, "%s", id);
+		if (s->stop_pending) {
+			s->interrupts = 0;
+			stream_interrupt(s);
+		}
+	}
 	state = json_string_value(json_object_get(o, "state"));
 	if (state != NULL && strcmp(state, "queued") == 0)
 		stream_info_queued(s, o);
@@ -68,7 +73,8 @@ static void
 stream_exit(struct stream *s, const struct frame *f)
 {
 	json_t		*o, *code;
-	const char	*state;
+	const char	*state, *why;
+	json_int_t	 lost;
 
 	s->ended = 1;
 	if ((o = json_loadb(f->data, f->len, 0, NULL)) == NULL)
@@ -78,6 +84,13 @@ stream_exit(struct stream *s, const struct frame *f)
 	    -1;
 	if ((state = json_string_value(json_object_get(o, "state"))) != NULL)
 		snprintf(s->state, sizeof s->state, "%s", state);
+	lost = json_integer_value(json_object_get(o, "output_lost"));
+	if (lost > 0)
+		fprintf(stderr, "gmux: %s: %lld bytes of its output were lost "
+		    "(the host's disk is full)\n", s->job, (long long)lost);
+	why = json_string_value(json_object_get(o, "reason"));
+	if (s->exit_code < 0 && why != NULL)
+		fprintf(stderr, "gmux: %s %s: %s\n", s->job, s->state, why);
 	json_decref(o);
 }
 
@@ -90,8 +103,11 @@ stream_frame(const struct frame *f, void *arg)
 	case FRAME_STDOUT:
 	case FRAME_STDERR:
 		if (write_all(f->type == FRAME_STDOUT ? 1 : 2, f->data,
-		    f->len) == -1 && errno == EPIPE)
+		    f->len) == -1) {
+			/* Where we cannot write, we stop (the job goes on). */
+			s->write_failed = errno;
 			return (-1);
+		}
 		s->offset += f->len;
 		break;
 	case FRAME_INFO:
@@ -105,7 +121,7 @@ stream_frame(const struct frame *f, void *arg)
 }
 
 /* Ctrl-C: in run, the first stops the job and the second detaches. */
-static int
+int
 stream_interrupt(void *arg)
 {
 	struct stream		*s = arg;
@@ -113,7 +129,14 @@ stream_interrupt(void *arg)
 	char			*path;
 
 	s->interrupts++;
-	if (s->mode == STREAM_RUN && s->interrupts == 1 && s->job[0] != '\0') {
+	if (s->mode == STREAM_RUN && s->interrupts == 1 && s->job[0] == '\0') {
+		/* The daemon has not named the job yet: stop it when it does. */
+		s->stop_pending = 1;
+		fprintf(stderr, "\ngmux: stopping the job as soon as it has an "
+		    "id (Ctrl-C again to detach)\n");
+		return (0);
+	}
+	if (s->mode == STREAM_RUN && s->interrupts == 1) {
 		xasprintf(&path, "/v1/jobs/%s/stop", s->job);
 		client_call("POST", path, NULL, &r);
 		free(path);
@@ -195,5 +218,11 @@ stream_run(struct stream *s, const char *method, const char *path,
 		body = NULL;
 	}
 	free(next);
+	if (rc == 1 && s->write_failed != 0) {
+		fprintf(stderr, "gmux: cannot write the output: %s; %s goes on "
+		    "(gmux attach %s)\n", strerror(s->write_failed), s->job,
+		    s->job);
+		return (-1);
+	}
 	return (rc == 1 ? 1 : 0);
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,17 +227,25 @@ format_age(int64_t ms)
 	return (s);
 }
 
+/* Writes all of buf, waiting if fd is non-blocking and full. */
 ssize_t
 write_all(int fd, const void *buf, size_t len)
 {
 	const char	*p = buf;
 	size_t		 left = len;
 	ssize_t		 n;
+	struct pollfd	 pfd;
 
 	while (left > 0) {
 		n = write(fd, p, left);
 		if (n == -1 && errno == EINTR)
 			continue;
+		if (n == -1 && errno == EAGAIN) {
+			pfd.fd = fd;
+			pfd.events = POLLOUT;
+			(void)poll(&pfd, 1, -1);
+			continue;
+		}
 		if (n <= 0)
 			return (-1);
 		p += n;

@@ -36,7 +36,12 @@ class Daemon:
         self.env = dict(os.environ)
         self.env["GMUX_HOME"] = home
         self.env["GMUX_NO_DETECT"] = "1"
+        # A sanitizer build writes its reports here; teardown fails on any.
+        self.env["ASAN_OPTIONS"] = "log_path=%s/asan:detect_leaks=1" % home
+        self.env["UBSAN_OPTIONS"] = ("log_path=%s/ubsan:print_stacktrace=1"
+                                     % home)
         self.proc = None
+        self.running = None     # the pid of a daemon this test started
 
     @property
     def socket(self):
@@ -53,18 +58,28 @@ class Daemon:
         cmd += list(args)
         r = subprocess.run(cmd, env=self.env, capture_output=True, timeout=30)
         assert r.returncode == 0, r.stderr
+        self.running = self.pid()
         return self
 
     def stop(self):
-        if os.path.exists(os.path.join(self.home, "gmux.sock")):
-            try:
-                os.kill(self.pid(), signal.SIGTERM)
-            except (ProcessLookupError, ValueError, FileNotFoundError):
-                return
-            wait_for(lambda: not os.path.exists(self.socket), 10,
-                     what="daemon to stop")
+        """Stops the daemon; it must still be alive (no crash) and go."""
+        pid, self.running = self.running, None
+        if pid is None:
+            return
+        assert os.path.exists("/proc/%d" % pid), "the daemon died"
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not os.path.exists(self.socket), 10,
+                 what="daemon to stop")
+        wait_for(lambda: not os.path.exists("/proc/%d" % pid) or
+                 open("/proc/%d/stat" % pid).read().split()[2] == "Z", 10,
+                 what="daemon to exit")
+
+    def sanitizer_reports(self):
+        return [f for f in os.listdir(self.home)
+                if f.startswith(("asan.", "ubsan."))]
 
     def kill9(self):
+        self.running = None
         pid = self.pid()
         os.kill(pid, signal.SIGKILL)
         wait_for(lambda: not os.path.exists("/proc/%d/stat" % pid) or
@@ -141,11 +156,19 @@ def home():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def _check_sanitizers(d):
+    reports = d.sanitizer_reports()
+    text = "".join(open(os.path.join(d.home, f)).read()[:4000]
+                   for f in reports)
+    assert not reports, "sanitizer reports:\n" + text
+
+
 @pytest.fixture
 def daemon(home):
     d = Daemon(home)
     yield d
     d.stop()
+    _check_sanitizers(d)
 
 
 @pytest.fixture
@@ -160,5 +183,6 @@ def make_daemon():
     yield make
     for d in made:
         d.stop()
+        _check_sanitizers(d)
         _kill_keepers(d.home)
         shutil.rmtree(d.home, ignore_errors=True)

@@ -1,0 +1,178 @@
+"""Regression tests for what review found in the core: each failed before
+its fix."""
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import GMUX, wait_for
+
+
+def test_command_is_found_in_the_callers_path(daemon, tmp_path):
+    daemon.start()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    tool = bindir / "mytool"
+    tool.write_text("#!/bin/sh\necho mine\n")
+    tool.chmod(0o755)
+    env = dict(daemon.env, PATH="%s:/usr/bin:/bin" % bindir)
+    r = subprocess.run([GMUX, "run", "--", "mytool"], env=env,
+                       capture_output=True)
+    assert r.returncode == 0 and r.stdout == b"mine\n", r.stderr
+
+
+def test_nonblocking_stdout_loses_nothing(daemon):
+    daemon.start()
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) |
+                os.O_NONBLOCK)
+    p = subprocess.Popen([GMUX, "run", "--", "head", "-c", "2000000",
+                          "/dev/zero"], env=daemon.env, stdout=w)
+    os.close(w)
+    time.sleep(1)
+    got = 0
+    while True:
+        b = os.read(r, 1 << 16)
+        if not b:
+            break
+        got += len(b)
+    assert p.wait(30) == 0
+    assert got == 2000000
+
+
+def test_arguments_that_are_not_utf8_are_refused(daemon):
+    daemon.start()
+    r = subprocess.run([GMUX.encode(), b"run", b"--", b"printf", b"\xff"],
+                       env=daemon.env, capture_output=True)
+    assert r.returncode == 2 and b"UTF-8" in r.stderr
+
+
+def test_a_lost_keeper_takes_its_job_with_it(daemon):
+    daemon.start()
+    daemon.gmux("run", "-d", "--", "sleep", "1000", check=0)
+    pid = wait_for(lambda: daemon.job("j1").get("pid"), what="pid")
+    keeper = int(open("/proc/%d/stat" % pid).read().rpartition(")")[2]
+                 .split()[1])
+    os.kill(keeper, signal.SIGKILL)
+    j = daemon.wait_state("j1", "failed")
+    assert "keeper" in j["reason"]
+    wait_for(lambda: not os.path.exists("/proc/%d" % pid) or
+             open("/proc/%d/stat" % pid).read().rpartition(")")[2]
+             .split()[0] == "Z", what="the job to die")
+
+
+def test_keeper_ignores_term(daemon):
+    daemon.start()
+    daemon.gmux("run", "-d", "--", "sleep", "1000", check=0)
+    pid = wait_for(lambda: daemon.job("j1").get("pid"), what="pid")
+    keeper = int(open("/proc/%d/stat" % pid).read().rpartition(")")[2]
+                 .split()[1])
+    os.kill(keeper, signal.SIGTERM)
+    time.sleep(0.3)
+    assert daemon.job("j1")["state"] == "running"
+    daemon.gmux("stop", "--grace", "0", "j1", check=0)
+
+
+def test_stop_sends_one_term(daemon, tmp_path):
+    daemon.start()
+    log = tmp_path / "terms"
+    script = ("import signal,sys,time\n"
+              "n=0\n"
+              "def h(*a):\n"
+              "    global n\n"
+              "    n+=1\n"
+              "    open(%r,'a').write('TERM\\n')\n"
+              "    if n>1: sys.exit(99)\n"
+              "signal.signal(signal.SIGTERM,h)\n"
+              "print('ready',flush=True)\n"
+              "t=time.time()\n"
+              "while time.time()-t<1.5: time.sleep(0.05)\n"
+              "sys.exit(0)\n" % str(log))
+    daemon.gmux("run", "-d", "--", "/usr/bin/python3", "-c", script, check=0)
+    wait_for(lambda: b"ready" in open(os.path.join(
+        daemon.home, "jobs", "j1", "log"), "rb").read(), what="ready")
+    daemon.gmux("stop", "--grace", "5s", "j1", check=0)
+    assert log.read_text() == "TERM\n"
+    assert daemon.job("j1")["exit_code"] == 0
+
+
+def test_logs_from_the_end_of_a_long_log_is_quick(daemon):
+    daemon.start()
+    daemon.gmux("run", "--", "/usr/bin/python3", "-c",
+                "import sys\nfor i in range(400000):\n"
+                "    sys.stdout.write('%08d\\n' % i); sys.stdout.flush()",
+                check=0)
+    size = 400000 * 9
+    t = time.monotonic()
+    r = daemon.gmux("logs", "--from", str(size - 18), "j1", check=0)
+    assert r.stdout == b"00399998\n00399999\n"
+    assert time.monotonic() - t < 2
+
+
+def test_ctrl_c_before_the_job_has_an_id_still_stops_it(daemon):
+    daemon.start()
+    pid = daemon.pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        p = daemon.popen("run", "--", "sleep", "300", stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    out, err = p.communicate(timeout=20)
+    j = daemon.wait_state("j1", ("stopped", "exited"))
+    assert j["state"] == "stopped", (j, err)
+    assert p.returncode == 143, err
+
+
+def test_a_huge_command_line_still_streams(daemon):
+    daemon.start()
+    args = ["x" * 100000] * 11
+    r = daemon.gmux("run", "--", "sh", "-c", "echo $#; exit 3", "sh", *args)
+    assert r.returncode == 3 and r.stdout == b"11\n", r.stderr
+
+
+def test_a_huge_grace_is_refused(daemon):
+    daemon.start()
+    daemon.gmux("run", "-d", "--", "sleep", "100", check=0)
+    code, body = daemon.curl("POST", "/v1/jobs/j1/stop",
+                             '{"grace_ms": 9223372036854775000}')
+    assert code == 400 and "grace_ms" in json.loads(body)["error"]
+    assert daemon.job("j1")["state"] == "running"
+    daemon.gmux("stop", "--grace", "0", "j1", check=0)
+
+
+def test_ended_jobs_forget_the_callers_environment(daemon):
+    daemon.start()
+    env = dict(daemon.env, MY_SECRET="hunter2")
+    subprocess.run([GMUX, "run", "--", "true"], env=env, check=True)
+    daemon.wait_state("j1", "exited")
+    daemon.stop()
+    db = open(os.path.join(daemon.home, "state.db"), "rb").read()
+    assert b"hunter2" not in db
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs")
+def test_a_full_disk_keeps_the_log_whole(make_daemon):
+    d = make_daemon()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs",
+                    d.home], check=True)
+    try:
+        d.start()
+        r = d.gmux("run", "--", "sh", "-c",
+                   "head -c 2000000 /dev/zero | tr '\\0' x; echo; echo END")
+        assert r.returncode == 0
+        assert b"lost" in r.stderr
+        # every frame in the log is whole: logs reads it to the end
+        r = d.gmux("logs", "j1")
+        assert r.returncode == 0
+        d.stop()
+    finally:
+        subprocess.run(["umount", "-l", d.home])
