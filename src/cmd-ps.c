@@ -10,10 +10,12 @@ static int	cmd_ps_exec(int, char **);
 
 const struct cmd_entry cmd_ps_entry = {
 	.name = "ps",
-	.args = "[-a] [--json]",
+	.args = "[-a] [-l] [--json]",
 	.help = "list jobs: queued and running, or all",
 	.options =
 	    "  -a, --all            ended jobs too\n"
+	    "  -l, --long           also priority, fence and refused connects, "
+	    "ceilings\n"
 	    "  --json               a JSON array of job objects\n",
 	.exec = cmd_ps_exec,
 };
@@ -22,6 +24,7 @@ enum { OPT_JSON = 256 };
 
 static const struct option ps_opts[] = {
 	{ "all", no_argument, NULL, 'a' },
+	{ "long", no_argument, NULL, 'l' },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -80,6 +83,51 @@ ps_row(struct table *t, json_t *j, int64_t now)
 	free(cmd);
 }
 
+/* ps -l: one more line of detail a job, under the usual table. */
+static void
+ps_long(json_t *a)
+{
+	static const char *const hdr[] = { "ID", "STATE", "PRIO", "FLAGS",
+	    "CEILING", "FENCE", "REFUSED", "COMMAND" };
+	struct table	*t;
+	json_t		*j, *ceil, *v;
+	const char	*k;
+	char		 flags[16], prio[8], refused[24], *cmd, *c, *cs = NULL;
+	size_t		 i;
+
+	t = table_create(hdr, nitems(hdr));
+	json_array_foreach(a, i, j) {
+		snprintf(flags, sizeof flags, "%s%s%s",
+		    json_is_true(json_object_get(j, "burst")) ? "b" : "",
+		    json_is_true(json_object_get(j, "preemptible")) ? "p" : "",
+		    json_is_true(json_object_get(j, "requeue")) ? "r" : "");
+		snprintf(prio, sizeof prio, "%lld", (long long)
+		    json_integer_value(json_object_get(j, "priority")));
+		snprintf(refused, sizeof refused, "%lld", (long long)
+		    json_integer_value(json_object_get(j, "refused")));
+		ceil = json_object_get(j, "ceilings");
+		json_object_foreach(ceil, k, v) {
+			c = format_share((u_int)(json_number_value(v) * 100 +
+			    0.5));
+			xasprintf(&cmd, "%s%s%s:%s", cs ? cs : "", cs ? "," : "",
+			    k, c);
+			free(cs);
+			free(c);
+			cs = cmd;
+		}
+		cmd = ps_cmd(json_object_get(j, "cmd"));
+		table_add(t, json_string_value(json_object_get(j, "id")),
+		    json_string_value(json_object_get(j, "state")), prio,
+		    *flags ? flags : "-", cs, json_string_value(
+		    json_object_get(j, "fence")), refused, cmd);
+		free(cmd);
+		free(cs);
+		cs = NULL;
+	}
+	table_print(t, stdout);
+	table_free(t);
+}
+
 static int
 cmd_ps_exec(int argc, char **argv)
 {
@@ -88,12 +136,14 @@ cmd_ps_exec(int argc, char **argv)
 	struct table	*t;
 	json_t		*a, *j;
 	size_t		 i;
-	int		 ch, all = 0, json = 0;
+	int		 ch, all = 0, json = 0, lng = 0;
 
-	while ((ch = cmd_getopt(&cmd_ps_entry, argc, argv, "ah",
+	while ((ch = cmd_getopt(&cmd_ps_entry, argc, argv, "alh",
 	    ps_opts)) != -1) {
 		if (ch == 'a')
 			all = 1;
+		else if (ch == 'l')
+			lng = 1;
 		else if (ch == OPT_JSON)
 			json = 1;
 	}
@@ -104,6 +154,11 @@ cmd_ps_exec(int argc, char **argv)
 	    "/v1/jobs", NULL);
 	if (json) {
 		json_print(a, stdout);
+		json_decref(a);
+		return (0);
+	}
+	if (lng) {
+		ps_long(a);
 		json_decref(a);
 		return (0);
 	}

@@ -1,10 +1,12 @@
 """Helpers for the network fence's tests.
 
 A fenced command runs through ``fence-run`` (tests/fence-run.c), which
-sets the fence up exactly as the keeper does; when the keeper is wired,
-``fenced()`` becomes ``gmux run --allow ...``.  When the tests run as
-root, the job runs as ``nobody``: the fence must need no privilege, and a
-job with capabilities is not what it guards against.
+sets the fence up exactly as the keeper does, or, with FENCE_VIA=gmux,
+through ``gmux run --allow ...`` against a daemon of its own (the keeper's
+real path; cases that need fence-run's test switches are skipped).  When
+the tests run as root, the job runs as ``nobody`` (fence-run is started
+as nobody, or the daemon is): the fence must need no privilege, and a job
+with capabilities is not what it guards against.
 
 Listeners are loopback only and count who reached them, which is what
 every escape case asserts on.
@@ -12,6 +14,7 @@ every escape case asserts on.
 
 from __future__ import annotations
 
+import atexit
 import http.server
 import json
 import os
@@ -63,11 +66,61 @@ def jobdir_fixture() -> Iterator[Path]:
     shutil.rmtree(d, ignore_errors=True)
 
 
+VIA_GMUX = os.environ.get("FENCE_VIA") == "gmux"
+_daemon: dict = {}
+
+
+def _gmux() -> str:
+    gmux = os.environ.get("GMUX")
+    return gmux if gmux else str(REPO / "build" / "gmux")
+
+
+def _stop_daemon() -> None:
+    if "home" in _daemon:
+        pid = int(open(os.path.join(_daemon["home"], "gmux.pid")).read())
+        os.kill(pid, 15)
+        shutil.rmtree(_daemon["home"], ignore_errors=True)
+
+
+def gmux_daemon() -> dict:
+    """The environment of this session's daemon, run as the job's user."""
+    if "env" not in _daemon:
+        home = tempfile.mkdtemp(prefix="gmf", dir="/tmp")
+        if os.geteuid() == 0:
+            os.chown(home, NOBODY, NOBODY)
+        env = dict(os.environ, GMUX_HOME=home, GMUX_NO_DETECT="1")
+        subprocess.run(as_job_user() + [_gmux(), "serve", "-d"], env=env,
+                       check=True, timeout=30)
+        _daemon.update(home=home, env=env)
+        atexit.register(_stop_daemon)
+    return _daemon["env"]
+
+
+def _fenced_gmux(policy, argv, cwd, timeout, stats, extra, **kw):
+    if extra or (policy and "-j" in policy):
+        pytest.skip("needs fence-run's test switches")
+    env = gmux_daemon()
+    cmd = [_gmux(), "run"] + list(policy or []) + ["--"] + list(argv)
+    kw.setdefault("stdin", subprocess.DEVNULL)
+    r = subprocess.run(cmd, cwd=cwd, env=env, timeout=timeout, text=True,
+                       capture_output=True, **kw)
+    if stats is not None:
+        jobs = json.loads(subprocess.run([_gmux(), "ps", "-a", "--json"],
+                                         env=env, capture_output=True,
+                                         check=True).stdout)
+        # the keeper's own file (jobs/jN/fence), mode and all
+        shutil.copy(os.path.join(_daemon["home"], "jobs", jobs[-1]["id"],
+                                 "fence"), stats)
+    return r
+
+
 def fenced(policy: Sequence[str] | None, argv: Sequence[str], cwd: Path,
            timeout: float = 60, wait_all: bool = False,
            stats: Path | None = None, extra: Sequence[str] = (),
            **kw) -> subprocess.CompletedProcess:
     """Runs argv under the fence (policy None: unfenced, the control)."""
+    if VIA_GMUX:
+        return _fenced_gmux(policy, argv, cwd, timeout, stats, extra, **kw)
     cmd = as_job_user() + [tool("fence-run"), "-C", str(cwd)]
     if policy is not None:
         cmd += list(policy)

@@ -448,3 +448,22 @@ def test_detached_serve_reports_a_failure(home):
     d.env["GMUX_HOME"] = home + "/" + "x" * 120
     r = d.gmux("serve", "-d", "--fake", "1xH100:80G")
     assert r.returncode == 1 and b"too long" in r.stderr
+
+
+def test_ps_long_shows_fence_refused_and_ceilings(daemon, tmp_path):
+    daemon.start()
+    code = ("import socket\n"
+            "for p in (1, 2):\n"
+            "    try: socket.create_connection(('127.0.0.1', p), timeout=2)\n"
+            "    except OSError: pass\n")
+    daemon.gmux("run", "--share", "0.25", "--burst", "--allow",
+                "127.0.0.1:9", "--", "/usr/bin/python3", "-c", code, check=0)
+    j = daemon.job("j1")
+    assert j["fence"] == "allow 127.0.0.1:9"
+    wait_for(lambda: daemon.job("j1")["refused"] == 2, what="the count")
+    lines = daemon.gmux("ps", "-a", "-l", check=0).stdout.decode().splitlines()
+    assert lines[0].split() == ["ID", "STATE", "PRIO", "FLAGS", "CEILING",
+                                "FENCE", "REFUSED", "COMMAND"]
+    f = lines[1].split()
+    assert f[0] == "j1" and f[3] == "b" and f[5:8] == ["allow", "127.0.0.1:9",
+                                                         "2"], lines
