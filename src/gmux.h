@@ -393,6 +393,21 @@ int		 sched_place(const struct sched_card *, u_int, u_int, uint64_t,
 
 /* proc.c: running a helper program and capturing its output */
 char		*proc_output(char *const *, int, int *);
+dead void	 proc_exec(char *const *, int);
+
+/* proc-async.c: running a helper program without waiting for it */
+#define PROC_ASYNC_TIMEOUT	-2	/* ran past its time; killed */
+#define PROC_ASYNC_TOOBIG	-3	/* printed too much; killed */
+#define PROC_ASYNC_CANCELLED	-4	/* proc_async_shutdown */
+struct event_base;
+typedef void	(*proc_async_cb)(char *, int, void *);
+void		 proc_async_init(struct event_base *);
+int		 proc_async_start(char *const *, int, proc_async_cb, void *,
+		     char **);
+int		 proc_async_reaped(pid_t, int);
+u_int		 proc_async_count(void);
+void		 proc_async_shutdown(void);
+/* (end) */
 
 /* db.c: SQLite behind a small interface (the only user of sqlite3.h) */
 struct db;
