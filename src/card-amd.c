@@ -496,30 +496,12 @@ card_amd_detect(struct cards *cs, char **cause)
 	return (-1);
 }
 
-/* Adds the processes on the host's AMD cards to ps (amd-smi only). */
-int
-card_amd_procs(struct card_procs *ps, char **cause)
+/*
+ * The amd-smi command for q (card_amd_parse_procs or _usage reads it);
+ * rocm-smi has no process or usage report that is read.
+ */
+char *const *
+card_amd_argv(enum card_query q)
 {
-	char	*out;
-	int	 rc;
-
-	if (card_tool_output(amd_process_argv, &out, cause) != 0)
-		return (-1);
-	rc = out == NULL ? 0 : card_amd_parse_procs(out, ps, cause);
-	free(out);
-	return (rc);
-}
-
-/* Adds the measured use of the host's AMD cards to us (amd-smi only). */
-int
-card_amd_usage(struct card_usages *us, char **cause)
-{
-	char	*out;
-	int	 rc;
-
-	if (card_tool_output(amd_metric_argv, &out, cause) != 0)
-		return (-1);
-	rc = out == NULL ? 0 : card_amd_parse_usage(out, us, cause);
-	free(out);
-	return (rc);
+	return (q == CARD_QUERY_PROCS ? amd_process_argv : amd_metric_argv);
 }

@@ -296,6 +296,11 @@ struct card_usages {
 	struct card_usage *v;
 	u_int		   n;
 };
+/* What is asked of a vendor's tool while the daemon runs. */
+enum card_query {
+	CARD_QUERY_PROCS,	/* the processes on each card */
+	CARD_QUERY_USAGE,	/* each card's measured use */
+};
 const char	*vendor_name(enum vendor);
 int		 vendor_from_name(const char *, enum vendor *);
 const char	*vendor_device_env(enum vendor);
@@ -304,10 +309,6 @@ void		 cards_truncate(struct cards *, u_int);
 void		 cards_free(struct cards *);
 int		 cards_detect(struct cards *, const char *, char **);
 struct card	*cards_find(struct cards *, const char *);
-int		 cards_procs(const struct cards *, struct card_procs *,
-		     char **);
-int		 cards_usage(const struct cards *, struct card_usages *,
-		     char **);
 json_t		*card_to_json(const struct card *);
 char		*card_device_id(const struct card *);
 int		 card_room(const struct cards *, const char *, char **);
@@ -323,10 +324,24 @@ void		 card_usages_truncate(struct card_usages *, u_int);
 void		 card_usages_free(struct card_usages *);
 
 /* card-tool.c: running the vendors' tools */
+typedef void	(*card_tool_cb)(char *, char *, void *);
 int		 card_tool_found(const char *);
 char		*card_tool_run(char *const *, char **);
 int		 card_tool_output(char *const *, char **, char **);
+int		 card_tool_start(char *const *, card_tool_cb, void *, char **);
 void		 card_tool_timeout(int);
+
+/* card-query.c: the processes on the cards and their use, while serving */
+typedef void	(*cards_procs_cb)(struct card_procs *, const char *, void *);
+typedef void	(*cards_usage_cb)(struct card_usages *, const char *, void *);
+int		 cards_procs(const struct cards *, struct card_procs *,
+		     char **);
+int		 cards_usage(const struct cards *, struct card_usages *,
+		     char **);
+int		 cards_procs_start(const struct cards *, cards_procs_cb, void *,
+		     char **);
+int		 cards_usage_start(const struct cards *, cards_usage_cb, void *,
+		     char **);
 
 /* card-fake.c */
 int		 card_fake_parse(const char *, struct cards *, char **);
@@ -338,8 +353,7 @@ int		 card_nvidia_parse_apps(const char *, struct card_procs *,
 int		 card_nvidia_parse_usage(const char *, struct card_usages *,
 		     char **);
 int		 card_nvidia_detect(struct cards *, char **);
-int		 card_nvidia_procs(struct card_procs *, char **);
-int		 card_nvidia_usage(struct card_usages *, char **);
+char *const	*card_nvidia_argv(enum card_query);
 
 /* card-amd.c */
 int		 card_amd_parse_amdsmi(const char *, struct cards *, char **);
@@ -351,8 +365,7 @@ int		 card_amd_parse_procs(const char *, struct card_procs *,
 int		 card_amd_parse_usage(const char *, struct card_usages *,
 		     char **);
 int		 card_amd_detect(struct cards *, char **);
-int		 card_amd_procs(struct card_procs *, char **);
-int		 card_amd_usage(struct card_usages *, char **);
+char *const	*card_amd_argv(enum card_query);
 
 /* card-intel.c */
 int		 card_intel_parse(const char *, struct cards *, char **);
@@ -368,8 +381,6 @@ int		 card_json_bytes(json_t *, const char *, uint64_t *);
 int		 card_json_index(json_t *, const char *, int *);
 
 /* enforce.c: the one interface through which caps and ceilings change */
-struct audit_job;
-struct audit_offender;
 void		 enforce_init(struct cards *);
 void		 enforce_shutdown(void);
 int		 enforce_job_env(u_int, const struct card *, u_int, u_int,
@@ -377,8 +388,8 @@ int		 enforce_job_env(u_int, const struct card *, u_int, u_int,
 void		 enforce_set(u_int, const struct card *, u_int, u_int,
 		     uint64_t);
 void		 enforce_forget(u_int);
-u_int		 enforce_tick(const struct cards *, const struct audit_job *,
-		     u_int, int, struct audit_offender **);
+void		 enforce_tick(const struct cards *,
+		     void (*)(const struct card_procs *, void *), void *);
 json_t		*enforce_history(void);
 
 /* sched.c: pure scheduling policy; no I/O */
@@ -604,11 +615,6 @@ void		 cumask_release(u_int);
 /* (end) */
 
 /* audit.c (issue 5: GPU processes the shim does not know) */
-struct audit_gpu_proc {
-	pid_t		 pid;
-	uint64_t	 used;		/* bytes, by the driver's count */
-	char		 card[64];	/* UUID or the tool's index */
-};
 struct audit_job {
 	u_int		 id;
 	pid_t		 keeper;	/* every process of the job descends */
@@ -620,16 +626,14 @@ struct audit_offender {
 	int		 stop;		/* to be stopped unless report-only */
 	const char	*why;
 };
-int		 audit_parse_nvidia(const char *, struct audit_gpu_proc **,
-		     u_int *, char **);
-int		 audit_parse_amdsmi(const char *, struct audit_gpu_proc **,
-		     u_int *, char **);
-u_int		 audit_check(const struct audit_gpu_proc *, u_int,
+typedef void	(*audit_cb)(const struct card_procs *, void *);
+u_int		 audit_check(const struct card_procs *,
 		     const struct audit_job *, u_int, pid_t (*)(pid_t),
 		     int (*)(pid_t, u_int *), struct audit_offender **);
 pid_t		 audit_parent(pid_t);
-u_int		 audit_scan(const struct cards *, const struct audit_job *,
-		     u_int, struct audit_offender **);
+int		 audit_start(const struct cards *, audit_cb, void *);
+u_int		 audit_act(const struct card_procs *, const struct audit_job *,
+		     u_int, int, struct audit_offender **);
 void		 audit_enforce(const struct audit_offender *, u_int, int);
 /* (end) */
 
