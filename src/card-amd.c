@@ -430,18 +430,13 @@ amd_fill_uuids(struct cards *cs, u_int first)
 static int
 amd_try_amdsmi(struct cards *cs, char **cause)
 {
-	char	*out, *list, *why = NULL;
+	char	*list, *why = NULL;
 	u_int	 first = cs->n;
 	int	 rc;
 
-	if (card_tool_output(amd_static_argv, &out, cause) != 0)
-		return (-1);
-	if (out == NULL)
-		return (1);
-	rc = card_amd_parse_amdsmi(out, cs, cause);
-	free(out);
-	if (rc != 0)
-		return (-1);
+	if ((rc = card_tool_cards(amd_static_argv, card_amd_parse_amdsmi, cs,
+	    cause)) != 0)
+		return (rc);
 	if (card_tool_output(amd_list_argv, &list, &why) == 0 && list != NULL)
 		card_amd_parse_amdsmi_list(list, cs, first, &why);
 	if (why != NULL)
@@ -456,16 +451,10 @@ amd_try_amdsmi(struct cards *cs, char **cause)
 static int
 amd_try_rocmsmi(struct cards *cs, char **cause)
 {
-	char	*out;
 	u_int	 first = cs->n;
 	int	 rc;
 
-	if (card_tool_output(rocm_argv, &out, cause) != 0)
-		return (-1);
-	if (out == NULL)
-		return (1);
-	rc = card_amd_parse_rocmsmi(out, cs, cause);
-	free(out);
+	rc = card_tool_cards(rocm_argv, card_amd_parse_rocmsmi, cs, cause);
 	if (rc == 0)
 		amd_fill_uuids(cs, first);
 	return (rc);

@@ -305,16 +305,9 @@ card_nvidia_parse_usage(const char *text, struct card_usages *us,
 int
 card_nvidia_detect(struct cards *cs, char **cause)
 {
-	char	*out;
-	int	 rc;
-
-	if (card_tool_output(nv_gpus_argv, &out, cause) != 0)
+	if (card_tool_cards(nv_gpus_argv, card_nvidia_parse, cs, cause) == -1)
 		return (-1);
-	if (out == NULL)
-		return (0);
-	rc = card_nvidia_parse(out, cs, cause);
-	free(out);
-	return (rc);
+	return (0);
 }
 
 /* The nvidia-smi command for q (card_nvidia_parse_apps or _usage reads it). */

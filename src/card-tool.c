@@ -132,6 +132,29 @@ card_tool_output(char *const *argv, char **out, char **cause)
 	return (0);
 }
 
+/*
+ * Runs argv if its tool is installed and adds to cs the cards that parse
+ * reads in what it printed.  Returns 1 if the tool is not installed, 0
+ * if its cards were added, -1 with *cause if it failed or parse refused
+ * its output.
+ */
+int
+card_tool_cards(char *const *argv,
+    int (*parse)(const char *, struct cards *, char **), struct cards *cs,
+    char **cause)
+{
+	char	*out;
+	int	 rc;
+
+	if (card_tool_output(argv, &out, cause) != 0)
+		return (-1);
+	if (out == NULL)
+		return (1);
+	rc = parse(out, cs, cause);
+	free(out);
+	return (rc);
+}
+
 struct card_tool_pending {
 	char		*name;
 	card_tool_cb	 cb;

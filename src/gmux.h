@@ -328,6 +328,9 @@ typedef void	(*card_tool_cb)(char *, char *, void *);
 int		 card_tool_found(const char *);
 char		*card_tool_run(char *const *, char **);
 int		 card_tool_output(char *const *, char **, char **);
+int		 card_tool_cards(char *const *,
+		     int (*)(const char *, struct cards *, char **),
+		     struct cards *, char **);
 int		 card_tool_start(char *const *, card_tool_cb, void *, char **);
 void		 card_tool_timeout(int);
 
