@@ -79,6 +79,7 @@ BENCHES += $(O)/bench/bench-ledger
 
 # -- enforcement (issue 5)
 SRCS += src/region.c src/mps.c src/cumask.c src/audit.c
+SRCS += src/proc-async.c src/card-query.c
 # libgmux.so, the preload library: its own flags (no sanitizers, no
 # third-party headers), hidden visibility and an explicit export list.
 SHIM_SRCS = shim/dl.c shim/account.c shim/track.c shim/cuda.c shim/pool.c \

@@ -430,18 +430,13 @@ amd_fill_uuids(struct cards *cs, u_int first)
 static int
 amd_try_amdsmi(struct cards *cs, char **cause)
 {
-	char	*out, *list, *why = NULL;
+	char	*list, *why = NULL;
 	u_int	 first = cs->n;
 	int	 rc;
 
-	if (card_tool_output(amd_static_argv, &out, cause) != 0)
-		return (-1);
-	if (out == NULL)
-		return (1);
-	rc = card_amd_parse_amdsmi(out, cs, cause);
-	free(out);
-	if (rc != 0)
-		return (-1);
+	if ((rc = card_tool_cards(amd_static_argv, card_amd_parse_amdsmi, cs,
+	    cause)) != 0)
+		return (rc);
 	if (card_tool_output(amd_list_argv, &list, &why) == 0 && list != NULL)
 		card_amd_parse_amdsmi_list(list, cs, first, &why);
 	if (why != NULL)
@@ -456,16 +451,10 @@ amd_try_amdsmi(struct cards *cs, char **cause)
 static int
 amd_try_rocmsmi(struct cards *cs, char **cause)
 {
-	char	*out;
 	u_int	 first = cs->n;
 	int	 rc;
 
-	if (card_tool_output(rocm_argv, &out, cause) != 0)
-		return (-1);
-	if (out == NULL)
-		return (1);
-	rc = card_amd_parse_rocmsmi(out, cs, cause);
-	free(out);
+	rc = card_tool_cards(rocm_argv, card_amd_parse_rocmsmi, cs, cause);
 	if (rc == 0)
 		amd_fill_uuids(cs, first);
 	return (rc);
@@ -496,30 +485,12 @@ card_amd_detect(struct cards *cs, char **cause)
 	return (-1);
 }
 
-/* Adds the processes on the host's AMD cards to ps (amd-smi only). */
-int
-card_amd_procs(struct card_procs *ps, char **cause)
+/*
+ * The amd-smi command for q (card_amd_parse_procs or _usage reads it);
+ * rocm-smi has no process or usage report that is read.
+ */
+char *const *
+card_amd_argv(enum card_query q)
 {
-	char	*out;
-	int	 rc;
-
-	if (card_tool_output(amd_process_argv, &out, cause) != 0)
-		return (-1);
-	rc = out == NULL ? 0 : card_amd_parse_procs(out, ps, cause);
-	free(out);
-	return (rc);
-}
-
-/* Adds the measured use of the host's AMD cards to us (amd-smi only). */
-int
-card_amd_usage(struct card_usages *us, char **cause)
-{
-	char	*out;
-	int	 rc;
-
-	if (card_tool_output(amd_metric_argv, &out, cause) != 0)
-		return (-1);
-	rc = out == NULL ? 0 : card_amd_parse_usage(out, us, cause);
-	free(out);
-	return (rc);
+	return (q == CARD_QUERY_PROCS ? amd_process_argv : amd_metric_argv);
 }

@@ -183,16 +183,12 @@ xpu_detail(struct card *c)
 int
 card_intel_detect(struct cards *cs, char **cause)
 {
-	char	*out;
 	u_int	 first = cs->n, i;
 	int	 rc;
 
-	if (card_tool_output(xpu_list_argv, &out, cause) != 0)
-		return (-1);
-	if (out == NULL)
+	if ((rc = card_tool_cards(xpu_list_argv, card_intel_parse, cs,
+	    cause)) == 1)
 		return (0);
-	rc = card_intel_parse(out, cs, cause);
-	free(out);
 	for (i = first; rc == 0 && i < cs->n; i++) {
 		if (cs->v[i].memory == 0)
 			xpu_detail(&cs->v[i]);

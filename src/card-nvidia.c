@@ -301,51 +301,18 @@ card_nvidia_parse_usage(const char *text, struct card_usages *us,
 	return (-1);
 }
 
-enum nv_query {
-	NV_GPUS,
-	NV_APPS,
-	NV_USAGE,
-};
-
-/* Runs one query if nvidia-smi is installed and parses what it prints. */
-static int
-nv_query(enum nv_query q, void *arg, char **cause)
-{
-	char	*out;
-	int	 rc;
-
-	if (card_tool_output(q == NV_GPUS ? nv_gpus_argv : q == NV_APPS ?
-	    nv_apps_argv : nv_usage_argv, &out, cause) != 0)
-		return (-1);
-	if (out == NULL)
-		return (0);
-	if (q == NV_GPUS)
-		rc = card_nvidia_parse(out, arg, cause);
-	else if (q == NV_APPS)
-		rc = card_nvidia_parse_apps(out, arg, cause);
-	else
-		rc = card_nvidia_parse_usage(out, arg, cause);
-	free(out);
-	return (rc);
-}
-
 /* Adds the host's NVIDIA cards to cs, if nvidia-smi is installed. */
 int
 card_nvidia_detect(struct cards *cs, char **cause)
 {
-	return (nv_query(NV_GPUS, cs, cause));
+	if (card_tool_cards(nv_gpus_argv, card_nvidia_parse, cs, cause) == -1)
+		return (-1);
+	return (0);
 }
 
-/* Adds the processes on the host's NVIDIA cards to ps. */
-int
-card_nvidia_procs(struct card_procs *ps, char **cause)
+/* The nvidia-smi command for q (card_nvidia_parse_apps or _usage reads it). */
+char *const *
+card_nvidia_argv(enum card_query q)
 {
-	return (nv_query(NV_APPS, ps, cause));
-}
-
-/* Adds the measured use of the host's NVIDIA cards to us. */
-int
-card_nvidia_usage(struct card_usages *us, char **cause)
-{
-	return (nv_query(NV_USAGE, us, cause));
+	return (q == CARD_QUERY_PROCS ? nv_apps_argv : nv_usage_argv);
 }

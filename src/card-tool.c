@@ -60,35 +60,58 @@ tool_first_line(const char *s)
 }
 
 /*
+ * Judges a finished run of tool name (out and status as proc_output or
+ * proc_async_start give them): 0 if it printed out and exited 0, else -1
+ * with *cause.  out stays the caller's.
+ */
+static int
+card_tool_check(const char *name, const char *out, int status, char **cause)
+{
+	char	*line;
+
+	if (out == NULL && status == PROC_ASYNC_TOOBIG) {
+		xasprintf(cause, "%s: printed too much", name);
+		return (-1);
+	}
+	if (out == NULL && status == PROC_ASYNC_CANCELLED) {
+		xasprintf(cause, "%s: cancelled", name);
+		return (-1);
+	}
+	if (out == NULL) {
+		xasprintf(cause, "%s: did not finish within %d ms", name,
+		    card_tool_ms);
+		return (-1);
+	}
+	if (status == 0)
+		return (0);
+	line = tool_first_line(out);
+	if (status == 127)
+		xasprintf(cause, "%s: could not be run", name);
+	else if (status == -1)
+		xasprintf(cause, "%s: killed by a signal", name);
+	else if (*line != '\0')
+		xasprintf(cause, "%s: exit status %d: %s", name, status, line);
+	else
+		xasprintf(cause, "%s: exit status %d", name, status);
+	free(line);
+	return (-1);
+}
+
+/*
  * Runs argv and returns what it printed (the caller frees it), or NULL with
- * *cause if it could not run, ran too long or exited non-zero.
+ * *cause if it could not run, ran too long or exited non-zero.  It waits:
+ * for detection at start only; the daemon's loop uses card_tool_start.
  */
 char *
 card_tool_run(char *const *argv, char **cause)
 {
-	char	*out, *line;
+	char	*out;
 	int	 status;
 
 	log_debug("%s: %s", __func__, argv[0]);
 	out = proc_output(argv, card_tool_ms, &status);
-	if (out == NULL) {
-		xasprintf(cause, "%s: did not finish within %d ms",
-		    argv[0], card_tool_ms);
-		return (NULL);
-	}
-	if (status == 0)
+	if (card_tool_check(argv[0], out, status, cause) == 0)
 		return (out);
-	line = tool_first_line(out);
-	if (status == 127)
-		xasprintf(cause, "%s: could not be run", argv[0]);
-	else if (status == -1)
-		xasprintf(cause, "%s: killed by a signal", argv[0]);
-	else if (*line != '\0')
-		xasprintf(cause, "%s: exit status %d: %s", argv[0], status,
-		    line);
-	else
-		xasprintf(cause, "%s: exit status %d", argv[0], status);
-	free(line);
 	free(out);
 	return (NULL);
 }
@@ -106,5 +129,76 @@ card_tool_output(char *const *argv, char **out, char **cause)
 		return (0);
 	if ((*out = card_tool_run(argv, cause)) == NULL)
 		return (-1);
+	return (0);
+}
+
+/*
+ * Runs argv if its tool is installed and adds to cs the cards that parse
+ * reads in what it printed.  Returns 1 if the tool is not installed, 0
+ * if its cards were added, -1 with *cause if it failed or parse refused
+ * its output.
+ */
+int
+card_tool_cards(char *const *argv,
+    int (*parse)(const char *, struct cards *, char **), struct cards *cs,
+    char **cause)
+{
+	char	*out;
+	int	 rc;
+
+	if (card_tool_output(argv, &out, cause) != 0)
+		return (-1);
+	if (out == NULL)
+		return (1);
+	rc = parse(out, cs, cause);
+	free(out);
+	return (rc);
+}
+
+struct card_tool_pending {
+	char		*name;
+	card_tool_cb	 cb;
+	void		*arg;
+};
+
+static void
+card_tool_done(char *out, int status, void *arg)
+{
+	struct card_tool_pending	*r = arg;
+	char				*cause = NULL;
+
+	if (card_tool_check(r->name, out, status, &cause) != 0) {
+		free(out);
+		out = NULL;
+	}
+	r->cb(out, cause, r->arg);
+	free(r->name);
+	free(r);
+}
+
+/*
+ * Starts argv on the loop (proc_async_start) if its tool is installed and
+ * returns at once: 0 if it started, 1 if the tool is not installed, -1
+ * with *cause if it could not start.  Once it is over, cb(out, cause, arg)
+ * is called: out is what it printed, or NULL and cause says why (as
+ * card_tool_run's); cb frees both.
+ */
+int
+card_tool_start(char *const *argv, card_tool_cb cb, void *arg, char **cause)
+{
+	struct card_tool_pending	*r;
+
+	if (!card_tool_found(argv[0]))
+		return (1);
+	r = xmalloc(sizeof *r);
+	r->name = xstrdup(argv[0]);
+	r->cb = cb;
+	r->arg = arg;
+	if (proc_async_start(argv, card_tool_ms, card_tool_done, r,
+	    cause) != 0) {
+		free(r->name);
+		free(r);
+		return (-1);
+	}
 	return (0);
 }

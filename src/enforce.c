@@ -17,12 +17,14 @@
 
 #define ENFORCE_CARDS	64
 #define AUDIT_EVERY	10	/* ticks between asking the vendors' tools */
+#define AUDIT_TICKS_ENV	"GMUX_AUDIT_TICKS"	/* tests ask more often */
 
 static json_t	*history;
 static char	*shim_path;	/* libgmux.so, NULL if not found */
 static char	*fake_cuda;	/* the fake driver's directory, tests only */
 static int	 region_ok;
 static u_int	 ticks;
+static u_int	 audit_every = AUDIT_EVERY;
 static struct {
 	int	 shim;		/* jobs get libgmux.so (and a region slot) */
 	int	 mps;		/* an MPS control daemon runs */
@@ -133,6 +135,21 @@ enforce_amd(struct card *c, const char *shim_why)
 		    "are unknown, so no CU mask");
 }
 
+/* How many ticks between audits: GMUX_AUDIT_TICKS (1 to 3600), else 10. */
+static void
+enforce_audit_every(void)
+{
+	const char	*s = getenv(AUDIT_TICKS_ENV);
+	char		*cause = NULL;
+
+	audit_every = AUDIT_EVERY;
+	if (s != NULL && parse_uint(s, 1, 3600, &audit_every, &cause) != 0) {
+		log_warnx("%s: %s", AUDIT_TICKS_ENV, cause);
+		free(cause);
+		audit_every = AUDIT_EVERY;
+	}
+}
+
 /* Says, per card, what can be enforced on it and how; starts MPS. */
 void
 enforce_init(struct cards *cs)
@@ -145,6 +162,7 @@ enforce_init(struct cards *cs)
 	free(shim_path);
 	free(fake_cuda);
 	fake_cuda = fc != NULL && *fc != '\0' ? xstrdup(fc) : NULL;
+	enforce_audit_every();
 	memset(caps, 0, sizeof caps);
 	if ((shim_path = enforce_find_shim()) == NULL)
 		shim_why = xstrdup("libgmux.so not found beside gmux");
@@ -337,23 +355,18 @@ enforce_forget(u_int job)
 
 /*
  * The daemon's one-second tick: returns dead processes' memory, and every
- * AUDIT_EVERY ticks compares the driver's GPU processes with the region
- * (real cards only), stopping offenders unless report_only.  Returns the
- * offenders found this tick (the caller frees *out; none most ticks).
+ * ten ticks (GMUX_AUDIT_TICKS) starts an audit of the real cards
+ * (audit_start: one at a time, never waiting for the vendors' tools).
+ * When it has the driver's GPU processes, done(ps, arg) is called from
+ * the loop to act on them (audit_act) against the jobs running then.
  */
-u_int
-enforce_tick(const struct cards *cs, const struct audit_job *jobs,
-    u_int njobs, int report_only, struct audit_offender **out)
+void
+enforce_tick(const struct cards *cs,
+    void (*done)(const struct card_procs *, void *), void *arg)
 {
-	u_int	 n;
-
-	*out = NULL;
 	region_tick();
-	if (++ticks % AUDIT_EVERY != 0)
-		return (0);
-	if ((n = audit_scan(cs, jobs, njobs, out)) != 0)
-		audit_enforce(*out, n, report_only);
-	return (n);
+	if (++ticks % audit_every == 0)
+		audit_start(cs, done, arg);
 }
 
 /* Returns every change so far; the caller owns the reference. */

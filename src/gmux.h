@@ -308,6 +308,11 @@ struct card_usages {
 	struct card_usage *v;
 	u_int		   n;
 };
+/* What is asked of a vendor's tool while the daemon runs. */
+enum card_query {
+	CARD_QUERY_PROCS,	/* the processes on each card */
+	CARD_QUERY_USAGE,	/* each card's measured use */
+};
 const char	*vendor_name(enum vendor);
 int		 vendor_from_name(const char *, enum vendor *);
 const char	*vendor_device_env(enum vendor);
@@ -316,10 +321,6 @@ void		 cards_truncate(struct cards *, u_int);
 void		 cards_free(struct cards *);
 int		 cards_detect(struct cards *, const char *, char **);
 struct card	*cards_find(struct cards *, const char *);
-int		 cards_procs(const struct cards *, struct card_procs *,
-		     char **);
-int		 cards_usage(const struct cards *, struct card_usages *,
-		     char **);
 json_t		*card_to_json(const struct card *);
 char		*card_device_id(const struct card *);
 int		 card_room(const struct cards *, const char *, char **);
@@ -335,10 +336,27 @@ void		 card_usages_truncate(struct card_usages *, u_int);
 void		 card_usages_free(struct card_usages *);
 
 /* card-tool.c: running the vendors' tools */
+typedef void	(*card_tool_cb)(char *, char *, void *);
 int		 card_tool_found(const char *);
 char		*card_tool_run(char *const *, char **);
 int		 card_tool_output(char *const *, char **, char **);
+int		 card_tool_cards(char *const *,
+		     int (*)(const char *, struct cards *, char **),
+		     struct cards *, char **);
+int		 card_tool_start(char *const *, card_tool_cb, void *, char **);
 void		 card_tool_timeout(int);
+
+/* card-query.c: the processes on the cards and their use, while serving */
+typedef void	(*cards_procs_cb)(struct card_procs *, const char *, void *);
+typedef void	(*cards_usage_cb)(struct card_usages *, const char *, void *);
+int		 cards_procs(const struct cards *, struct card_procs *,
+		     char **);
+int		 cards_usage(const struct cards *, struct card_usages *,
+		     char **);
+int		 cards_procs_start(const struct cards *, cards_procs_cb, void *,
+		     char **);
+int		 cards_usage_start(const struct cards *, cards_usage_cb, void *,
+		     char **);
 
 /* card-fake.c */
 int		 card_fake_parse(const char *, struct cards *, char **);
@@ -350,8 +368,7 @@ int		 card_nvidia_parse_apps(const char *, struct card_procs *,
 int		 card_nvidia_parse_usage(const char *, struct card_usages *,
 		     char **);
 int		 card_nvidia_detect(struct cards *, char **);
-int		 card_nvidia_procs(struct card_procs *, char **);
-int		 card_nvidia_usage(struct card_usages *, char **);
+char *const	*card_nvidia_argv(enum card_query);
 
 /* card-amd.c */
 int		 card_amd_parse_amdsmi(const char *, struct cards *, char **);
@@ -363,8 +380,7 @@ int		 card_amd_parse_procs(const char *, struct card_procs *,
 int		 card_amd_parse_usage(const char *, struct card_usages *,
 		     char **);
 int		 card_amd_detect(struct cards *, char **);
-int		 card_amd_procs(struct card_procs *, char **);
-int		 card_amd_usage(struct card_usages *, char **);
+char *const	*card_amd_argv(enum card_query);
 
 /* card-intel.c */
 int		 card_intel_parse(const char *, struct cards *, char **);
@@ -380,8 +396,6 @@ int		 card_json_bytes(json_t *, const char *, uint64_t *);
 int		 card_json_index(json_t *, const char *, int *);
 
 /* enforce.c: the one interface through which caps and ceilings change */
-struct audit_job;
-struct audit_offender;
 void		 enforce_init(struct cards *);
 void		 enforce_shutdown(void);
 int		 enforce_job_env(u_int, const struct card *, u_int, u_int,
@@ -389,8 +403,8 @@ int		 enforce_job_env(u_int, const struct card *, u_int, u_int,
 void		 enforce_set(u_int, const struct card *, u_int, u_int,
 		     uint64_t);
 void		 enforce_forget(u_int);
-u_int		 enforce_tick(const struct cards *, const struct audit_job *,
-		     u_int, int, struct audit_offender **);
+void		 enforce_tick(const struct cards *,
+		     void (*)(const struct card_procs *, void *), void *);
 json_t		*enforce_history(void);
 
 /* sched.c: pure scheduling policy; no I/O (the interface: top of sched.c) */
@@ -579,6 +593,21 @@ void		 sched_out_free(struct sched_out *);
 /* proc.c: running a helper program and capturing its output */
 char		*proc_output(char *const *, int, int *);
 u_int		 proc_kill_session(pid_t, int);
+dead void	 proc_exec(char *const *, int);
+
+/* proc-async.c: running a helper program without waiting for it */
+#define PROC_ASYNC_TIMEOUT	-2	/* ran past its time; killed */
+#define PROC_ASYNC_TOOBIG	-3	/* printed too much; killed */
+#define PROC_ASYNC_CANCELLED	-4	/* proc_async_shutdown */
+struct event_base;
+typedef void	(*proc_async_cb)(char *, int, void *);
+void		 proc_async_init(struct event_base *);
+int		 proc_async_start(char *const *, int, proc_async_cb, void *,
+		     char **);
+int		 proc_async_reaped(pid_t, int);
+u_int		 proc_async_count(void);
+void		 proc_async_shutdown(void);
+/* (end) */
 
 /* db.c: SQLite behind a small interface (the only user of sqlite3.h) */
 struct db;
@@ -1077,11 +1106,6 @@ void		 cumask_release(u_int);
 /* (end) */
 
 /* audit.c (issue 5: GPU processes the shim does not know) */
-struct audit_gpu_proc {
-	pid_t		 pid;
-	uint64_t	 used;		/* bytes, by the driver's count */
-	char		 card[64];	/* UUID or the tool's index */
-};
 struct audit_job {
 	u_int		 id;
 	pid_t		 keeper;	/* every process of the job descends */
@@ -1093,16 +1117,14 @@ struct audit_offender {
 	int		 stop;		/* to be stopped unless report-only */
 	const char	*why;
 };
-int		 audit_parse_nvidia(const char *, struct audit_gpu_proc **,
-		     u_int *, char **);
-int		 audit_parse_amdsmi(const char *, struct audit_gpu_proc **,
-		     u_int *, char **);
-u_int		 audit_check(const struct audit_gpu_proc *, u_int,
+typedef void	(*audit_cb)(const struct card_procs *, void *);
+u_int		 audit_check(const struct card_procs *,
 		     const struct audit_job *, u_int, pid_t (*)(pid_t),
 		     int (*)(pid_t, u_int *), struct audit_offender **);
 pid_t		 audit_parent(pid_t);
-u_int		 audit_scan(const struct cards *, const struct audit_job *,
-		     u_int, struct audit_offender **);
+int		 audit_start(const struct cards *, audit_cb, void *);
+u_int		 audit_act(const struct card_procs *, const struct audit_job *,
+		     u_int, int, struct audit_offender **);
 void		 audit_enforce(const struct audit_offender *, u_int, int);
 /* (end) */
 

@@ -19,11 +19,19 @@
 
 #define PROC_MAX_OUTPUT	(16 * 1024 * 1024)
 
-static void
-proc_child(char *const *argv, int out)
+/*
+ * In a child just forked: runs argv with its standard output on out, its
+ * standard input and error on /dev/null, in a process group of its own
+ * (so a timeout can kill its children too) and with SIGPIPE as a tool
+ * expects it (the daemon ignores it).  Exits 127 if it cannot.
+ */
+void
+proc_exec(char *const *argv, int out)
 {
 	int	 null;
 
+	setpgid(0, 0);
+	signal(SIGPIPE, SIG_DFL);
 	if ((null = open("/dev/null", O_RDWR)) != -1) {
 		dup2(null, 0);
 		dup2(null, 2);
@@ -59,13 +67,15 @@ proc_output(char *const *argv, int timeout_ms, int *status)
 		return (NULL);
 	}
 	if (pid == 0)
-		proc_child(argv, p[1]);
+		proc_exec(argv, p[1]);
+	setpgid(pid, pid);
 	close(p[1]);
 	pfd.fd = p[0];
 	pfd.events = POLLIN;
 	for (;;) {
 		int64_t left = deadline - clock_mono_ms();
 		if (left <= 0 || used > PROC_MAX_OUTPUT) {
+			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			free(buf);
 			buf = NULL;

@@ -110,13 +110,17 @@ server_listen(char **cause)
 static void
 server_signal_cb(evutil_socket_t sig, short events, void *arg)
 {
+	pid_t	 pid;
 	int	 ws;
 
 	switch (sig) {
 	case SIGCHLD:
-		/* Keepers are our children until we go; job ends come by link. */
-		while (waitpid(-1, &ws, WNOHANG) > 0)
-			;
+		/*
+		 * Keepers are our children until we go; job ends come by link.
+		 * The vendors' tools are children too: their ends are theirs.
+		 */
+		while ((pid = waitpid(-1, &ws, WNOHANG)) > 0)
+			proc_async_reaped(pid, ws);
 		break;
 	case SIGINT:
 	case SIGTERM:
@@ -133,19 +137,18 @@ server_tick_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * Enforcement's second: reap what dead processes held on the cards, and
- * now and then compare the driver's GPU processes with the jobs'.  What
+ * An audit's answer: the driver's GPU processes, checked against the jobs
+ * running now (some may have ended or started while the tools ran).  What
  * is found is shown on the job (gmux ps) until it ends.
  */
 static void
-server_tick_enforce(void)
+server_audit_done(const struct card_procs *ps, void *arg)
 {
-	struct audit_job	*aj;
+	struct audit_job	*aj = NULL;
 	struct audit_offender	*off = NULL;
 	struct job		*j;
 	u_int			 n = 0, noff, i;
 
-	aj = NULL;
 	TAILQ_FOREACH(j, &all_jobs, entry) {
 		if (j->state != JOB_RUNNING || j->cards == 0)
 			continue;
@@ -155,8 +158,7 @@ server_tick_enforce(void)
 		aj[n].cap = j->mem;
 		n++;
 	}
-	noff = enforce_tick(&server_cards, aj, n, server_audit_report_only,
-	    &off);
+	noff = audit_act(ps, aj, n, server_audit_report_only, &off);
 	for (i = 0; i < noff; i++) {
 		if ((j = job_find_id(off[i].job)) == NULL)
 			continue;
@@ -175,7 +177,7 @@ server_tick(void)
 {
 	char	*cause = NULL;
 
-	server_tick_enforce();
+	enforce_tick(&server_cards, server_audit_done, NULL);
 	server_sched_tick();
 	if (server_ledger != NULL &&
 	    ledger_tick(server_ledger, clock_ms(), &cause) != 0) {
@@ -246,6 +248,7 @@ server_setup(const char *fake, char **cause)
 	if ((server_ledger = ledger_open(path_db(), cause)) == NULL)
 		return (-1);
 	server_base = event_base_new();
+	proc_async_init(server_base);
 	follow_init();
 	state_load_jobs();
 	server_sched_restore();
@@ -311,6 +314,7 @@ server_main(const char *fake, int detach)
 	event_base_dispatch(server_base);
 	evhttp_free(server_http);
 	unlink(path_socket());
+	proc_async_shutdown();
 	enforce_shutdown();
 	ledger_close(server_ledger);
 	server_ledger = NULL;

@@ -6,6 +6,8 @@
 #ifndef FIXTURE_H
 #define FIXTURE_H
 
+#include <sys/stat.h>
+
 #define FIXTURES "tests/fixtures/"
 
 /* Returns a fixture's text (the caller frees it); fails if it is absent. */
@@ -41,6 +43,24 @@ fixture_cards(const char *name, int (*parse)(const char *, struct cards *,
 	}
 	free(text);
 	return (cs);
+}
+
+/* Writes dir/name, a shell script standing in for a vendor's tool. */
+static __attribute__((unused)) void
+fixture_tool(const char *dir, const char *name, const char *script)
+{
+	char	*path, *text, *cause = NULL;
+
+	xasprintf(&path, "%s/%s", dir, name);
+	xasprintf(&text, "#!/bin/sh\n%s\n", script);
+	if (write_file_atomic(path, text, strlen(text), 0755, &cause) != 0) {
+		fprintf(stderr, "%s\n", cause);
+		unit_failed_checks++;
+		free(cause);
+	}
+	chmod(path, 0755);
+	free(text);
+	free(path);
 }
 
 /* Checks that a call failed with a cause containing want, and frees it. */

@@ -252,6 +252,18 @@ test_amd_procs(void)
 	    "\"process_info\":{\"pid\":-4}}]}]", &ps, &cause), cause,
 	    "no process id");
 	CHECK(ps.n == 4);
+	/* VRAM as {"value", "unit": "MB"} (MiB), or as a number of bytes. */
+	CHECK(card_amd_parse_procs("[{\"gpu\":0,\"process_list\":[{"
+	    "\"process_info\":{\"pid\":5101,\"memory_usage\":{\"vram_mem\":"
+	    "{\"value\":4096,\"unit\":\"MB\"}}}}]},{\"gpu\":1,\"process_list\":"
+	    "[{\"process_info\":{\"pid\":5202,\"memory_usage\":{\"vram_mem\":"
+	    "1048576}}}]}]", &ps, &cause) == 0);
+	CHECK(ps.n == 6 && ps.v[4].pid == 5101 && ps.v[4].mem == MIB(4096));
+	CHECK(ps.n == 6 && ps.v[5].vendor_index == 1 &&
+	    ps.v[5].mem == 1048576);
+	CHECK_FAILS(card_amd_parse_procs("[{", &ps, &cause), cause,
+	    "bad JSON");
+	CHECK(ps.n == 6);
 	card_procs_free(&ps);
 }
 

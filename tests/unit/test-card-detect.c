@@ -8,6 +8,8 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "gmux.h"
 #include "unit.h"
 #include "fixture.h"
@@ -15,22 +17,15 @@
 static char	 tooldir[] = "/tmp/gmux-test-tools.XXXXXX";
 static char	 fixdir[PATH_MAX];
 
-/* Writes an executable script name into the tool directory. */
+/* Writes a script name into the tool directory; $F is the fixtures. */
 static void
 tool(const char *name, const char *body)
 {
-	char	*path, *text, *cause = NULL;
+	char	*script;
 
-	xasprintf(&path, "%s/%s", tooldir, name);
-	xasprintf(&text, "#!/bin/sh\nF=%s\n%s\n", fixdir, body);
-	if (write_file_atomic(path, text, strlen(text), 0755, &cause) != 0) {
-		fprintf(stderr, "%s\n", cause);
-		unit_failed_checks++;
-		free(cause);
-	}
-	chmod(path, 0755);
-	free(text);
-	free(path);
+	xasprintf(&script, "F=%s\n%s", fixdir, body);
+	fixture_tool(tooldir, name, script);
+	free(script);
 }
 
 static void
@@ -132,6 +127,97 @@ test_detect_procs_usage(void)
 	tools_none();
 }
 
+/* What an asynchronous query handed to its callback. */
+struct answer {
+	int	 called;
+	u_int	 n;
+	int	 cards[16];
+	int	 util3;
+	char	*cause;
+};
+
+static void
+got_procs(struct card_procs *ps, const char *cause, void *arg)
+{
+	struct answer	*a = arg;
+	u_int		 i;
+
+	a->called++;
+	a->n = ps->n;
+	for (i = 0; i < ps->n && i < nitems(a->cards); i++)
+		a->cards[i] = ps->v[i].card;
+	a->cause = cause != NULL ? xstrdup(cause) : NULL;
+}
+
+static void
+got_usage(struct card_usages *us, const char *cause, void *arg)
+{
+	struct answer	*a = arg;
+	u_int		 i;
+
+	a->called++;
+	a->n = us->n;
+	for (i = 0; i < us->n && i < nitems(a->cards); i++)
+		a->cards[i] = us->v[i].card;
+	a->util3 = us->n > 3 ? us->v[3].util : -2;
+	a->cause = cause != NULL ? xstrdup(cause) : NULL;
+}
+
+static void
+await(struct event_base *base, struct answer *a)
+{
+	struct timeval	 tick = { 0, 10000 };
+	int64_t		 end = clock_mono_ms() + 10000;
+
+	while (!a->called && clock_mono_ms() < end) {
+		event_base_loopexit(base, &tick);
+		event_base_dispatch(base);
+	}
+}
+
+/* The same answers on the loop as waiting, through the same parsers. */
+static void
+test_detect_procs_usage_async(void)
+{
+	struct cards		 cs = { NULL, 0 };
+	struct event_base	*base = event_base_new();
+	struct answer		 a;
+	char			*cause = NULL;
+
+	proc_async_init(base);
+	tools_all();
+	CHECK(cards_detect(&cs, "1xMI300X:192G", &cause) == 0);
+	memset(&a, 0, sizeof a);
+	CHECK(cards_procs_start(&cs, got_procs, &a, &cause) == 0);
+	CHECK(a.called == 0);
+	await(base, &a);
+	CHECK(a.called == 1 && a.n == 4 + 3 && a.cause == NULL);
+	CHECK(a.cards[0] == 0 && a.cards[2] == 3 && a.cards[3] == 7);
+	CHECK(a.cards[4] == 8 && a.cards[6] == 13);
+	memset(&a, 0, sizeof a);
+	CHECK(cards_usage_start(&cs, got_usage, &a, &cause) == 0);
+	await(base, &a);
+	CHECK(a.called == 1 && a.n == 16 && a.util3 == 97);
+	CHECK(a.cards[3] == 3 && a.cards[13] == 13);
+	/* One vendor's failure is the cause; the other's answer stays. */
+	tool("amd-smi", "echo 'amd-smi: no GPU'; exit 5");
+	memset(&a, 0, sizeof a);
+	CHECK(cards_procs_start(&cs, got_procs, &a, &cause) == 0);
+	await(base, &a);
+	CHECK(a.called == 1 && a.n == 4);
+	CHECK(a.cause != NULL && strstr(a.cause, "amd-smi: exit status 5"));
+	free(a.cause);
+	tools_none();
+	/* No tool installed: nothing to ask, and no callback. */
+	memset(&a, 0, sizeof a);
+	CHECK(cards_procs_start(&cs, got_procs, &a, &cause) == 1);
+	cards_free(&cs);
+	CHECK(cards_usage_start(&cs, got_usage, &a, &cause) == 1);
+	CHECK(a.called == 0);
+	proc_async_init(NULL);
+	event_base_free(base);
+}
+
 static void
 test_detect_failures(void)
 {
@@ -216,6 +302,7 @@ main(void)
 	setenv("PATH", tooldir, 1);
 	RUN(test_detect_all);
 	RUN(test_detect_procs_usage);
+	RUN(test_detect_procs_usage_async);
 	RUN(test_detect_failures);
 	RUN(test_detect_amd_fallback);
 	RUN(test_detect_nothing);

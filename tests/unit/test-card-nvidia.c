@@ -208,6 +208,12 @@ test_nvidia_apps(void)
 	    "expected 3 fields");
 	CHECK_FAILS(card_nvidia_parse_apps("12, GPU-a, 5\n13, , 5\n", &ps,
 	    &cause), cause, "line 2: gpu_uuid");
+	/* A line with one comma (fuzz-audit once read past such a line). */
+	CHECK_FAILS(card_nvidia_parse_apps("/,1/\n", &ps, &cause), cause,
+	    "expected 3 fields");
+	/* The fields in another order (gpu_uuid first) are refused. */
+	CHECK_FAILS(card_nvidia_parse_apps("GPU-a, 12, 5\n", &ps, &cause),
+	    cause, "pid: 'GPU-a'");
 	CHECK(ps.n == 2);
 	card_procs_free(&ps);
 }

@@ -1,0 +1,103 @@
+"""The audit of GPU processes, end to end, with real detection and a fake
+nvidia-smi on PATH: the daemon asks the tool without waiting for it (a slow
+or hung nvidia-smi never stops the API), one scan at a time, and acts on
+the answer (GMUX_AUDIT_TICKS=1: a scan every second instead of every ten)."""
+
+import os
+import statistics
+import time
+
+from conftest import wait_for
+
+UUID = "GPU-5d1f0e2a-6b1c-4b6e-9a51-3f0c2d7e8a10"
+
+# Lists one H100; for --query-compute-apps, notes the scan in $DIR/scans,
+# sleeps $DIR/sleep seconds if that file exists, then prints $DIR/apps.
+TOOL = """#!/bin/sh
+DIR=%s
+case "$*" in
+*query-gpu=index,uuid*)
+    echo "0, %s, NVIDIA H100 80GB HBM3, 81559, 00000000:18:00.0";;
+*query-compute-apps*)
+    echo scan >> "$DIR/scans"
+    [ -f "$DIR/sleep" ] && sleep "$(cat "$DIR/sleep")"
+    cat "$DIR/apps" 2>/dev/null
+    exit 0;;
+*) exit 2;;
+esac
+"""
+
+
+def real_card_daemon(daemon, tmp_path, *args, sleep=None):
+    """Starts daemon with one 'real' NVIDIA card that tmp_path's tool
+    reports."""
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text(TOOL % (tmp_path, UUID))
+    tool.chmod(0o755)
+    if sleep is not None:
+        (tmp_path / "sleep").write_text(str(sleep))
+    del daemon.env["GMUX_NO_DETECT"]
+    daemon.env["PATH"] = "%s:%s" % (tmp_path, daemon.env["PATH"])
+    daemon.env["GMUX_AUDIT_TICKS"] = "1"
+    daemon.start(*args, fake=None)
+    cards = daemon.json("cards", "--json")
+    assert len(cards) == 1 and cards[0]["uuid"] == UUID, cards
+    return daemon
+
+
+def scans(tmp_path):
+    try:
+        return len((tmp_path / "scans").read_text().split())
+    except FileNotFoundError:
+        return 0
+
+
+def test_a_hung_nvidia_smi_does_not_stop_the_daemon(daemon, tmp_path):
+    real_card_daemon(daemon, tmp_path, sleep=3)
+    wait_for(lambda: scans(tmp_path) >= 1, 10, what="the first scan")
+    t0 = time.monotonic()
+    took = []
+    while time.monotonic() - t0 < 2.5:
+        t = time.monotonic()
+        daemon.gmux("ps", check=0)
+        took.append(time.monotonic() - t)
+    # The scan is still running (it sleeps 3 s), and no second one started.
+    assert scans(tmp_path) == 1
+    print("gmux ps during a 3 s nvidia-smi: %d calls, median %.1f ms, "
+          "max %.1f ms" % (len(took), statistics.median(took) * 1000,
+                           max(took) * 1000))
+    assert len(took) >= 10, took
+    assert statistics.median(took) < 0.1, took
+    assert max(took) < 0.5, took
+    # Scans go on, one at a time: about one per 3 s, not one per second.
+    wait_for(lambda: scans(tmp_path) >= 2, 10, what="the next scan")
+    assert scans(tmp_path) <= 3
+
+
+def test_an_unregistered_gpu_process_is_stopped(daemon, tmp_path):
+    real_card_daemon(daemon, tmp_path)
+    daemon.gmux("run", "-d", "--share", "0.25", "--card", "0", "--",
+                "sleep", "60", check=0)
+    pid = wait_for(lambda: daemon.job("j1").get("pid"), what="pid")
+    # The driver sees the job's process on the card; it never asked
+    # libgmux.so for memory, so the region does not know it.
+    (tmp_path / "apps").write_text("%d, %s, 1024\n" % (pid, UUID))
+    j = daemon.wait_state("j1", ("exited", "stopped", "failed"), 15)
+    assert j["exit_code"] == 137, j
+    assert "not registered with libgmux (stopped)" in j["audit"], j
+
+
+def test_report_only_leaves_the_process_running(daemon, tmp_path):
+    real_card_daemon(daemon, tmp_path, "--audit-report-only")
+    daemon.gmux("run", "-d", "--share", "0.25", "--card", "0", "--",
+                "sleep", "60", check=0)
+    pid = wait_for(lambda: daemon.job("j1").get("pid"), what="pid")
+    (tmp_path / "apps").write_text("%d, %s, 1024\n" % (pid, UUID))
+    j = wait_for(lambda: (lambda j: j if j.get("audit") else None)
+                 (daemon.job("j1")), 15, what="the audit's report")
+    assert "not registered with libgmux" in j["audit"], j
+    assert "stopped" not in j["audit"], j
+    time.sleep(1.5)
+    assert daemon.job("j1")["state"] == "running"
+    assert os.path.exists("/proc/%d" % pid)
+    daemon.gmux("stop", "--grace", "0", "j1", check=0)
