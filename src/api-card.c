@@ -4,6 +4,27 @@
 
 #include "gmux.h"
 
+/*
+ * A card's measured use, 0 to 1: the vendor tool's figure, or for a fake
+ * card a synthetic load (its guarantees and burst ceilings, as if every
+ * job used all it may); null when it is not known.
+ */
+double
+card_util(const struct card *c, u_int seats)
+{
+	if (c->fake)
+		return (seats > SEATS_PER_CARD ? 1.0 : seats / 100.0);
+	return (c->util < 0 ? -1 : c->util / 100.0);
+}
+
+static json_t *
+card_util_json(const struct card *c, u_int seats)
+{
+	double	 u = card_util(c, seats);
+
+	return (u < 0 ? json_null() : json_real(u));
+}
+
 /* GET /v1/cards: each card with what is free on it and its jobs. */
 void
 api_cards_list(struct evhttp_request *req, const char *id)
@@ -36,9 +57,8 @@ api_cards_list(struct evhttp_request *req, const char *id)
 		json_object_set_new(o, "guaranteed", json_real(seats / 100.0));
 		json_object_set_new(o, "burst", json_real(burst / 100.0));
 		json_object_set_new(o, "mem_used", json_integer((json_int_t)mem));
-		json_object_set_new(o, "util", server_cards.v[i].fake ?
-		    json_real(seats + burst > SEATS_PER_CARD ? 1.0 :
-		    (seats + burst) / 100.0) : json_null());
+		json_object_set_new(o, "util", card_util_json(
+		    &server_cards.v[i], seats + burst));
 		json_array_append_new(a, o);
 	}
 	api_reply(req, 200, a);

@@ -80,15 +80,6 @@ out:
 	free(path);
 }
 
-/* A card's measured use; fake cards report their ceilings as a load. */
-static double
-metrics_util(u_int card, u_int ceilings)
-{
-	if (server_cards.v[card].fake)
-		return (ceilings > SEATS_PER_CARD ? 1.0 : ceilings / 100.0);
-	return (-1);
-}
-
 static void
 metrics_fill(struct metrics_input *in, struct metrics_card *mc,
     struct metrics_state *ms)
@@ -118,7 +109,8 @@ metrics_fill(struct metrics_input *in, struct metrics_card *mc,
 	for (i = 0; i < server_cards.n; i++) {
 		server_sched_card(i, &mc[i].seats, &mc[i].mem_allocated,
 		    &mc[i].burst);
-		mc[i].util = metrics_util(i, mc[i].seats + mc[i].burst);
+		mc[i].util = card_util(&server_cards.v[i],
+		    mc[i].seats + mc[i].burst);
 	}
 }
 

@@ -64,6 +64,7 @@ cards_add(struct cards *cs)
 	memset(c, 0, sizeof *c);
 	c->index = cs->n++;
 	c->vendor_index = -1;
+	c->util = -1;
 	return (c);
 }
 

@@ -273,6 +273,7 @@ struct card {
 	uint64_t	 memory;	/* bytes */
 	int		 fake;
 	u_int		 cus;		/* compute units (AMD), 0 if unknown */
+	int		 util;		/* measured percent busy, -1 unknown */
 	char		*bus_id;	/* PCI address, as the tool gives it */
 	struct card_enforce enforce;
 };
@@ -790,6 +791,7 @@ void		 api_job_log(struct evhttp_request *, const char *);
 void		 api_job_patch(struct evhttp_request *, const char *);
 void		 api_job_explain(struct evhttp_request *, const char *);
 void		 api_cards_list(struct evhttp_request *, const char *);
+double		 card_util(const struct card *, u_int);
 void		 api_version(struct evhttp_request *, const char *);
 void		 api_usage(struct evhttp_request *, const char *);
 void		 api_usage_prune(struct evhttp_request *, const char *);

@@ -32,6 +32,8 @@ static struct event	*server_tick_ev;
 static int		 server_lock_fd = -1;
 
 int			 server_audit_report_only;
+static int		 server_usage_busy;	/* a usage query in flight */
+#define SERVER_USAGE_TICKS	2		/* measure every 2 s */
 struct ledger		*server_ledger;
 int64_t			 server_started;
 
@@ -171,6 +173,41 @@ server_audit_done(const struct card_procs *ps, void *arg)
 	free(aj);
 }
 
+/* The cards' measured use came in: kept for top and /metrics. */
+static void
+server_usage_done(struct card_usages *us, const char *cause, void *arg)
+{
+	u_int	 i;
+
+	server_usage_busy = 0;
+	for (i = 0; us != NULL && i < us->n; i++) {
+		if (us->v[i].card < 0 || (u_int)us->v[i].card >= server_cards.n)
+			continue;
+		server_cards.v[us->v[i].card].util = us->v[i].util;
+	}
+}
+
+/* Asks the real cards' tools how busy they are, without waiting. */
+static void
+server_tick_usage(void)
+{
+	static u_int	 ticks;
+	char		*cause = NULL;
+
+	if (server_usage_busy || ticks++ % SERVER_USAGE_TICKS != 0)
+		return;
+	switch (cards_usage_start(&server_cards, server_usage_done, NULL,
+	    &cause)) {
+	case 0:
+		server_usage_busy = 1;
+		break;
+	case -1:
+		log_debug("%s: %s", __func__, cause);
+		free(cause);
+		break;
+	}
+}
+
 /* Once a second: work that is due. */
 void
 server_tick(void)
@@ -178,6 +215,7 @@ server_tick(void)
 	char	*cause = NULL;
 
 	enforce_tick(&server_cards, server_audit_done, NULL);
+	server_tick_usage();
 	server_sched_tick();
 	if (server_ledger != NULL &&
 	    ledger_tick(server_ledger, clock_ms(), &cause) != 0) {

@@ -18,6 +18,8 @@ DIR=%s
 case "$*" in
 *query-gpu=index,uuid*)
     echo "0, %s, NVIDIA H100 80GB HBM3, 81559, 00000000:18:00.0";;
+*query-gpu=index,utilization.gpu*)
+    echo "0, 37, 1024";;
 *query-compute-apps*)
     echo scan >> "$DIR/scans"
     [ -f "$DIR/sleep" ] && sleep "$(cat "$DIR/sleep")"
@@ -101,3 +103,15 @@ def test_report_only_leaves_the_process_running(daemon, tmp_path):
     assert daemon.job("j1")["state"] == "running"
     assert os.path.exists("/proc/%d" % pid)
     daemon.gmux("stop", "--grace", "0", "j1", check=0)
+
+
+def test_measured_use_reaches_cards_top_and_metrics(daemon, tmp_path):
+    real_card_daemon(daemon, tmp_path)
+    wait_for(lambda: daemon.json("cards", "--json")[0]["util"] is not None,
+             10, what="a measurement")
+    assert daemon.json("cards", "--json")[0]["util"] == 0.37
+    code, text = daemon.curl("GET", "/metrics")
+    assert any(l.startswith("gmux_card_utilization") and
+               l.split()[-1] == "0.37" for l in text.splitlines()), text
+    top = daemon.gmux("top", "--once", check=0).stdout.decode()
+    assert "37%" in top, top
