@@ -238,8 +238,10 @@ fuzzers: $(FUZZERS)
 fuzz: fuzzers
 	@O=$(O) tests/fuzz/run $(FUZZ_SECONDS)
 
+# Every benchmark: each prints its figures and ratios against a baseline
+# measured in the same run (bench/README.md).
 bench: all
-	@bench/run-latency
+	@for b in bench/run-*; do echo "== $$b"; $$b || exit 1; done
 
 demo:
 	@tests/setup-deps
