@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gmux.h"
 
@@ -26,9 +27,11 @@ static const struct option explain_opts[] = {
 static int
 cmd_explain_exec(int argc, char **argv)
 {
-	json_t	*o;
-	char	*path;
-	int	 ch, json = 0;
+	json_t		*o;
+	char		*path;
+	const char	*text;
+	size_t		 len;
+	int		 ch, json = 0;
 
 	while ((ch = cmd_getopt(&cmd_explain_entry, argc, argv, "h",
 	    explain_opts)) != -1) {
@@ -41,8 +44,13 @@ cmd_explain_exec(int argc, char **argv)
 	o = cmd_call(&cmd_explain_entry, "GET", path, NULL);
 	if (json)
 		json_print(o, stdout);
-	else
-		printf("%s\n", json_string_value(json_object_get(o, "explain")));
+	else if ((text = json_string_value(json_object_get(o,
+	    "explain"))) != NULL) {
+		/* Several lines end with a newline, one line does not. */
+		len = strlen(text);
+		printf("%s%s", text, len > 0 && text[len - 1] == '\n' ? "" :
+		    "\n");
+	}
 	json_decref(o);
 	free(path);
 	return (0);

@@ -236,6 +236,31 @@ run_detached(json_t *req)
 	return (0);
 }
 
+/*
+ * Says in one line why the job ended as it did: it never ran (a --timeout,
+ * a Ctrl-C while it waited), could not be started, or was preempted.
+ */
+static void
+run_why(const struct stream *s)
+{
+	struct client_reply	 r;
+	const char		*why = NULL;
+	char			*path;
+
+	xasprintf(&path, "/v1/jobs/%s", s->job);
+	if (client_call("GET", path, NULL, &r) == 0 && r.status == 200)
+		why = json_string_value(json_object_get(r.body, "reason"));
+	if (why == NULL)
+		fprintf(stderr, "gmux run: %s %s before it started\n", s->job,
+		    s->state);
+	else if (strncmp(why, s->state, strlen(s->state)) == 0)
+		fprintf(stderr, "gmux run: %s %s\n", s->job, why);
+	else
+		fprintf(stderr, "gmux run: %s %s: %s\n", s->job, s->state, why);
+	client_reply_clear(&r);
+	free(path);
+}
+
 static int
 cmd_run_exec(int argc, char **argv)
 {
@@ -254,7 +279,11 @@ cmd_run_exec(int argc, char **argv)
 	json_decref(req);
 	if (rc == 1)
 		return (130);
-	if (rc != 0 || !s.ended || s.exit_code < 0)
+	if (rc != 0 || !s.ended)
 		return (RUN_FAILED);
-	return (s.exit_code);
+	if (s.exit_code < 0 || strcmp(s.state, "preempted") == 0)
+		run_why(&s);
+	if (s.exit_code >= 0)
+		return (s.exit_code);
+	return (s.interrupts > 0 ? 130 : RUN_FAILED);
 }

@@ -68,6 +68,7 @@ int		 parse_uint(const char *, u_int, u_int, u_int *, char **);
 char		*format_size(uint64_t);
 char		*format_share(u_int);
 char		*format_age(int64_t);
+char		*format_duration(int64_t);
 int		 write_file_atomic(const char *, const void *, size_t, int,
 		     char **);
 char		*read_file(const char *, size_t, size_t *, char **);
@@ -653,10 +654,10 @@ struct job {
 	int		 card;		/* its first card, -1: none */
 	uint64_t	 cards;		/* bit i: card i */
 	u_int		*ceil;		/* compute ceiling per card index */
+	uint64_t	*cmem;		/* memory cap per card index */
 	u_int		 seats;		/* guarantee on each of its cards */
-	uint64_t	 mem;		/* memory cap on each of its cards */
+	uint64_t	 mem;		/* memory cap on its first card */
 	int64_t		 submit;	/* when it (re)entered the queue */
-	u_int		 pos;		/* queued: its place, from 1 */
 	u_int		 by;		/* being preempted for this job */
 	int		 by_card;
 	int		 exit_code;	/* -1 while not ended */
@@ -690,7 +691,7 @@ int		 job_stop(struct job *, int64_t, const char *);
 void		 job_finish(struct job *);
 void		 job_adopt(struct job *);
 void		 job_account(struct job *, int64_t);
-void		 job_set_ceiling(struct job *, u_int, u_int);
+void		 job_set_terms(struct job *, u_int, u_int, uint64_t);
 void		 job_requeue(struct job *);
 json_t		*job_to_json(const struct job *);
 json_t		*job_info_json(const struct job *);
@@ -770,6 +771,7 @@ int		 server_sched_resize(struct job *, u_int, uint64_t, char **);
 void		 server_sched_tick(void);
 void		 server_sched_restore(void);
 void		 server_sched_card(u_int, u_int *, uint64_t *, u_int *);
+int		 server_sched_where(const struct job *, u_int *, char **);
 
 /* server-api.c: the route table and request helpers */
 struct evhttp;

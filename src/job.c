@@ -34,6 +34,7 @@ static const char *job_states[] = {
 
 static void	job_link_cb(evutil_socket_t, short, void *);
 static u_int	job_ceiling(const struct job *, u_int);
+static uint64_t	job_card_mem(const struct job *, u_int);
 
 const char *
 job_state_name(enum job_state s)
@@ -136,6 +137,7 @@ job_free(struct job *j)
 		close(j->ctl_fd);
 	jobreq_clear(&j->req);
 	free(j->ceil);
+	free(j->cmem);
 	free(j->link_buf);
 	free(j->audit);
 	free(j->owner);
@@ -227,7 +229,7 @@ job_env(struct job *j, char **cause)
 		if ((j->cards & (1ULL << c)) == 0)
 			continue;
 		if (enforce_job_env(j->id, &server_cards.v[c], j->seats,
-		    job_ceiling(j, c), j->mem, &env, cause) != 0) {
+		    job_ceiling(j, c), job_card_mem(j, c), &env, cause) != 0) {
 			strv_free(env);
 			return (NULL);
 		}
@@ -246,14 +248,32 @@ job_ceiling(const struct job *j, u_int c)
 	return (j->ceil[c]);
 }
 
+/*
+ * The job's memory cap on card c.  A default cap is a share of each card's
+ * memory, so a job on cards of different sizes has a cap per card.
+ */
+static uint64_t
+job_card_mem(const struct job *j, u_int c)
+{
+	if (j->cmem == NULL || c >= server_cards.n || j->cmem[c] == 0)
+		return (j->mem);
+	return (j->cmem[c]);
+}
+
+/* The job's terms on card c, one of j->cards; j->mem is its first card's. */
 void
-job_set_ceiling(struct job *j, u_int c, u_int ceiling)
+job_set_terms(struct job *j, u_int c, u_int ceiling, uint64_t mem)
 {
 	if (c >= server_cards.n)
 		return;
 	if (j->ceil == NULL)
 		j->ceil = xcalloc(server_cards.n, sizeof *j->ceil);
+	if (j->cmem == NULL)
+		j->cmem = xcalloc(server_cards.n, sizeof *j->cmem);
 	j->ceil[c] = ceiling;
+	j->cmem[c] = mem;
+	if (j->cards != 0 && c == (u_int)__builtin_ctzll(j->cards))
+		j->mem = mem;
 }
 
 /* The books: from now, the job holds what its record says. */
@@ -281,7 +301,7 @@ job_account(struct job *j, int64_t now)
 		u[n].model = c->model;
 		u[n].seats = j->seats;
 		u[n].ceiling = job_ceiling(j, i);
-		u[n].mem = j->mem;
+		u[n].mem = job_card_mem(j, i);
 		u[n].fence = fence;
 		n++;
 	}
@@ -393,6 +413,8 @@ job_stop(struct job *j, int64_t grace_ms, const char *why)
 		job_state_from_name(why, &j->state);
 		j->ended = clock_ms();
 		j->exit_code = -1;
+		free(j->reason);	/* it waits no more */
+		j->reason = NULL;
 		server_sched_gone(j);	/* cancelled: it leaves the queue */
 		state_save_job(j);
 		follow_job_ended(j);
@@ -495,6 +517,8 @@ job_requeue(struct job *j)
 	j->submit = clock_ms();
 	free(j->ceil);
 	j->ceil = NULL;
+	free(j->cmem);
+	j->cmem = NULL;
 	free(j->reason);
 	j->reason = xstrdup("requeued after preemption");
 	state_save_job(j);
@@ -616,13 +640,16 @@ job_json_fence(json_t *o, const struct job *j)
 	    json_integer_value(json_object_get(st, "refused")) : 0));
 }
 
-/* What the scheduler knows of a job: its cards, ceilings, place, flags. */
+/*
+ * What the scheduler knows of a job: its cards, ceilings, flags, and for a
+ * queued one its place and what it waits for, as they are now.
+ */
 static void
 job_json_sched(json_t *o, const struct job *j)
 {
 	json_t	*cards, *ceil;
-	char	 key[16];
-	u_int	 c;
+	char	 key[16], *why;
+	u_int	 c, pos;
 
 	cards = json_array();
 	ceil = json_object();
@@ -636,8 +663,12 @@ job_json_sched(json_t *o, const struct job *j)
 	}
 	json_object_set_new(o, "cards", cards);
 	json_object_set_new(o, "ceilings", ceil);
-	json_object_set_new(o, "position", j->state == JOB_QUEUED && j->pos ?
-	    json_integer(j->pos) : json_null());
+	json_object_set_new(o, "position", json_null());
+	if (server_sched_where(j, &pos, &why) == 0) {
+		json_object_set_new(o, "position", json_integer(pos));
+		json_object_set_new(o, "reason", json_string(why));
+		free(why);
+	}
 	json_object_set_new(o, "preempting_for", j->by ? json_integer(j->by) :
 	    json_null());
 	json_object_set_new(o, "burst", json_boolean(j->req.flags & JOB_BURST));
@@ -657,13 +688,20 @@ json_t *
 job_info_json(const struct job *j)
 {
 	json_t	*o;
+	char	*why = NULL;
+	u_int	 pos;
 
 	o = json_pack("{s:s,s:s}", "id", j->name, "state",
 	    job_state_name(j->state));
 	json_object_set_new(o, "reason", j->reason ?
 	    json_stringn(j->reason, strnlen(j->reason, 4096)) : json_null());
-	json_object_set_new(o, "position", j->state == JOB_QUEUED && j->pos ?
-	    json_integer(j->pos) : json_null());
+	json_object_set_new(o, "position", json_null());
+	if (server_sched_where(j, &pos, &why) == 0) {
+		json_object_set_new(o, "position", json_integer(pos));
+		json_object_set_new(o, "reason", json_stringn(why,
+		    strnlen(why, 4096)));
+		free(why);
+	}
 	json_object_set_new(o, "card", j->card >= 0 ? json_integer(j->card) :
 	    json_null());
 	return (o);

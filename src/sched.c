@@ -523,7 +523,7 @@ sched_tick(struct sched *s, int64_t now, struct sched_out *out)
 		next = TAILQ_NEXT(j, tentry);
 		if (now - j->req.submit < j->req.timeout)
 			continue;
-		t = format_age(j->req.timeout);
+		t = format_duration(j->req.timeout);
 		xasprintf(&why, "did not start within %s (--timeout)", t);
 		free(t);
 		refuse(out, j->req.id, why);

@@ -36,7 +36,7 @@ server_sched_req(const struct job *j, struct sched_req *r)
 	memset(r, 0, sizeof *r);
 	r->id = j->id;
 	r->seats = j->seats;
-	r->mem = j->state == JOB_RUNNING ? j->mem : j->req.mem;
+	r->mem = j->req.mem;	/* 0: the default, a share of each card */
 	r->ncards = j->seats == 0 ? 0 : j->req.ncards;
 	r->pin = j->req.card;
 	r->prio = j->req.priority;
@@ -51,7 +51,6 @@ server_sched_queued(struct job *j, u_int pos, const char *why)
 	int	 was = j->state;
 
 	j->state = JOB_QUEUED;
-	j->pos = pos;
 	if (why != NULL) {
 		free(j->reason);
 		j->reason = xstrdup(why);
@@ -82,7 +81,11 @@ server_sched_start(struct job *j)
 	struct sched_out	 out;
 
 	if (job_start(j, &cause) == 0) {
+		/* What it waited for is over. */
+		free(j->reason);
+		j->reason = NULL;
 		state_save_job(j);
+		follow_job_info(j);	/* an attached run says it started */
 		follow_job_changed(j);
 		return;
 	}
@@ -108,8 +111,7 @@ server_sched_terms(struct job *j, const struct sched_decision *d)
 		return;
 	c = &server_cards.v[d->card];
 	j->seats = d->seats;
-	j->mem = d->mem;
-	job_set_ceiling(j, (u_int)d->card, d->ceiling);
+	job_set_terms(j, (u_int)d->card, d->ceiling, d->mem);
 	if (j->state != JOB_RUNNING)
 		return;
 	enforce_set(j->id, c, d->seats, d->ceiling, d->mem);
@@ -148,6 +150,8 @@ server_sched_apply(struct sched_out *out)
 		case SCHED_PREEMPT:
 			j->by = d->by;
 			j->by_card = d->card;
+			free(j->reason);
+			j->reason = xstrdup(d->reason);
 			state_save_job(j);
 			job_stop(j, j->req.grace_ms, "preempted");
 			break;
@@ -170,8 +174,7 @@ server_sched_admit(struct job *j, const struct sched_decision *d)
 		j->mem = 0;
 		return;
 	}
-	j->mem = d->mem;
-	job_set_ceiling(j, (u_int)d->card, d->ceiling);
+	job_set_terms(j, (u_int)d->card, d->ceiling, d->mem);
 	if (j->card < 0 || d->card < j->card)
 		j->card = d->card;
 }
@@ -305,6 +308,25 @@ server_sched_restore(void)
 	sched_pass(server_sched, clock_ms(), &out);
 	server_sched_apply(&out);
 	sched_out_free(&out);
+}
+
+/*
+ * Where a queued job is now: its place in the queue and what it waits for
+ * (allocated).  Both change as other jobs come and go, so they are asked
+ * of the scheduler, never kept.  -1 if the scheduler does not know it.
+ */
+int
+server_sched_where(const struct job *j, u_int *pos, char **why)
+{
+	const struct sched_job	*sj;
+
+	if (server_sched == NULL || j->state != JOB_QUEUED ||
+	    (sj = sched_find(server_sched, j->id)) == NULL ||
+	    sj->state != SCHED_QUEUED)
+		return (-1);
+	*pos = sched_queue_position(server_sched, sj);
+	*why = sched_explain_reason(server_sched, sj);
+	return (0);
 }
 
 /* A card's admitted seats and memory, and the seats bursting above. */

@@ -73,7 +73,7 @@ static void
 stream_exit(struct stream *s, const struct frame *f)
 {
 	json_t		*o, *code;
-	const char	*state, *why;
+	const char	*state;
 	json_int_t	 lost;
 
 	s->ended = 1;
@@ -88,9 +88,6 @@ stream_exit(struct stream *s, const struct frame *f)
 	if (lost > 0)
 		fprintf(stderr, "gmux: %s: %lld bytes of its output were lost "
 		    "(the host's disk is full)\n", s->job, (long long)lost);
-	why = json_string_value(json_object_get(o, "reason"));
-	if (s->exit_code < 0 && why != NULL)
-		fprintf(stderr, "gmux: %s %s: %s\n", s->job, s->state, why);
 	json_decref(o);
 }
 

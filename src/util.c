@@ -227,6 +227,34 @@ format_age(int64_t ms)
 	return (s);
 }
 
+/*
+ * Returns an allocated duration as parse_duration() reads it, exactly, in
+ * the largest unit that divides it: "90s", not the "1m" of format_age().
+ */
+char *
+format_duration(int64_t ms)
+{
+	static const struct {
+		int64_t		 ms;
+		const char	*unit;
+	} units[] = {
+		{ 86400 * 1000, "d" }, { 3600 * 1000, "h" }, { 60 * 1000, "m" },
+		{ 1000, "s" },
+	};
+	char	*s;
+	u_int	 i;
+
+	for (i = 0; i < nitems(units); i++) {
+		if (ms > 0 && ms % units[i].ms == 0) {
+			xasprintf(&s, "%lld%s", (long long)(ms / units[i].ms),
+			    units[i].unit);
+			return (s);
+		}
+	}
+	xasprintf(&s, "%lldms", (long long)ms);
+	return (s);
+}
+
 /* Writes all of buf, waiting if fd is non-blocking and full. */
 ssize_t
 write_all(int fd, const void *buf, size_t len)

@@ -70,9 +70,18 @@ class Daemon:
         os.kill(pid, signal.SIGTERM)
         wait_for(lambda: not os.path.exists(self.socket), 10,
                  what="daemon to stop")
-        wait_for(lambda: not os.path.exists("/proc/%d" % pid) or
-                 open("/proc/%d/stat" % pid).read().split()[2] == "Z", 10,
-                 what="daemon to exit")
+        # the socket goes first: a new daemon started before the old one
+        # has exited would find it still serving
+        self._wait_gone(pid)
+
+    @staticmethod
+    def _wait_gone(pid):
+        def gone():
+            try:
+                return open("/proc/%d/stat" % pid).read().split()[2] == "Z"
+            except OSError:
+                return True
+        wait_for(gone, 10, what="daemon %d to exit" % pid)
 
     def sanitizer_reports(self):
         return [f for f in os.listdir(self.home)
@@ -82,9 +91,7 @@ class Daemon:
         self.running = None
         pid = self.pid()
         os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not os.path.exists("/proc/%d/stat" % pid) or
-                 open("/proc/%d/stat" % pid).read().split()[2] == "Z", 5,
-                 what="daemon to die")
+        self._wait_gone(pid)
 
     def gmux(self, *args, input=None, timeout=60, check=None):
         """Runs the CLI; returns CompletedProcess with bytes stdout/stderr."""
@@ -169,6 +176,29 @@ def daemon(home):
     yield d
     d.stop()
     _check_sanitizers(d)
+
+
+T0 = 1793491200000          # 2026-11-01T00:00:00Z: where clocked starts
+
+
+@pytest.fixture
+def clocked(daemon):
+    """The daemon on a clock the test sets (docs/testing.md), from T0.
+    daemon.set_clock(ms) moves it; with tick (the default) it returns once a
+    tick of the daemon has seen the new time."""
+    path = os.path.join(daemon.home, "clock")
+
+    def set_clock(ms, tick=True):
+        with open(path + ".tmp", "w") as f:
+            f.write(str(ms))
+        os.rename(path + ".tmp", path)
+        if tick:
+            time.sleep(1.2)
+    set_clock(T0, tick=False)
+    daemon.env["GMUX_TEST_CLOCK"] = path
+    daemon.env["GMUX_TEST_CLOCK_OK"] = "1"
+    daemon.set_clock = set_clock
+    return daemon
 
 
 @pytest.fixture

@@ -9,27 +9,9 @@ import time
 
 import pytest
 
-from conftest import wait_for
+from conftest import T0, wait_for
 
-T0 = 1793491200000          # 2026-11-01T00:00:00Z
 HOUR = 3600 * 1000
-
-
-@pytest.fixture
-def clocked(daemon):
-    path = os.path.join(daemon.home, "clock")
-
-    def set_clock(ms):
-        with open(path + ".tmp", "w") as f:
-            f.write(str(ms))
-        os.rename(path + ".tmp", path)
-        time.sleep(1.2)     # a tick of the daemon sees it
-    with open(path, "w") as f:
-        f.write(str(T0))
-    daemon.env["GMUX_TEST_CLOCK"] = path
-    daemon.env["GMUX_TEST_CLOCK_OK"] = "1"
-    daemon.set_clock = set_clock
-    return daemon
 
 
 def usage(d, by="owner", since="2026-11-01", until="2026-11-02"):

@@ -412,6 +412,14 @@ test_timeout(void)
 	CHECK(out.n == 1 && (d = dec(SCHED_REFUSE, 0)) != NULL && d->job == 2);
 	CHECK_STR(d->reason, "did not start within 5s (--timeout)");
 	CHECK(sched_find(s, 2) == NULL && sched_holder(s, 0) == 0);
+	/* the timeout as it was given, not rounded to a coarser unit */
+	r = rq(3, 50, 0, 5, 0);
+	r.timeout = 90 * 1000;
+	CHECK(sub(s, r, 7000) == 0 && dec(SCHED_QUEUE, 0));
+	sched_out_clear(&out);
+	sched_tick(s, 97000, &out);
+	CHECK(out.n == 1 && (d = dec(SCHED_REFUSE, 0)) != NULL && d->job == 3);
+	CHECK_STR(d->reason, "did not start within 90s (--timeout)");
 	sched_free(s);
 }
 

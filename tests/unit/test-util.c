@@ -108,6 +108,18 @@ test_format(void)
 	s = format_share(7);
 	CHECK_STR(s, "0.07");
 	free(s);
+	s = format_duration(90 * 1000);
+	CHECK_STR(s, "90s");
+	free(s);
+	s = format_duration(1500);
+	CHECK_STR(s, "1500ms");
+	free(s);
+	s = format_duration(2 * 3600 * 1000);
+	CHECK_STR(s, "2h");
+	free(s);
+	s = format_duration(0);
+	CHECK_STR(s, "0ms");
+	free(s);
 }
 
 static void
