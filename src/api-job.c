@@ -87,7 +87,8 @@ out:
 /*
  * PATCH /v1/jobs/ID {"share": F, "mem": SIZE}: grows or shrinks a running
  * job.  Growing must fit now (409 with the reason); shrinking always
- * does.  Without mem, a job whose cap was the default keeps the default
+ * does.  A queued job keeps its place with its new request (refused only
+ * if no card could ever hold it).  Without mem, a job whose cap was the default keeps the default
  * (share x the card's memory) and one with an explicit cap keeps it.
  */
 void
@@ -109,9 +110,9 @@ api_job_patch(struct evhttp_request *req, const char *id)
 		api_error(req, 400, "%s", cause);
 		goto out;
 	}
-	if (j->state != JOB_RUNNING) {
-		api_error(req, 409, "%s is %s: only a running job can be "
-		    "resized", j->name, job_state_name(j->state));
+	if (j->state != JOB_RUNNING && j->state != JOB_QUEUED) {
+		api_error(req, 409, "%s has %s: only a running or queued job "
+		    "can be resized", j->name, job_state_name(j->state));
 		goto out;
 	}
 	v = json_object_get(body, "mem");

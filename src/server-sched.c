@@ -253,6 +253,10 @@ server_sched_resize(struct job *j, u_int seats, uint64_t mem, char **cause)
 	if (rc == 0) {
 		j->req.seats = seats;
 		j->req.mem = mem;
+		if (j->state == JOB_QUEUED) {
+			j->seats = seats;
+			j->mem = mem;
+		}
 		server_sched_apply(&out);
 		state_save_job(j);
 	}

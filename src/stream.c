@@ -149,6 +149,30 @@ stream_interrupt(void *arg)
 	return (1);
 }
 
+/*
+ * Is the job still queued or running (its last exit frame was not its
+ * end)?  If the daemon cannot say now, the answer is yes: the stream goes
+ * on, and resumes from the log, which ends with the job's last exit frame.
+ */
+static int
+stream_job_goes_on(struct stream *s)
+{
+	struct client_reply	 r;
+	const char		*state;
+	char			*path;
+	int			 on = 1;
+
+	xasprintf(&path, "/v1/jobs/%s", s->job);
+	if (client_call("GET", path, NULL, &r) == 0 && r.status == 200) {
+		state = json_string_value(json_object_get(r.body, "state"));
+		on = state != NULL && (strcmp(state, "queued") == 0 ||
+		    strcmp(state, "running") == 0);
+	}
+	client_reply_clear(&r);
+	free(path);
+	return (on);
+}
+
 static void
 stream_sleep(int ms)
 {
@@ -192,6 +216,12 @@ stream_run(struct stream *s, const char *method, const char *path,
 			return (-1);
 		}
 		client_reply_clear(&r);
+		/*
+		 * An exit frame then a lost connection: a --requeue job that
+		 * was preempted runs again, so ask whether it really ended.
+		 */
+		if (rc == -1 && s->ended && follow && stream_job_goes_on(s))
+			s->ended = 0;
 		if (rc == 1 || s->ended || !follow || s->job[0] == '\0')
 			break;
 		if (rc == 0)

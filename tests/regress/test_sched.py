@@ -375,6 +375,51 @@ def test_requeued_victim_runs_again_when_room_frees(daemon, tmp_path):
     assert p.returncode == 0, err
 
 
+def test_attached_requeue_survives_a_reconnect_between_runs(daemon,
+                                                           tmp_path):
+    """The client sees the first run's exit frame, loses the daemon, and
+    must still follow the job into its second run."""
+    daemon.start()
+    mark = tmp_path / "mark"
+    script = ("if [ -e %s ]; then echo second; exit 0; fi; touch %s; " %
+              (mark, mark)) + VICTIM % "exit 3"
+    p = daemon.popen("run", "--share", "1", "--preemptible", "--requeue",
+                     "--priority", "1", "--", "sh", "-c", script,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: "run" in log(daemon, "j1"), what="j1 to run")
+        gate = Gate(tmp_path)
+        run_d(daemon, "--share", "0.5", "--priority", "9", "--", *gate.cmd())
+        daemon.wait_state("j1", "queued")
+        daemon.kill9()
+        daemon.start()
+        gate.open()
+        out, err = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert out == b"run\ngot TERM\nsecond\n", err
+    assert p.returncode == 0, err
+
+
+def test_a_queued_job_can_be_resized_and_keeps_its_place(daemon):
+    daemon.start()
+    run_d(daemon, "--share", "0.75", "--", "sleep", "100")
+    run_d(daemon, "--share", "0.5", "--", "true")
+    run_d(daemon, "--share", "0.5", "--", "true")
+    assert queue(daemon) == ["j2", "j3"]
+    r = daemon.gmux("resize", "j3", "--share", "0.25")
+    assert r.returncode == 0, r.stderr
+    j = daemon.job("j3")
+    assert j["share"] == 0.25 and j["state"] == "queued"
+    assert queue(daemon) == ["j2", "j3"]
+    r = daemon.gmux("resize", "j2", "--share", "0.5", "--mem", "90G")
+    assert r.returncode == 1 and b"90G" in r.stderr
+    daemon.gmux("stop", "--grace", "0", "j1", check=0)
+    # both fit together now: 0.5 and 0.25
+    assert daemon.wait_state("j2", "exited")["share"] == 0.5
+    assert daemon.wait_state("j3", "exited")["share"] == 0.25
+
+
 def test_not_preemptible_and_equal_priority_are_never_pushed_off(daemon):
     daemon.start(fake="2xH100:80G")
     run_d(daemon, "--share", "1", "--priority", "0", "--", "sleep", "100")
