@@ -111,7 +111,7 @@ api_job_patch(struct evhttp_request *req, const char *id)
 		goto out;
 	}
 	if (j->state != JOB_RUNNING && j->state != JOB_QUEUED) {
-		api_error(req, 409, "%s has %s: only a running or queued job "
+		api_error(req, 409, "%s is %s: only a running or queued job "
 		    "can be resized", j->name, job_state_name(j->state));
 		goto out;
 	}
