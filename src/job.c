@@ -382,7 +382,7 @@ job_start(struct job *j, char **cause)
 	state_save_job(j);
 	j->keeper_pid = keeper_spawn(&s, &j->ctl_fd, cause);
 	if (j->keeper_pid != -1) {
-		state_save_job(j);
+		/* (its keeper's pid is saved with the job's, when it says it) */
 		job_watch_link(j);
 		job_account(j, j->started);
 		rc = 0;
@@ -483,17 +483,24 @@ job_record_end(struct job *j, json_t *st)
 		j->ended = clock_ms();
 	if (j->cards != 0)
 		enforce_forget(j->id);
-	job_account_end(j, j->ended);
 	log_debug("%s: %s %s exit %d", __func__, j->name,
 	    job_state_name(j->state), j->exit_code);
 	/* Its room goes back; a --requeue victim of preemption waits again. */
-	if (server_sched_gone(j) == 1)
+	if (server_sched_gone(j) == 1) {
+		job_account_end(j, j->ended);
 		return;
+	}
+	/*
+	 * Its clients first, then the records: what they are told is already
+	 * true in memory, and the keeper's status file covers a crash before
+	 * the records are written.
+	 */
+	follow_job_ended(j);
+	job_account_end(j, j->ended);
 	/* The caller's environment (secrets, maybe) is no longer needed. */
 	strv_free(j->req.env);
 	j->req.env = NULL;
 	state_save_job(j);
-	follow_job_ended(j);
 }
 
 /*
@@ -552,7 +559,7 @@ job_link_line(struct job *j, const char *line)
 
 	if (sscanf(line, "pid %ld", &pid) == 1 && pid > 0) {
 		j->pgid = (pid_t)pid;
-		state_save_job(j);
+		state_save_job(j);	/* with its keeper's pid */
 	} else if (strncmp(line, "exit ", 5) == 0) {
 		if ((st = json_loads(line + 5, 0, NULL)) != NULL) {
 			/* The keeper has said all it will: let it go. */

@@ -214,8 +214,8 @@ server_sched_submit(struct job *j, u_int id, int *code, char **cause)
 		sched_out_free(&out);
 		return (-1);
 	}
+	/* Saved by what happens to it: queued, started (or failed). */
 	job_set_id(j, id);
-	state_save_job(j);
 	server_sched_apply(&out);
 	sched_out_free(&out);
 	return (0);

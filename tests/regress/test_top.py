@@ -61,8 +61,8 @@ class Tmux:
 
 @pytest.fixture
 def top(tmp_path):
-    if shutil.which("tmux") is None or not os.path.exists(BIN):
-        pytest.skip("needs tmux and build/tests/test-top")
+    assert shutil.which("tmux") is not None, "tests/setup-deps installs tmux"
+    assert os.path.exists(BIN), "make units builds build/tests/test-top"
     snap = tmp_path / "snapshot.json"
     write_snapshot(snap, [job(1, "alice")])
     # A server of its own per test: a killed one may linger a moment.
@@ -78,7 +78,9 @@ def top(tmp_path):
 
 def test_draws_and_quits_on_q(top):
     t, _ = top
-    text = t.wait_for("card 0  nvidia H100  80G  1 job")
+    t.wait_for("card 0  nvidia H100  80G  1 job")
+    # the job rows are drawn last: once they are there, the frame is whole
+    text = t.wait_for("j1     alice      0    0.25  20G    running")
     # 100 columns: bars of 25.
     assert "  guaranteed [###################......] 75%" in text
     assert "j1     alice      0    0.25  20G    running" in text
@@ -104,8 +106,7 @@ def test_follows_the_window_size(top):
 
 
 def test_plain_when_not_a_terminal(tmp_path):
-    if not os.path.exists(BIN):
-        pytest.skip("needs build/tests/test-top")
+    assert os.path.exists(BIN), "make units builds build/tests/test-top"
     snap = tmp_path / "snapshot.json"
     write_snapshot(snap, [job(1, "alice")])
     p = subprocess.Popen([BIN, "--loop", str(snap)], stdout=subprocess.PIPE,
@@ -117,3 +118,29 @@ def test_plain_when_not_a_terminal(tmp_path):
     finally:
         p.kill()
         p.wait()
+
+
+def test_gmux_top_against_a_daemon(daemon):
+    """The real command: gmux top in a tmux window, with a daemon's cards
+    and jobs, redrawn as they change, q quits."""
+    daemon.start(fake="1xH100:80G")
+    daemon.gmux("run", "-d", "--share", "0.25", "--", "sleep", "100",
+                check=0)
+    name = "gmux-top-%d" % os.getpid()
+    t = Tmux(name)
+    env = " ".join("%s=%s" % (k, daemon.env[k]) for k in ("GMUX_HOME",))
+    gmux = os.environ.get("GMUX") or os.path.join(ROOT, "build", "gmux")
+    t.run("new-session", "-d", "-s", "top", "-x", "100", "-y", "30",
+          "env %s %s top; echo EXITED $?; sleep 60" % (env, gmux))
+    try:
+        t.wait_for("card 0  nvidia H100  80G  1 job")
+        t.wait_for("j1 ")
+        daemon.gmux("run", "-d", "--share", "0.5", "--", "sleep", "100",
+                    check=0)
+        t.wait_for("j2 ", timeout=4)
+        t.wait_for("75%")
+        t.run("send-keys", "-t", "top", "q")
+        t.wait_for("EXITED 0")
+    finally:
+        subprocess.run(["tmux", "-L", name, "kill-server"],
+                       capture_output=True)
