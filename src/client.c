@@ -629,7 +629,7 @@ int
 client_call(const char *method, const char *path, json_t *body,
     struct client_reply *r)
 {
-	if (hosts_remote())
+	if (hosts_remote() || hosts_names_remote(path))
 		return (hosts_call(method, path, body, r));
 	return (client_call_at(NULL, method, path, body, r));
 }
@@ -696,7 +696,7 @@ int
 client_stream(const char *method, const char *path, json_t *body,
     const struct client_stream_cbs *cbs, struct client_reply *r)
 {
-	if (hosts_remote())
+	if (hosts_remote() || hosts_names_remote(path))
 		return (hosts_stream(method, path, body, cbs, r));
 	return (client_stream_at(NULL, method, path, body, cbs, r));
 }

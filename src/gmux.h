@@ -1423,6 +1423,7 @@ void		 api_token_revoke(struct evhttp_request *, const char *);
 struct remote;
 void		 hosts_choose(int, const char *);
 int		 hosts_remote(void);
+int		 hosts_names_remote(const char *);
 u_int		 hosts_candidates(const struct remote **, u_int);
 u_int		 hosts_count(void);
 int		 hosts_fixed(void);

@@ -93,6 +93,31 @@ hosts_remote(void)
 }
 
 /*
+ * Does this request name a job on a remote (/v1/jobs/NAME:jN...)?  Such a
+ * request goes there even when a local daemon runs, unless --local.
+ */
+int
+hosts_names_remote(const char *path)
+{
+	const char	*ref;
+	char		*name;
+	int		 found;
+
+	if (hosts_opt_local || strncmp(path, "/v1/jobs/", 9) != 0)
+		return (0);
+	ref = path + 9;
+	if (strchr(ref, ':') == NULL || strcspn(ref, ":") > strcspn(ref, "/?"))
+		return (0);
+	hosts_resolve();
+	if (hosts_rs.path == NULL)
+		hosts_load();
+	name = xstrndup(ref, strcspn(ref, ":"));
+	found = remotes_find(&hosts_rs, name) != NULL;
+	free(name);
+	return (found);
+}
+
+/*
  * The hosts a command may go to: --remote NAME's, or every configured one
  * (the default first).  Fills at most max entries; returns how many.
  */

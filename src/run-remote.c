@@ -78,6 +78,7 @@ run_sync(const struct remote *rm, const char *cwd, char *mdigest)
 	struct statcache	*sc;
 	struct sync_stats	 st;
 	char			*path, *cause = NULL;
+	int64_t			 t0 = clock_mono_ms();
 	u_int			 i;
 	int			 rc;
 
@@ -99,9 +100,9 @@ run_sync(const struct remote *rm, const char *cwd, char *mdigest)
 		free(cause);
 	}
 	log_debug("%s: %s: %llu files, %llu hashed, %llu sent in %u "
-	    "requests", __func__, rm->name, (unsigned long long)st.files,
+	    "requests, %lld ms", __func__, rm->name, (unsigned long long)st.files,
 	    (unsigned long long)st.hashed, (unsigned long long)st.moved,
-	    n.requests);
+	    n.requests, (long long)(clock_mono_ms() - t0));
 	sync_stats_clear(&st);
 	statcache_free(sc);
 	return (rc);

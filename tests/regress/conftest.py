@@ -29,6 +29,14 @@ def wait_for(pred, timeout=10.0, step=0.02, what="condition"):
         time.sleep(step)
 
 
+def _gone(pid):
+    """Has process pid exited (gone, or a zombie)?"""
+    try:
+        return open("/proc/%d/stat" % pid).read().split()[2] == "Z"
+    except OSError:
+        return True
+
+
 class Daemon:
     """A private gmux daemon and a CLI bound to its home."""
 
@@ -78,11 +86,14 @@ class Daemon:
     def stop(self):
         if os.path.exists(os.path.join(self.home, "gmux.sock")):
             try:
-                os.kill(self.pid(), signal.SIGTERM)
+                pid = self.pid()
+                os.kill(pid, signal.SIGTERM)
             except (ProcessLookupError, ValueError, FileNotFoundError):
                 return
             wait_for(lambda: not os.path.exists(self.socket), 10,
                      what="daemon to stop")
+            # Its lock on the home goes with the process, a moment later.
+            wait_for(lambda: _gone(pid), 10, what="daemon to exit")
 
     def kill9(self):
         pid = self.pid()

@@ -240,3 +240,24 @@ def test_a_job_of_another_owner_is_not_yours(make_daemon, make_client):
     r = bob.gmux("stop", j.decode())
     assert r.returncode == 1 and b"alice" in r.stderr
     c.gmux("stop", "--grace", "0", j.decode(), check=0)
+
+
+def test_a_daemon_here_wins_unless_told_or_named(make_daemon):
+    d = make_daemon()
+    target = d.serve_tls()
+    here = make_daemon()
+    here.start()
+    here.gmux("remote", "add", "gpu1", input=(target + "\n").encode(),
+              check=0)
+    assert here.gmux("run", "--", "echo", "local", check=0).stdout == \
+        b"local\n"
+    assert len(here.json("ps", "-a", "--json")) == 1
+    assert d.json("ps", "-a", "--json") == []
+    r = here.gmux("run", "--remote", "gpu1", "-d", "--", "echo", "far",
+                  check=0)
+    assert r.stdout == b"gpu1:j1\n"
+    d.wait_state("j1", "exited")
+    assert here.gmux("logs", "gpu1:j1", check=0).stdout == b"far\n"
+    ps = here.gmux("--remote", "gpu1", "ps", "-a", check=0).stdout.decode()
+    assert ps.startswith("ID ") and "echo far" in ps
+    assert "echo local" in here.gmux("ps", "-a", check=0).stdout.decode()

@@ -1,7 +1,7 @@
 /*
  * test-remote.c: the client's sync and pull against the host's handlers,
- * through an in-process transport (the daemon's routes will call the same
- * remote_host_* functions; the CLI will give remote_sync a libcurl one).
+ * through an in-process transport (the daemon's routes call the same
+ * remote_host_* functions; the CLI gives remote_sync remote-net.c's).
  */
 
 #include <sys/stat.h>
