@@ -20,8 +20,8 @@ static int	cmd_remote_exec(int, char **);
 
 const struct cmd_entry cmd_remote_entry = {
 	.name = "remote",
-	.args = "add [--no-check] NAME [TARGET|-] | ls [--json] | "
-	    "default NAME | rm NAME",
+	.args = "[add [--no-check] NAME [TARGET|-] | ls [--json] | "
+	    "default NAME | rm NAME]",
 	.help = "the GPU hosts this machine runs jobs on",
 	.options =
 	    "  --no-check           add without asking the host (it may be "
@@ -245,7 +245,9 @@ cmd_remote_exec(int argc, char **argv)
 	const char	*sub;
 	int		 ch, json = 0, check = 1;
 
-	if (argc < 2 || argv[1][0] == '-') {
+	if (argc == 1)
+		return (remote_ls(0));	/* as git remote does */
+	if (argv[1][0] == '-') {
 		while ((ch = cmd_getopt(&cmd_remote_entry, argc, argv, "h",
 		    remote_opts)) != -1)
 			;

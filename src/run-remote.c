@@ -299,6 +299,11 @@ run_remote(json_t *req, int detach, char **pulls)
 	u_int			 n, i;
 	int			 rc = -1;
 
+	if (detach && pulls != NULL) {
+		fprintf(stderr, "gmux run: --pull fetches when the job ends: "
+		    "it cannot go with -d\n");
+		return (EXIT_USAGE);
+	}
 	cwd = json_string_value(json_object_get(req, "cwd"));
 	n = run_rank(rv, hosts_candidates(rv, REMOTES_MAX), req);
 	if (n == 0) {

@@ -127,7 +127,10 @@ def test_unchanged_rerun_sends_nothing(make_daemon, make_client):
 
 
 def test_pull_brings_results_back(make_daemon, make_client):
-    d, c = host_and_client(make_daemon, make_client)
+    d = make_daemon()
+    target = d.serve_tls("-v")
+    c = make_client()
+    assert c.add("gpu1", target).returncode == 0
     script = ("mkdir -p out/sub; echo a > out/a.txt; "
               "head -c 300000 /dev/urandom > out/sub/b.bin; "
               "echo no > other.txt")
@@ -141,6 +144,15 @@ def test_pull_brings_results_back(make_daemon, make_client):
     assert not os.path.exists(os.path.join(w, "other.txt"))
     leftovers = [f for _, _, fs in os.walk(w) for f in fs if "tmp" in f]
     assert leftovers == []
+    # Again, the same results: nothing is fetched, what changed is.
+    log = os.path.join(d.home, "gmux.log")
+    gets = open(log).read().count("GET /v1/blobs/")
+    assert gets == 2
+    c.gmux("run", "--pull", "out/", "--", "sh", "-c",
+           "mkdir -p out/sub; echo a > out/a.txt; echo b > out/sub/b.bin",
+           check=0)
+    assert open(log).read().count("GET /v1/blobs/") == gets + 1
+    assert open(os.path.join(w, "out", "sub", "b.bin")).read() == "b\n"
     # --pull is for remote hosts only.
     assert c.gmux("--local", "run", "--pull", "x", "--", "true").returncode \
         != 0
@@ -261,3 +273,38 @@ def test_a_daemon_here_wins_unless_told_or_named(make_daemon):
     ps = here.gmux("--remote", "gpu1", "ps", "-a", check=0).stdout.decode()
     assert ps.startswith("ID ") and "echo far" in ps
     assert "echo local" in here.gmux("ps", "-a", check=0).stdout.decode()
+
+
+def test_ipv6_loopback(make_daemon, make_client):
+    d = make_daemon()
+    port = __import__("conftest").free_port()
+    d.start(addr="[::1]:%d" % port)
+    assert d.invite and "@[::1]:%d#" % port in d.invite, d.invite
+    c = make_client()
+    assert c.add("v6", d.invite.split()[-1]).returncode == 0
+    r = c.gmux("run", "--", "echo", "six")
+    assert r.returncode == 0 and r.stdout == b"six\n", r
+
+
+def test_large_files_go_up_in_parts_several_at_once(make_daemon,
+                                                   make_client):
+    d = make_daemon()
+    target = d.serve_tls("-v")
+    c = make_client()
+    assert c.add("gpu1", target).returncode == 0
+    sizes = {"a.bin": 20 << 20, "b.bin": 9 << 20, "c.bin": 9 << 20,
+             "d.bin": 9 << 20, "e.bin": 300 << 10}
+    import hashlib
+    want = []
+    for name, size in sorted(sizes.items()):
+        data = os.urandom(size)
+        with open(os.path.join(c.work, name), "wb") as f:
+            f.write(data)
+        want.append("%s  %s" % (hashlib.sha256(data).hexdigest(), name))
+    r = c.gmux("run", "--", "sh", "-c", "sha256sum *.bin", timeout=120)
+    assert r.returncode == 0, r
+    assert r.stdout.decode().splitlines() == want
+    log = open(os.path.join(d.home, "gmux.log")).read()
+    # 20 MiB in three parts of 8 MiB, 9 MiB in two, 300 KiB whole.
+    assert log.count("api_dispatch: PUT /v1/blobs/") == 3 + 2 * 3 + 1
+    assert os.listdir(os.path.join(d.home, "blobs", "tmp")) == []
