@@ -331,7 +331,8 @@ api_remote_job(struct evhttp_request *req, struct jobreq *r, u_int id)
 	} else if ((c = api_remote_store(&cause)) == NULL)
 		code = 500;
 	else
-		code = remote_host_prepare(c, r->manifest, work, &reply, &cause);
+		code = remote_host_prepare(c, r->manifest, work, &reply,
+		    &cause);
 	if (code != 0) {
 		api_remote_answer(req, code, reply, cause);
 		reply = NULL;

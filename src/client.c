@@ -47,7 +47,7 @@ struct client_xfer {
 	uint64_t		 fdsent;
 	int			 sending;
 	struct http_resp	 resp;
-	struct client_buf	 body;		/* a reply that is not streamed */
+	struct client_buf	 body;		/* a reply, not streamed */
 	struct client_buf	 pending;	/* a frame not yet whole */
 	int			 reused;	/* a kept connection */
 	uint64_t		 got;		/* bytes of reply read */
@@ -56,7 +56,7 @@ struct client_xfer {
 	int			 stopped;	/* a callback ended it */
 	char			*cause;
 	int64_t			 start;
-	int64_t			 heard;		/* the last byte from the peer */
+	int64_t			 heard;		/* last byte from the peer */
 };
 
 static int	client_sig_pipe[2] = { -1, -1 };
@@ -237,8 +237,9 @@ client_xfer_start(struct client_xfer *x, struct client_req *q, int64_t now)
 	if (t == NULL) {
 		if ((x->conn = conn_open_unix(path_socket())) == NULL) {
 			if (errno == ENOENT || errno == ECONNREFUSED)
-				client_fail(x, "no gmux daemon serves %s (start "
-				    "one with: gmux serve -d)", path_home());
+				client_fail(x, "no gmux daemon serves %s "
+				    "(start one with: gmux serve -d)",
+				    path_home());
 			else
 				client_fail(x, "%s: %s", path_socket(),
 				    strerror(errno));

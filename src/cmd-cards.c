@@ -102,7 +102,8 @@ cmd_cards_exec(int argc, char **argv)
 		if (json_is_string(why))
 			printf("%s%scard %lld: %s\n", host ? host : "", host ?
 			    " " : "", (long long)json_integer_value(
-			    json_object_get(c, "index")), json_string_value(why));
+			    json_object_get(c, "index")),
+			    json_string_value(why));
 	}
 	json_decref(a);
 	return (0);

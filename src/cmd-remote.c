@@ -201,7 +201,8 @@ remote_ls(int json)
 		t = table_create(hdr, nitems(hdr));
 		json_array_foreach(a, i, e) {
 			hp = target_hostport(&rs.v[i].target);
-			snprintf(pin, sizeof pin, "%.16s...", rs.v[i].target.pin);
+			snprintf(pin, sizeof pin, "%.16s...",
+			    rs.v[i].target.pin);
 			table_add(t, rs.v[i].name, hp, pin,
 			    json_is_true(json_object_get(e, "default")) ? "*" :
 			    "");

@@ -47,7 +47,7 @@ cmd_print_help(const struct cmd_entry *c, FILE *f)
 	    c->args, c->help);
 	if (c->options != NULL && *c->options != '\0')
 		fprintf(f, "\noptions:\n%s", c->options);
-	fprintf(f, "  --remote NAME        on remote host NAME (see gmux remote)\n"
+	fprintf(f, "  --remote NAME        on remote host NAME (gmux remote)\n"
 	    "  --local              on this machine's daemon\n"
 	    "  -h, --help           show this help\n");
 }

@@ -184,7 +184,7 @@ struct client_req {			/* one of several requests at once */
 	int		 bodyfd;	/* or the body is bodysize bytes of */
 	uint64_t	 bodyoff;	/* this fd from bodyoff; -1: none */
 	uint64_t	 bodysize;
-	int		 sinkfd;	/* a 2xx reply's body goes here; -1: no */
+	int		 sinkfd;	/* a 2xx body goes here, or -1 */
 	const struct client_stream_cbs *cbs;	/* a 200 reply is frames */
 	struct client_reply reply;
 	int		 stopped;	/* a callback ended it */

@@ -63,8 +63,9 @@ remote_net_round(struct remote_net *n, char **cause)
 		if (p->size <= REMOTE_NET_PART)
 			xasprintf(&paths[i], "/v1/blobs/%s", p->digest);
 		else
-			xasprintf(&paths[i], "/v1/blobs/%s?size=%llu&offset=%llu",
-			    p->digest, (unsigned long long)p->size,
+			xasprintf(&paths[i], "/v1/blobs/%s?size=%llu&"
+			    "offset=%llu", p->digest,
+			    (unsigned long long)p->size,
 			    (unsigned long long)p->sent);
 		client_req_init(&q[i], n->target, "PUT", paths[i]);
 		q[i].ctype = "application/octet-stream";

@@ -100,9 +100,10 @@ run_sync(const struct remote *rm, const char *cwd, char *mdigest)
 		free(cause);
 	}
 	log_debug("%s: %s: %llu files, %llu hashed, %llu sent in %u "
-	    "requests, %lld ms", __func__, rm->name, (unsigned long long)st.files,
-	    (unsigned long long)st.hashed, (unsigned long long)st.moved,
-	    n.requests, (long long)(clock_mono_ms() - t0));
+	    "requests, %lld ms", __func__, rm->name,
+	    (unsigned long long)st.files, (unsigned long long)st.hashed,
+	    (unsigned long long)st.moved, n.requests,
+	    (long long)(clock_mono_ms() - t0));
 	sync_stats_clear(&st);
 	statcache_free(sc);
 	return (rc);

@@ -42,7 +42,7 @@ static void			*tls_ctx;
 static struct tokens		*tls_tokens;
 static struct ratelimit		*tls_rl;
 static struct evhttp		*tls_http;
-static char			*tls_host;	/* as --addr named it; NULL: any */
+static char			*tls_host;	/* --addr's; NULL: any */
 static u_int			 tls_port;	/* as bound */
 
 /* The host's tokens, $GMUX_HOME/tls/tokens.json (read once, then kept). */

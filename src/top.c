@@ -137,9 +137,7 @@ top_bar_width(u_int width)
 static int
 top_same_host(json_t *a, json_t *b)
 {
-	const char	*x = top_str(a, "host", ""), *y = top_str(b, "host", "");
-
-	return (strcmp(x, y) == 0);
+	return (strcmp(top_str(a, "host", ""), top_str(b, "host", "")) == 0);
 }
 
 static u_int

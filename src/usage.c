@@ -294,8 +294,8 @@ usage_row_from_json(json_t *j, const char *field, struct usage_row *r)
 	r->jobs = (u_int)json_integer_value(n);
 	r->seat_ms = json_integer_value(s);
 	r->mem_gib_hours = json_number_value(m);
-	if (json_is_string(json_object_get(j, "host")))
-		r->host = xstrdup(json_string_value(json_object_get(j, "host")));
+	if ((k = json_object_get(j, "host")) != NULL && json_is_string(k))
+		r->host = xstrdup(json_string_value(k));
 	if (field == NULL) {
 		r->key = xstrdup("total");
 		return (0);
