@@ -358,7 +358,7 @@ tls_client_ctx(char **cause)
 		return (ctx);
 	/* The system's openssl.cnf has nothing to say to a pinned client,
 	 * and reading it costs most of a millisecond per command. */
-	OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+	OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG|OPENSSL_INIT_NO_ATEXIT, NULL);
 	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
 		*cause = tls_error("SSL_CTX_new");
 		return (NULL);
