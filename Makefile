@@ -155,13 +155,13 @@ $(O)/bench/fence-%: bench/fence-%.c src/gmux.h $(O)/libgmuxcore.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
 
 # -- remote (issue 7)
-# (test-trust drives the TLS server with libcurl until the CLI's own TLS
-# transport lands)
-$(O)/tests/test-trust: LDLIBS += -lcurl
 SRCS += src/digest.c src/hmap.c src/tls.c src/token.c src/ratelimit.c
 SRCS += src/target.c src/cas.c src/confine.c src/ignore.c src/manifest.c
 SRCS += src/statcache.c src/sync.c src/tree.c src/batch.c src/progress.c
 SRCS += src/remote.c src/remote-host.c src/remote-local.c src/remotes.c
+SRCS += src/conn.c src/hosts.c src/server-tls.c src/api-remote.c
+SRCS += src/api-token.c src/cmd-remote.c src/cmd-token.c
+SRCS += src/remote-net.c src/run-remote.c
 
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)

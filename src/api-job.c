@@ -37,6 +37,10 @@ api_job_lookup(struct evhttp_request *req, const char *id)
 
 	if ((j = job_find(id)) == NULL)
 		api_error(req, 404, "no job %s", id);
+	else if (!server_tls_may(req, j->owner)) {
+		api_error(req, 403, "%s is %s's", j->name, j->owner);
+		j = NULL;
+	}
 	return (j);
 }
 
@@ -61,12 +65,15 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 		api_error(req, 400, "%s", cause);
 		goto out;
 	}
+	if (api_remote_job(req, &r, state_peek_id()) != 0)
+		goto out;
 	owner = api_owner(req);
 	j = job_create(0, owner, &r);
 	free(owner);
 	if (server_sched_submit(j, state_peek_id(), &code, &cause) != 0) {
 		api_error(req, code, "%s", cause);
 		job_free(j);
+		api_remote_job_undo(state_peek_id());
 		goto out;
 	}
 	state_next_id();

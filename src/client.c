@@ -1,13 +1,16 @@
 /*
  * client.c: the CLI's side of the API.  client_call() is one request and
  * its JSON reply; client_stream() is a request whose reply is a frame
- * stream (run, logs -f, attach).  One connection per request, closed by the
- * server after its reply.  Waiting is a poll() on the connection and on a
- * pipe that the SIGINT handler writes to, so Ctrl-C is seen at once.
+ * stream (run, logs -f, attach).  Both go to the local daemon or, when
+ * hosts.c says so, to remote hosts over pinned TLS (conn.c).  Underneath is
+ * client_multi(): several requests at once, each on its own connection,
+ * driven by one poll() loop that also watches a pipe the SIGINT handler
+ * writes to, so Ctrl-C is seen at once.  The local daemon gets one
+ * connection per request, closed after its reply; a remote host's
+ * connection is kept for the command's next request to it (each new one
+ * costs a TLS handshake), and a request that finds its kept connection
+ * closed by the host goes again on a new one.
  */
-
-#include <sys/socket.h>
-#include <sys/un.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,54 +22,107 @@
 
 #include "gmux.h"
 
+#define CLIENT_CONNECT_MS	10000	/* connect and handshake, remotes */
+#define CLIENT_IDLE_MS		15000	/* a stream this quiet is dead */
+#define CLIENT_CHUNK		(256 * 1024)
+#define CLIENT_BODY_MAX		(256 * 1024 * 1024)
+#define CLIENT_KEEP		8	/* idle remote connections kept */
+
 struct client_buf {
 	char	*data;
 	size_t	 len;
 };
 
+/* One request on its way. */
 struct client_xfer {
+	struct client_req	*req;
+	struct conn		*conn;
+	char			*head;		/* may hold a token: wiped */
+	size_t			 headlen;
+	const char		*out;		/* what is being written */
+	size_t			 outlen;
+	size_t			 outoff;
+	int			 phase;		/* 0 head, 1 body, 2 fd body */
+	char			*chunk;
+	uint64_t		 fdsent;
+	int			 sending;
 	struct http_resp	 resp;
-	struct client_buf	 body;		/* a non-stream reply */
+	struct client_buf	 body;		/* a reply, not streamed */
 	struct client_buf	 pending;	/* a frame not yet whole */
-	const struct client_stream_cbs *cbs;
-	int			 aborted;
+	int			 reused;	/* a kept connection */
+	uint64_t		 got;		/* bytes of reply read */
+	int			 done;		/* the reply is complete */
+	int			 failed;
+	int			 stopped;	/* a callback ended it */
 	char			*cause;
+	int64_t			 start;
+	int64_t			 heard;		/* last byte from the peer */
 };
 
 static int	client_sig_pipe[2] = { -1, -1 };
 
-static int
-client_connect(void)
-{
-	struct sockaddr_un	 sun;
-	const char		*path = path_socket();
-	int			 fd;
+/* Connections to remotes, idle, for the next request to the same one. */
+static struct client_kept {
+	struct conn	*conn;
+	char		*key;		/* TOKEN@HOST:PORT#PIN: wiped */
+} client_kept[CLIENT_KEEP];
 
-	memset(&sun, 0, sizeof sun);
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof sun.sun_path) {
-		errno = ENAMETOOLONG;
-		return (-1);
+static void
+client_kept_free(struct client_kept *k)
+{
+	conn_close(k->conn);
+	k->conn = NULL;
+	if (k->key != NULL) {
+		explicit_bzero(k->key, strlen(k->key));
+		free(k->key);
+		k->key = NULL;
 	}
-	memcpy(sun.sun_path, path, strlen(path));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0)) == -1)
-		return (-1);
-	if (connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
-		close(fd);
-		return (-1);
+}
+
+/* A kept connection to t (same host, pin and token), or NULL. */
+static struct conn *
+client_take(const struct target *t)
+{
+	struct conn	*c = NULL;
+	char		*key = target_format(t);
+	u_int		 i;
+
+	for (i = 0; i < CLIENT_KEEP && c == NULL; i++) {
+		if (client_kept[i].conn != NULL &&
+		    strcmp(client_kept[i].key, key) == 0) {
+			c = client_kept[i].conn;
+			client_kept[i].conn = NULL;
+			client_kept_free(&client_kept[i]);
+		}
 	}
-	return (fd);
+	explicit_bzero(key, strlen(key));
+	free(key);
+	return (c);
+}
+
+static void
+client_keep(const struct target *t, struct conn *c)
+{
+	u_int	 i;
+
+	for (i = 0; i < CLIENT_KEEP - 1; i++) {
+		if (client_kept[i].conn == NULL)
+			break;
+	}
+	client_kept_free(&client_kept[i]);
+	client_kept[i].conn = c;
+	client_kept[i].key = target_format(t);
 }
 
 /* Is a daemon listening on this home's socket? */
 int
 client_daemon_running(void)
 {
-	int	 fd;
+	struct conn	*c;
 
-	if ((fd = client_connect()) == -1)
+	if ((c = conn_open_unix(path_socket())) == NULL)
 		return (0);
-	close(fd);
+	conn_close(c);
 	return (1);
 }
 
@@ -79,22 +135,38 @@ buf_add(struct client_buf *b, const void *data, size_t len)
 	b->data[b->len] = '\0';
 }
 
+static void printflike(2, 3)
+client_fail(struct client_xfer *x, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (x->failed)
+		return;
+	x->failed = 1;
+	if (x->cause == NULL) {
+		va_start(ap, fmt);
+		xvasprintf(&x->cause, fmt, ap);
+		va_end(ap);
+	}
+}
+
 /* Hands every whole frame in the pending bytes to the stream callback. */
 static void
 client_frames(struct client_xfer *x)
 {
-	struct frame	 f;
-	ssize_t		 n = 0;
-	size_t		 at = 0;
+	const struct client_stream_cbs	*cbs = x->req->cbs;
+	struct frame			 f;
+	ssize_t				 n = 0;
+	size_t				 at = 0;
 
-	while (!x->aborted && (n = frame_parse(x->pending.data + at,
-	    x->pending.len - at, &f, &x->cause)) > 0) {
+	while (!x->stopped && !x->failed && (n = frame_parse(x->pending.data +
+	    at, x->pending.len - at, &f, &x->cause)) > 0) {
 		at += (size_t)n;
-		if (x->cbs->frame(&f, x->cbs->arg) != 0)
-			x->aborted = 1;
+		if (cbs->frame(&f, cbs->arg) != 0)
+			x->stopped = 1;
 	}
 	if (n == -1)
-		x->aborted = 1;
+		x->failed = 1;
 	memmove(x->pending.data, x->pending.data + at, x->pending.len - at);
 	x->pending.len -= at;
 }
@@ -103,142 +175,464 @@ static void
 client_body_cb(const char *data, size_t len, void *arg)
 {
 	struct client_xfer	*x = arg;
+	struct client_req	*q = x->req;
 
-	if (x->cbs == NULL || x->resp.status != 200 || x->aborted) {
+	if (x->failed || x->stopped)
+		return;
+	if (q->cbs != NULL && x->resp.status == 200) {
+		buf_add(&x->pending, data, len);
+		client_frames(x);
+	} else if (q->sinkfd != -1 && x->resp.status / 100 == 2) {
+		if (write_all(q->sinkfd, data, len) == -1)
+			client_fail(x, "writing: %s", strerror(errno));
+	} else if (x->body.len + len > CLIENT_BODY_MAX)
+		client_fail(x, "%s: the reply is too large",
+		    conn_name(x->conn));
+	else
 		buf_add(&x->body, data, len);
+}
+
+/* The request's head: the token, for a remote, in its one header. */
+static void
+client_head(struct client_xfer *x)
+{
+	struct client_req	*q = x->req;
+	const struct target	*t = q->target;
+	const char		*ctype = q->ctype;
+	char			*host, *auth = NULL;
+	uint64_t		 len;
+
+	len = q->bodyfd != -1 ? q->bodysize : q->len;
+	if (ctype == NULL && len > 0)
+		ctype = "application/json";
+	host = t != NULL ? target_hostport(t) : xstrdup("gmux");
+	if (t != NULL)
+		xasprintf(&auth, "Authorization: Bearer %s\r\n", t->token);
+	xasprintf(&x->head, "%s %s HTTP/1.1\r\nHost: %s\r\n%s%s%s%s%s"
+	    "Content-Length: %llu\r\n\r\n", q->method, q->path, host,
+	    t == NULL ? "Connection: close\r\n" : "", auth != NULL ? auth : "",
+	    ctype != NULL ? "Content-Type: " : "", ctype != NULL ? ctype : "",
+	    ctype != NULL ? "\r\n" : "", (unsigned long long)len);
+	x->headlen = strlen(x->head);
+	x->phase = 0;
+	x->fdsent = 0;
+	x->outoff = 0;
+	if (auth != NULL) {
+		explicit_bzero(auth, strlen(auth));
+		free(auth);
+	}
+	free(host);
+	x->out = x->head;
+	x->outlen = x->headlen;
+}
+
+static void
+client_xfer_start(struct client_xfer *x, struct client_req *q, int64_t now)
+{
+	const struct target	*t = q->target;
+
+	x->req = q;
+	x->start = x->heard = now;
+	http_resp_init(&x->resp);
+	if (t == NULL) {
+		if ((x->conn = conn_open_unix(path_socket())) == NULL) {
+			if (errno == ENOENT || errno == ECONNREFUSED)
+				client_fail(x, "no gmux daemon serves %s "
+				    "(start one with: gmux serve -d)",
+				    path_home());
+			else
+				client_fail(x, "%s: %s", path_socket(),
+				    strerror(errno));
+			return;
+		}
+	} else if ((x->conn = client_take(t)) != NULL)
+		x->reused = 1;
+	else if ((x->conn = conn_open_tcp(t->host, t->port, t->pin,
+	    &x->cause)) == NULL) {
+		x->failed = 1;
 		return;
 	}
-	buf_add(&x->pending, data, len);
-	client_frames(x);
-}
-
-static int
-client_send(int fd, const char *method, const char *path, json_t *body)
-{
-	char	*text = NULL, *head;
-	size_t	 len = 0;
-	int	 rc;
-
-	if (body != NULL) {
-		text = json_dumps(body, JSON_COMPACT);
-		len = strlen(text);
-	}
-	xasprintf(&head, "%s %s HTTP/1.1\r\nHost: gmux\r\n"
-	    "Connection: close\r\n%sContent-Length: %zu\r\n\r\n", method, path,
-	    body != NULL ? "Content-Type: application/json\r\n" : "", len);
-	rc = write_all(fd, head, strlen(head)) == -1 ||
-	    (len > 0 && write_all(fd, text, len) == -1) ? -1 : 0;
-	free(head);
-	free(text);
-	return (rc);
-}
-
-/* Ctrl-C during a stream: ask the callback; 1 if it ends the stream. */
-static int
-client_interrupted(struct client_xfer *x)
-{
-	char	 c;
-
-	while (read(client_sig_pipe[0], &c, 1) == 1) {
-		if (x->cbs != NULL && x->cbs->interrupt != NULL &&
-		    x->cbs->interrupt(x->cbs->arg) != 0)
-			return (1);
-	}
-	return (0);
+	client_head(x);
+	x->sending = 1;
 }
 
 /*
- * Sends one request and reads its reply into x.  Returns 0 when the reply
- * is complete, 1 if a callback ended it, -1 with x->cause on failure.
+ * A kept connection that fails before any byte of the reply was closed
+ * by the host meanwhile: the request goes again on a new one.
  */
-static int
-client_exchange(struct client_xfer *x, const char *method, const char *path,
-    json_t *body)
+static void
+client_xfer_retry(struct client_xfer *x)
 {
-	struct pollfd	 pfd[2];
-	char		 buf[65536];
-	ssize_t		 n;
-	int		 fd, rc = -1, done = 0;
+	const struct target	*t = x->req->target;
 
-	if ((fd = client_connect()) == -1) {
-		if (errno == ENOENT || errno == ECONNREFUSED)
-			xasprintf(&x->cause, "no gmux daemon serves %s (start "
-			    "one with: gmux serve -d)", path_home());
-		else
-			xasprintf(&x->cause, "%s: %s", path_socket(),
-			    strerror(errno));
-		return (-1);
+	if (!x->failed || !x->reused || x->got != 0)
+		return;
+	log_debug("%s: %s: kept connection closed; again", __func__,
+	    conn_name(x->conn));
+	conn_close(x->conn);
+	x->reused = 0;
+	x->failed = 0;
+	free(x->cause);
+	x->cause = NULL;
+	if ((x->conn = conn_open_tcp(t->host, t->port, t->pin,
+	    &x->cause)) == NULL) {
+		x->failed = 1;
+		return;
 	}
-	if (client_send(fd, method, path, body) != 0) {
-		xasprintf(&x->cause, "sending the request: %s", strerror(errno));
-		goto out;
-	}
+	explicit_bzero(x->head, x->headlen);
+	free(x->head);
 	http_resp_init(&x->resp);
-	pfd[0] = (struct pollfd){ fd, POLLIN, 0 };
-	pfd[1] = (struct pollfd){ client_sig_pipe[0], POLLIN, 0 };
-	while (!done && !x->aborted) {
-		if (poll(pfd, 2, -1) == -1 && errno != EINTR)
-			break;
-		if (pfd[1].revents && client_interrupted(x)) {
-			rc = 1;
-			goto out;
-		}
-		if (pfd[0].revents == 0)
-			continue;
-		if ((n = read(fd, buf, sizeof buf)) == -1) {
-			if (errno == EINTR)
-				continue;
-			xasprintf(&x->cause, "%s", strerror(errno));
-			goto out;
-		}
-		done = http_resp_feed(&x->resp, buf, (size_t)n, client_body_cb,
-		    x, &x->cause);
-		if (done == -1)
-			goto out;
-	}
-	rc = x->aborted ? (x->cause != NULL ? -1 : 1) : 0;
-out:
-	close(fd);
-	return (rc);
+	client_head(x);
+	x->sending = 1;
 }
 
-/* Fills the reply from what came back. */
-static void
-client_finish(struct client_xfer *x, struct client_reply *r)
+/* Sets out to the next piece of the request; 0 when all is written. */
+static int
+client_next_out(struct client_xfer *x)
 {
-	json_t	*err;
+	struct client_req	*q = x->req;
+	uint64_t		 left;
+	ssize_t			 n;
 
-	r->status = x->resp.status;
-	if (x->body.len > 0)
-		r->body = json_loadb(x->body.data, x->body.len, 0, NULL);
-	if (r->status >= 400) {
-		err = r->body ? json_object_get(r->body, "error") : NULL;
-		xasprintf(&r->error, "%s", json_is_string(err) ?
-		    json_string_value(err) : "the daemon refused the request");
+	if (x->phase == 0) {
+		explicit_bzero(x->head, x->headlen);
+		x->phase = 1;
+		if (q->body != NULL && q->len > 0) {
+			x->out = q->body;
+			x->outlen = q->len;
+			x->outoff = 0;
+			return (1);
+		}
 	}
+	if (q->bodyfd == -1 || x->fdsent == q->bodysize)
+		return (0);
+	x->phase = 2;
+	if (x->chunk == NULL)
+		x->chunk = xmalloc(CLIENT_CHUNK);
+	left = q->bodysize - x->fdsent;
+	n = pread(q->bodyfd, x->chunk, left < CLIENT_CHUNK ? (size_t)left :
+	    CLIENT_CHUNK, (off_t)(q->bodyoff + x->fdsent));
+	if (n <= 0) {
+		client_fail(x, "reading what to send: %s", n == 0 ?
+		    "the file is shorter than it was" : strerror(errno));
+		return (0);
+	}
+	x->fdsent += (uint64_t)n;
+	x->out = x->chunk;
+	x->outlen = (size_t)n;
+	x->outoff = 0;
+	return (1);
+}
+
+static void
+client_xfer_send(struct client_xfer *x)
+{
+	ssize_t	 n;
+
+	while (!x->failed) {
+		if (x->outoff == x->outlen && !client_next_out(x)) {
+			x->sending = 0;
+			return;
+		}
+		n = conn_write(x->conn, x->out + x->outoff, x->outlen -
+		    x->outoff);
+		if (n == -1 && errno == EAGAIN)
+			return;
+		if (n == -1) {
+			/* The host may have answered (and closed) early. */
+			client_fail(x, "%s: sending the request: %s",
+			    conn_name(x->conn), strerror(errno));
+			return;
+		}
+		x->outoff += (size_t)n;
+	}
+}
+
+static void
+client_xfer_recv(struct client_xfer *x, int64_t now)
+{
+	char	 buf[65536];
+	ssize_t	 n;
+	int	 r;
+
+	while (!x->failed && !x->stopped && !x->done) {
+		n = conn_read(x->conn, buf, sizeof buf);
+		if (n == -1 && errno == EAGAIN)
+			return;
+		if (n == -1) {
+			client_fail(x, "%s: %s", conn_name(x->conn),
+			    strerror(errno));
+			return;
+		}
+		x->heard = now;
+		x->got += (uint64_t)n;
+		r = http_resp_feed(&x->resp, buf, (size_t)n, client_body_cb, x,
+		    &x->cause);
+		if (r == -1)
+			x->failed = 1;
+		else if (r == 1)
+			x->done = 1;
+	}
+}
+
+static void
+client_xfer_step(struct client_xfer *x, int64_t now)
+{
+	if (!conn_ready(x->conn)) {
+		if (conn_advance(x->conn, &x->cause) != 0) {
+			x->failed = 1;
+			return;
+		}
+		if (!conn_ready(x->conn))
+			return;
+	}
+	if (x->sending)
+		client_xfer_send(x);
+	if (!x->sending && !x->failed)
+		client_xfer_recv(x, now);
+	client_xfer_retry(x);
+}
+
+static int
+client_active(const struct client_xfer *x)
+{
+	return (!x->done && !x->failed && !x->stopped);
+}
+
+/*
+ * Ctrl-C: a stream with an interrupt callback decides (stop the job,
+ * detach); any other request is abandoned, and the byte is left in the
+ * pipe so an enclosing stream sees the Ctrl-C too.
+ */
+static void
+client_interrupted(struct client_xfer *x, u_int n)
+{
+	const struct client_stream_cbs	*cbs;
+	u_int				 i;
+	char				 c;
+
+	for (i = 0; i < n; i++) {
+		cbs = x[i].req->cbs;
+		if (client_active(&x[i]) && cbs != NULL &&
+		    cbs->interrupt != NULL)
+			break;
+	}
+	if (i == n) {
+		for (i = 0; i < n; i++) {
+			if (client_active(&x[i]))
+				client_fail(&x[i], "interrupted");
+		}
+		return;
+	}
+	while (read(client_sig_pipe[0], &c, 1) == 1) {
+		if (cbs->interrupt(cbs->arg) != 0) {
+			x[i].stopped = 1;
+			return;
+		}
+	}
+}
+
+/* When the next timeout falls due (ms from now; -1: none). */
+static int
+client_timeouts(struct client_xfer *x, u_int n, int64_t deadline,
+    int64_t now)
+{
+	int64_t	 due, next = deadline;
+	u_int	 i;
+
+	for (i = 0; i < n; i++) {
+		if (!client_active(&x[i]))
+			continue;
+		if (deadline != 0 && now >= deadline)
+			client_fail(&x[i], "%s: no answer in time",
+			    conn_name(x[i].conn));
+		due = 0;
+		if (!conn_ready(x[i].conn))
+			due = x[i].start + CLIENT_CONNECT_MS;
+		else if (x[i].req->cbs != NULL)
+			due = x[i].heard + CLIENT_IDLE_MS;
+		if (due != 0 && now >= due)
+			client_fail(&x[i], "%s: %s", conn_name(x[i].conn),
+			    conn_ready(x[i].conn) ? "no word from it for 15s; "
+			    "the connection is taken for dead" :
+			    "no connection within 10s");
+		if (due != 0 && (next == 0 || due < next))
+			next = due;
+	}
+	if (next == 0)
+		return (-1);
+	return (next <= now ? 0 : (int)(next - now));
+}
+
+/* Fills the request's reply from what came back. */
+static void
+client_xfer_finish(struct client_xfer *x)
+{
+	struct client_reply	*r = &x->req->reply;
+	json_t			*err;
+
+	memset(r, 0, sizeof *r);
+	r->status = x->resp.status;
+	x->req->stopped = x->stopped && !x->failed;
+	if (x->failed) {
+		r->error = x->cause;
+		x->cause = NULL;
+	} else {
+		if (x->body.len > 0)
+			r->body = json_loadb(x->body.data, x->body.len, 0,
+			    NULL);
+		if (r->status >= 400) {
+			err = r->body ? json_object_get(r->body, "error") :
+			    NULL;
+			if (json_is_string(err))
+				r->error = xstrdup(json_string_value(err));
+			else
+				xasprintf(&r->error, "the %s refused the "
+				    "request (HTTP %ld)", x->req->target ?
+				    "host" : "daemon", r->status);
+		}
+	}
+	free(x->cause);
 	free(x->body.data);
 	free(x->pending.data);
+	free(x->chunk);
+	if (x->head != NULL) {
+		explicit_bzero(x->head, x->headlen);
+		free(x->head);
+	}
+	if (x->done && !x->failed && !x->stopped && !x->resp.close &&
+	    x->req->target != NULL)
+		client_keep(x->req->target, x->conn);
+	else
+		conn_close(x->conn);
+}
+
+void
+client_req_init(struct client_req *q, const struct target *t,
+    const char *method, const char *path)
+{
+	memset(q, 0, sizeof *q);
+	q->target = t;
+	q->method = method;
+	q->path = path;
+	q->bodyfd = -1;
+	q->sinkfd = -1;
 }
 
 /*
- * One request and its reply.  Returns 0 if a reply came (whatever its
- * status), -1 with r->error if the daemon could not be reached.
+ * Runs n requests at once, each on its own connection, until every one
+ * has its reply or has failed; timeout_ms (0: none) bounds the whole.
+ * Each request's reply (and stopped) is filled in.
  */
+void
+client_multi(struct client_req *v, u_int n, int timeout_ms)
+{
+	struct client_xfer	*x;
+	struct pollfd		*pfd;
+	u_int			*map, i, np, k;
+	int64_t			 now, deadline;
+	int			 wait;
+	void			(*oldpipe)(int);
+
+	x = xcalloc(n, sizeof *x);
+	pfd = xcalloc(n + 1, sizeof *pfd);
+	map = xcalloc(n, sizeof *map);
+	oldpipe = signal(SIGPIPE, SIG_IGN);
+	now = clock_mono_ms();
+	deadline = timeout_ms > 0 ? now + timeout_ms : 0;
+	for (i = 0; i < n; i++)
+		client_xfer_start(&x[i], &v[i], now);
+	for (;;) {
+		wait = client_timeouts(x, n, deadline, now);
+		for (i = np = 0; i < n; i++) {
+			if (!client_active(&x[i]))
+				continue;
+			if (conn_ready(x[i].conn) && !x[i].sending &&
+			    conn_pending(x[i].conn) > 0)
+				wait = 0;
+			pfd[np].fd = conn_fd(x[i].conn);
+			pfd[np].events = (short)conn_events(x[i].conn,
+			    x[i].sending ? POLLOUT : POLLIN);
+			pfd[np].revents = 0;
+			map[np++] = i;
+		}
+		if (np == 0)
+			break;
+		pfd[np] = (struct pollfd){ client_sig_pipe[0], POLLIN, 0 };
+		if (poll(pfd, np + 1, wait) == -1 && errno != EINTR)
+			fatal("poll");
+		now = clock_mono_ms();
+		if (pfd[np].revents != 0)
+			client_interrupted(x, n);
+		for (k = 0; k < np; k++) {
+			i = map[k];
+			if (client_active(&x[i]) && (pfd[k].revents != 0 ||
+			    (conn_ready(x[i].conn) && conn_pending(x[i].conn) >
+			    0)))
+				client_xfer_step(&x[i], now);
+		}
+	}
+	for (i = 0; i < n; i++)
+		client_xfer_finish(&x[i]);
+	signal(SIGPIPE, oldpipe);
+	free(map);
+	free(pfd);
+	free(x);
+}
+
+/* One request; 0 if a reply came, 1 if a callback ended it, -1 if not. */
+int
+client_request(struct client_req *q)
+{
+	client_multi(q, 1, 0);
+	if (q->stopped)
+		return (1);
+	return (q->reply.error != NULL && q->reply.status < 400 ? -1 : 0);
+}
+
+/* Prepares a JSON body for q; the text is the caller's to free. */
+static char *
+client_json_body(struct client_req *q, json_t *body)
+{
+	char	*text;
+
+	if (body == NULL)
+		return (NULL);
+	text = json_dumps(body, JSON_COMPACT);
+	q->body = text;
+	q->len = strlen(text);
+	return (text);
+}
+
+/*
+ * One request to target t (NULL: the local daemon) and its reply.  Returns
+ * 0 if a reply came (whatever its status), -1 with r->error if the daemon
+ * could not be reached.
+ */
+int
+client_call_at(const struct target *t, const char *method, const char *path,
+    json_t *body, struct client_reply *r)
+{
+	struct client_req	 q;
+	char			*text;
+	int			 rc;
+
+	client_req_init(&q, t, method, path);
+	text = client_json_body(&q, body);
+	rc = client_request(&q);
+	free(text);
+	*r = q.reply;
+	return (rc == 0 ? 0 : -1);
+}
+
+/* One request to wherever this command goes (hosts.c). */
 int
 client_call(const char *method, const char *path, json_t *body,
     struct client_reply *r)
 {
-	struct client_xfer	 x;
-
-	memset(r, 0, sizeof *r);
-	memset(&x, 0, sizeof x);
-	if (client_exchange(&x, method, path, body) != 0) {
-		r->error = x.cause;
-		free(x.body.data);
-		return (-1);
-	}
-	client_finish(&x, r);
-	return (0);
+	if (hosts_remote() || hosts_names_remote(path))
+		return (hosts_call(method, path, body, r));
+	return (client_call_at(NULL, method, path, body, r));
 }
 
 void
@@ -276,31 +670,36 @@ client_catch_interrupts(void)
 }
 
 /*
- * A request whose 200 reply is a frame stream; each frame goes to
- * cbs->frame.  Returns 0 when the stream ended, 1 if a callback ended it
+ * A request to target t whose 200 reply is a frame stream; each frame goes
+ * to cbs->frame.  Returns 0 when the stream ended, 1 if a callback ended it
  * (detach), -1 with r->error if the connection failed or broke.  A non-200
  * reply returns 0 with r->status and r->error set.
  */
 int
+client_stream_at(const struct target *t, const char *method,
+    const char *path, json_t *body, const struct client_stream_cbs *cbs,
+    struct client_reply *r)
+{
+	struct client_req	 q;
+	char			*text;
+	int			 rc;
+
+	client_req_init(&q, t, method, path);
+	q.cbs = cbs;
+	text = client_json_body(&q, body);
+	rc = client_request(&q);
+	free(text);
+	*r = q.reply;
+	return (rc);
+}
+
+int
 client_stream(const char *method, const char *path, json_t *body,
     const struct client_stream_cbs *cbs, struct client_reply *r)
 {
-	struct client_xfer	 x;
-	int			 rc;
-
-	memset(r, 0, sizeof *r);
-	memset(&x, 0, sizeof x);
-	x.cbs = cbs;
-	rc = client_exchange(&x, method, path, body);
-	if (rc == -1) {
-		r->error = x.cause;
-		r->status = x.resp.status;
-		free(x.body.data);
-		free(x.pending.data);
-		return (-1);
-	}
-	client_finish(&x, r);
-	return (rc);
+	if (hosts_remote() || hosts_names_remote(path))
+		return (hosts_stream(method, path, body, cbs, r));
+	return (client_stream_at(NULL, method, path, body, cbs, r));
 }
 
 /* Prints the reply's error as "gmux CMD: ERROR" if it failed; 0 if fine. */

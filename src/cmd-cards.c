@@ -25,7 +25,7 @@ static const struct option cards_opts[] = {
 };
 
 static void
-cards_row(struct table *t, json_t *c)
+cards_row(struct table *t, json_t *c, int hosts)
 {
 	json_t	*e = json_object_get(c, "enforce");
 	char	 idx[16], *mem, *share, *memfree, *enf;
@@ -41,10 +41,17 @@ cards_row(struct table *t, json_t *c)
 	xasprintf(&enf, "memory=%s compute=%s",
 	    json_string_value(json_object_get(e, "memory")),
 	    json_string_value(json_object_get(e, "compute")));
-	table_add(t, idx, json_string_value(json_object_get(c, "vendor")),
-	    json_string_value(json_object_get(c, "model")),
-	    json_string_value(json_object_get(c, "uuid")), mem, share, memfree,
-	    enf);
+	if (hosts)
+		table_add(t, json_string_value(json_object_get(c, "host")), idx,
+		    json_string_value(json_object_get(c, "vendor")),
+		    json_string_value(json_object_get(c, "model")),
+		    json_string_value(json_object_get(c, "uuid")), mem, share,
+		    memfree, enf);
+	else
+		table_add(t, idx, json_string_value(json_object_get(c,
+		    "vendor")), json_string_value(json_object_get(c, "model")),
+		    json_string_value(json_object_get(c, "uuid")), mem, share,
+		    memfree, enf);
 	free(mem);
 	free(share);
 	free(memfree);
@@ -54,12 +61,12 @@ cards_row(struct table *t, json_t *c)
 static int
 cmd_cards_exec(int argc, char **argv)
 {
-	static const char *const hdr[] = { "INDEX", "VENDOR", "MODEL", "UUID",
-	    "MEMORY", "SHARE_FREE", "MEM_FREE", "ENFORCED" };
+	static const char *const hdr[] = { "HOST", "INDEX", "VENDOR", "MODEL",
+	    "UUID", "MEMORY", "SHARE_FREE", "MEM_FREE", "ENFORCED" };
 	struct table	*t;
 	json_t		*a, *c;
 	size_t		 i;
-	int		 ch, json = 0;
+	int		 ch, json = 0, hosts;
 
 	while ((ch = cmd_getopt(&cmd_cards_entry, argc, argv, "h",
 	    cards_opts)) != -1) {
@@ -78,17 +85,25 @@ cmd_cards_exec(int argc, char **argv)
 	if (json_array_size(a) == 0)
 		printf("no cards: jobs run with --share 0 (CPU only)\n");
 	else {
-		t = table_create(hdr, nitems(hdr));
+		/* Merged from several hosts (hosts.c): a HOST column. */
+		hosts = json_is_string(json_object_get(json_array_get(a, 0),
+		    "host"));
+		t = table_create(hdr + !hosts, nitems(hdr) - !hosts);
 		json_array_foreach(a, i, c)
-			cards_row(t, c);
+			cards_row(t, c, hosts);
 		table_print(t, stdout);
 		table_free(t);
 	}
 	json_array_foreach(a, i, c) {
 		json_t *why = json_object_get(json_object_get(c, "enforce"),
 		    "why");
+		const char *host = json_string_value(json_object_get(c,
+		    "host"));
 		if (json_is_string(why))
-			printf("card %zu: %s\n", i, json_string_value(why));
+			printf("%s%scard %lld: %s\n", host ? host : "", host ?
+			    " " : "", (long long)json_integer_value(
+			    json_object_get(c, "index")),
+			    json_string_value(why));
 	}
 	json_decref(a);
 	return (0);

@@ -45,7 +45,7 @@ ps_cmd(json_t *cmd)
 }
 
 static void
-ps_row(struct table *t, json_t *j, int64_t now)
+ps_row(struct table *t, json_t *j, int64_t now, int hosts)
 {
 	json_t		*card = json_object_get(j, "card");
 	char		*share, *mem, *age, *cmd, cardbuf[16], state[64];
@@ -73,10 +73,17 @@ ps_row(struct table *t, json_t *j, int64_t now)
 		    "position")));
 	else
 		snprintf(state, sizeof state, "%s", st ? st : "?");
-	table_add(t, json_string_value(json_object_get(j, "id")),
-	    json_string_value(json_object_get(j, "owner")), cardbuf, share,
-	    json_integer_value(json_object_get(j, "mem")) ? mem : "-", state,
-	    age, cmd);
+	if (hosts)
+		table_add(t, json_string_value(json_object_get(j, "host")),
+		    json_string_value(json_object_get(j, "id")),
+		    json_string_value(json_object_get(j, "owner")), cardbuf,
+		    share, json_integer_value(json_object_get(j, "mem")) ? mem :
+		    "-", state, age, cmd);
+	else
+		table_add(t, json_string_value(json_object_get(j, "id")),
+		    json_string_value(json_object_get(j, "owner")), cardbuf,
+		    share, json_integer_value(json_object_get(j, "mem")) ? mem :
+		    "-", state, age, cmd);
 	free(share);
 	free(mem);
 	free(age);
@@ -131,12 +138,12 @@ ps_long(json_t *a)
 static int
 cmd_ps_exec(int argc, char **argv)
 {
-	static const char *const hdr[] = { "ID", "OWNER", "CARD", "SHARE",
-	    "MEM", "STATE", "AGE", "COMMAND" };
+	static const char *const hdr[] = { "HOST", "ID", "OWNER", "CARD",
+	    "SHARE", "MEM", "STATE", "AGE", "COMMAND" };
 	struct table	*t;
 	json_t		*a, *j;
 	size_t		 i;
-	int		 ch, all = 0, json = 0, lng = 0;
+	int		 ch, all = 0, json = 0, lng = 0, hosts;
 
 	while ((ch = cmd_getopt(&cmd_ps_entry, argc, argv, "alh",
 	    ps_opts)) != -1) {
@@ -162,9 +169,11 @@ cmd_ps_exec(int argc, char **argv)
 		json_decref(a);
 		return (0);
 	}
-	t = table_create(hdr, nitems(hdr));
+	/* From several hosts (hosts.c merged them), each row says which. */
+	hosts = json_is_string(json_object_get(json_array_get(a, 0), "host"));
+	t = table_create(hdr + !hosts, nitems(hdr) - !hosts);
 	json_array_foreach(a, i, j)
-		ps_row(t, j, clock_ms());
+		ps_row(t, j, clock_ms(), hosts);
 	table_print(t, stdout);
 	table_free(t);
 	/* What queued jobs wait for, and what failed said, below the table. */
@@ -172,10 +181,13 @@ cmd_ps_exec(int argc, char **argv)
 		const char *st = json_string_value(json_object_get(j, "state"));
 		const char *why = json_string_value(json_object_get(j,
 		    "reason"));
+		const char *host = json_string_value(json_object_get(j,
+		    "host"));
 		if (why != NULL && st != NULL && (strcmp(st, "queued") == 0 ||
 		    strcmp(st, "failed") == 0))
-			printf("%s: %s\n", json_string_value(json_object_get(j,
-			    "id")), why);
+			printf("%s%s%s: %s\n", host ? host : "", host ? ":" :
+			    "", json_string_value(json_object_get(j, "id")),
+			    why);
 	}
 	json_decref(a);
 	return (0);

@@ -48,6 +48,11 @@ const struct cmd_entry cmd_run_entry = {
 	    "  --grace DURATION     from SIGTERM to SIGKILL when stopped "
 	    "(default 10s)\n"
 	    "  -d, --detach         print the job's id and return at once\n"
+	    "  --pull GLOB          on a remote host: when the job ends, "
+	    "fetch its files\n"
+	    "                       matching GLOB (as in .gitignore; "
+	    "repeatable) into\n"
+	    "                       this directory\n"
 	    "\nThe job runs in this directory with this environment; its "
 	    "output streams\nback and gmux exits with its exit code (128+N "
 	    "if killed by signal N;\n125 if gmux itself failed). Ctrl-C stops "
@@ -57,7 +62,7 @@ const struct cmd_entry cmd_run_entry = {
 
 enum { OPT_SHARE = 256, OPT_MEM, OPT_CARD, OPT_GRACE, OPT_CARDS,
     OPT_PRIORITY, OPT_BURST, OPT_PREEMPTIBLE, OPT_REQUEUE, OPT_NOWAIT,
-    OPT_TIMEOUT, OPT_ALLOW, OPT_DENYNET, OPT_ADDHOST };
+    OPT_TIMEOUT, OPT_ALLOW, OPT_DENYNET, OPT_ADDHOST, OPT_PULL };
 
 static const struct option run_opts[] = {
 	{ "share", required_argument, NULL, OPT_SHARE },
@@ -75,6 +80,7 @@ static const struct option run_opts[] = {
 	{ "deny-net", no_argument, NULL, OPT_DENYNET },
 	{ "add-host", required_argument, NULL, OPT_ADDHOST },
 	{ "detach", no_argument, NULL, 'd' },
+	{ "pull", required_argument, NULL, OPT_PULL },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -144,12 +150,13 @@ run_request_sched(json_t *o, int ch)
 
 /* The request from the command line: share, caps, command, here and now. */
 static json_t *
-run_request(int argc, char **argv, int *detach)
+run_request(int argc, char **argv, int *detach, char ***pulls)
 {
 	const struct cmd_entry	*c = &cmd_run_entry;
 	json_t			*o, *a, *v;
 	char			*cwd;
 	mode_t			 mask;
+	size_t			 n;
 	int			 ch, i;
 
 	o = json_object();
@@ -177,6 +184,12 @@ run_request(int argc, char **argv, int *detach)
 			break;
 		case 'd':
 			*detach = 1;
+			break;
+		case OPT_PULL:
+			n = strv_len(*pulls);
+			*pulls = xreallocarray(*pulls, n + 2, sizeof **pulls);
+			(*pulls)[n] = xstrdup(optarg);
+			(*pulls)[n + 1] = NULL;
 			break;
 		default:
 			run_request_sched(o, ch);
@@ -266,9 +279,21 @@ cmd_run_exec(int argc, char **argv)
 {
 	struct stream	 s;
 	json_t		*req;
+	char		**pulls = NULL;
 	int		 detach = 0, rc;
 
-	req = run_request(argc, argv, &detach);
+	req = run_request(argc, argv, &detach, &pulls);
+	if (hosts_remote()) {
+		rc = run_remote(req, detach, pulls);
+		json_decref(req);
+		strv_free(pulls);
+		return (rc);
+	}
+	if (pulls != NULL) {
+		fprintf(stderr, "gmux run: --pull is for remote hosts; this "
+		    "job runs here, in this directory\n");
+		exit(EXIT_USAGE);
+	}
 	if (detach) {
 		rc = run_detached(req);
 		json_decref(req);

@@ -9,10 +9,16 @@ static int	cmd_serve_exec(int, char **);
 
 const struct cmd_entry cmd_serve_entry = {
 	.name = "serve",
-	.args = "[--fake SPEC] [-d] [-v]",
+	.args = "[--fake SPEC] [--addr [HOST]:PORT] [-d] [-v]",
 	.help = "run the daemon that shares this host's cards",
 	.options =
 	    "  --fake SPEC          add fake cards, e.g. 2xH100:80G,1xMI300X:192G\n"
+	    "  --addr [HOST]:PORT   also serve remote clients over TLS on TCP "
+	    "(:7070: every\n"
+	    "                       address); the first time, prints the line "
+	    "to paste on\n"
+	    "                       a client: gmux remote add NAME "
+	    "TOKEN@HOST:PORT#PIN\n"
 	    "  -d, --detach         run in the background once it serves\n"
 	    "  -v, --verbose        log every request and job change\n"
 	    "  --audit-report-only  report a job's GPU processes that escaped "
@@ -23,6 +29,7 @@ const struct cmd_entry cmd_serve_entry = {
 
 static const struct option serve_opts[] = {
 	{ "fake", required_argument, NULL, 'f' },
+	{ "addr", required_argument, NULL, 'a' },
 	{ "detach", no_argument, NULL, 'd' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "audit-report-only", no_argument, NULL, 'A' },
@@ -41,6 +48,9 @@ cmd_serve_exec(int argc, char **argv)
 		switch (ch) {
 		case 'f':
 			fake = optarg;
+			break;
+		case 'a':
+			server_tls_addr = optarg;
 			break;
 		case 'd':
 			detach = 1;

@@ -21,6 +21,8 @@ const struct cmd_entry *cmd_table[] = {
 	&cmd_cards_entry,
 	&cmd_top_entry,
 	&cmd_usage_entry,
+	&cmd_remote_entry,
+	&cmd_token_entry,
 	&cmd_version_entry,
 	&cmd_help_entry,
 	NULL
@@ -45,7 +47,9 @@ cmd_print_help(const struct cmd_entry *c, FILE *f)
 	    c->args, c->help);
 	if (c->options != NULL && *c->options != '\0')
 		fprintf(f, "\noptions:\n%s", c->options);
-	fprintf(f, "  -h, --help           show this help\n");
+	fprintf(f, "  --remote NAME        on remote host NAME (gmux remote)\n"
+	    "  --local              on this machine's daemon\n"
+	    "  -h, --help           show this help\n");
 }
 
 void
@@ -53,7 +57,8 @@ cmd_print_usage(FILE *f)
 {
 	const struct cmd_entry	**c;
 
-	fprintf(f, "usage: gmux [-v] COMMAND [ARGS...]\n\n"
+	fprintf(f, "usage: gmux [-v] [--local | --remote NAME] COMMAND "
+	    "[ARGS...]\n\n"
 	    "gmux shares GPUs: every job gets a capped share of a card.\n\n"
 	    "commands:\n");
 	for (c = cmd_table; *c != NULL; c++) {
@@ -61,6 +66,9 @@ cmd_print_usage(FILE *f)
 			fprintf(f, "  %-9s %s\n", (*c)->name, (*c)->help);
 	}
 	fprintf(f, "\nRun 'gmux COMMAND --help' for a command's options.\n"
+	    "A command goes to --remote NAME, or with --local, or when a "
+	    "daemon runs here,\nto this machine's daemon; else to the hosts "
+	    "of gmux remote ls.\n"
 	    "Files live under $GMUX_HOME when it is set.\n");
 }
 
@@ -78,10 +86,35 @@ cmd_usage_error(const struct cmd_entry *c, const char *fmt, ...)
 	exit(EXIT_USAGE);
 }
 
+/* The options every command takes: where it goes (hosts.c). */
+#define CMD_OPT_REMOTE	0x7f00
+#define CMD_OPT_LOCAL	0x7f01
+static const struct option cmd_where_opts[] = {
+	{ "remote", required_argument, NULL, CMD_OPT_REMOTE },
+	{ "local", no_argument, NULL, CMD_OPT_LOCAL },
+};
+
+/* The command's long options and cmd_where_opts, in one table. */
+static const struct option *
+cmd_all_opts(const struct option *longopts)
+{
+	static struct option	 all[64];
+	u_int			 n = 0;
+
+	while (longopts[n].name != NULL && n < nitems(all) - 3) {
+		all[n] = longopts[n];
+		n++;
+	}
+	all[n++] = cmd_where_opts[0];
+	all[n++] = cmd_where_opts[1];
+	memset(&all[n], 0, sizeof all[n]);
+	return (all);
+}
+
 /*
  * getopt_long for a command: stops at the first operand (so a job's own
  * flags are left alone), turns mistakes into usage errors and answers
- * -h/--help itself.
+ * -h/--help itself.  --remote NAME and --local are taken here.
  */
 int
 cmd_getopt(const struct cmd_entry *c, int argc, char **argv,
@@ -92,7 +125,12 @@ cmd_getopt(const struct cmd_entry *c, int argc, char **argv,
 
 	snprintf(opts, sizeof opts, "+:%s", shortopts);
 	opterr = 0;
-	ch = getopt_long(argc, argv, opts, longopts, &idx);
+	do {
+		ch = getopt_long(argc, argv, opts, cmd_all_opts(longopts),
+		    &idx);
+		if (ch == CMD_OPT_REMOTE || ch == CMD_OPT_LOCAL)
+			hosts_choose(ch == CMD_OPT_LOCAL, optarg);
+	} while (ch == CMD_OPT_REMOTE || ch == CMD_OPT_LOCAL);
 	switch (ch) {
 	case 'h':
 		cmd_print_help(c, stdout);

@@ -17,6 +17,9 @@
 
 static const char *config_keys[] = {
 	"JOB_RETENTION_DAYS",
+	"BLOB_STORE_SIZE",	/* remote runs (issue 7) */
+	"UPLOAD_LIMIT",
+	"PULL_LIMIT",
 };
 
 static struct config_entry	*config_entries;

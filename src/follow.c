@@ -27,6 +27,7 @@
 
 #define FOLLOW_CHUNK		65536
 #define FOLLOW_WRITE_TIMEOUT	300	/* seconds a client may not read */
+#define FOLLOW_HEARTBEAT_MS	5000	/* a quiet stream says it lives */
 
 struct follower {
 	struct job		*job;
@@ -43,6 +44,7 @@ struct follower {
 	int			 saw_exit;
 	int			 damaged;	/* the log's framing broke */
 	int			 done;
+	int64_t			 sent;		/* last sent to it, mono ms */
 	TAILQ_ENTRY(follower)	 entry;
 };
 
@@ -306,6 +308,7 @@ follow_pump(struct follower *f)
 		follow_end(f, out);
 	} else if (evbuffer_get_length(out) > 0) {
 		f->busy = 1;
+		f->sent = clock_mono_ms();
 		evhttp_send_reply_chunk_with_cb(f->req, out, follow_written, f);
 	}
 	evbuffer_free(out);
@@ -378,6 +381,7 @@ follow_start(struct job *j, struct evhttp_request *req, uint64_t from,
 	f->follow = (flags & FOLLOW_LIVE) != 0;
 	f->raw = (flags & FOLLOW_RAW) != 0;
 	f->wait_only = (flags & FOLLOW_WAIT) != 0;
+	f->sent = clock_mono_ms();
 	TAILQ_INSERT_TAIL(&j->followers, f, entry);
 	evhttp_connection_set_closecb(evcon, follow_closed, f);
 	/*
@@ -465,5 +469,41 @@ follow_job_ended(struct job *j)
 		api_reply(f->req, 200, o);
 		json_decref(o);
 		follow_free(f);
+	}
+}
+
+/*
+ * Once a second: a live stream that has had nothing for a while gets an
+ * info frame {"heartbeat": MS}, so a client far away can tell a quiet job
+ * from a dead connection (it gives up after 15 s of silence).  A client
+ * that is not reading (a chunk still on its way) gets nothing more.
+ */
+void
+follow_heartbeat(int64_t now)
+{
+	struct job	*j;
+	struct follower	*f;
+	struct evbuffer	*out;
+	struct frame	 fr;
+	char		 text[64];
+
+	snprintf(text, sizeof text, "{\"heartbeat\":%lld}",
+	    (long long)clock_ms());
+	fr.type = FRAME_INFO;
+	fr.len = (uint32_t)strlen(text);
+	fr.data = text;
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		TAILQ_FOREACH(f, &j->followers, entry) {
+			if (f->wait_only || f->raw || !f->follow || f->busy ||
+			    now - f->sent < FOLLOW_HEARTBEAT_MS)
+				continue;
+			out = evbuffer_new();
+			follow_emit(f, out, &fr);
+			f->busy = 1;
+			f->sent = now;
+			evhttp_send_reply_chunk_with_cb(f->req, out,
+			    follow_written, f);
+			evbuffer_free(out);
+		}
 	}
 }

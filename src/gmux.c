@@ -11,6 +11,8 @@ static const struct option main_opts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
+	{ "remote", required_argument, NULL, 'r' },
+	{ "local", no_argument, NULL, 'l' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -22,7 +24,7 @@ main(int argc, char **argv)
 
 	setlocale(LC_CTYPE, "");
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+vVh", main_opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+:vVh", main_opts, NULL)) != -1) {
 		switch (ch) {
 		case 'v':
 			verbose = 2;
@@ -33,6 +35,14 @@ main(int argc, char **argv)
 		case 'h':
 			cmd_print_usage(stdout);
 			return (0);
+		case 'r':
+		case 'l':
+			hosts_choose(ch == 'l', optarg);
+			break;
+		case ':':
+			fprintf(stderr, "gmux: %s needs a value (see gmux "
+			    "help)\n", argv[optind - 1]);
+			return (EXIT_USAGE);
 		default:
 			fprintf(stderr, "gmux: unknown option %s (see gmux "
 			    "help)\n", argv[optind - 1]);

@@ -134,6 +134,7 @@ struct jobreq {
 	int64_t		  timeout_ms;	/* bound on queueing; 0: none */
 	int		  umask;	/* the caller's; -1: the daemon's */
 	struct fence	 *fence;	/* NULL: not fenced */
+	char		 *manifest;	/* a synced tree to run in (remote) */
 };
 void		 jobreq_init(struct jobreq *);
 void		 jobreq_clear(struct jobreq *);
@@ -155,6 +156,7 @@ struct http_resp {
 	int		 status;
 	int64_t		 length;	/* Content-Length, -1 if none */
 	int		 chunked;
+	int		 close;		/* the server closes after this reply */
 	uint64_t	 left;		/* body or chunk bytes to come */
 	u_int		 nheaders;
 	char		 line[8192];
@@ -175,12 +177,37 @@ struct client_stream_cbs {
 	int		 (*interrupt)(void *);	/* Ctrl-C; nonzero ends it */
 	void		*arg;
 };
+struct target;
+struct client_req {			/* one of several requests at once */
+	const struct target *target;	/* NULL: the local daemon */
+	const char	*method;
+	const char	*path;
+	const char	*ctype;		/* of the body; NULL: JSON */
+	const void	*body;
+	size_t		 len;
+	int		 bodyfd;	/* or the body is bodysize bytes of */
+	uint64_t	 bodyoff;	/* this fd from bodyoff; -1: none */
+	uint64_t	 bodysize;
+	int		 sinkfd;	/* a 2xx body goes here, or -1 */
+	const struct client_stream_cbs *cbs;	/* a 200 reply is frames */
+	struct client_reply reply;
+	int		 stopped;	/* a callback ended it */
+};
 int		 client_daemon_running(void);
 int		 client_call(const char *, const char *, json_t *,
 		     struct client_reply *);
+int		 client_call_at(const struct target *, const char *,
+		     const char *, json_t *, struct client_reply *);
 void		 client_reply_clear(struct client_reply *);
 int		 client_stream(const char *, const char *, json_t *,
 		     const struct client_stream_cbs *, struct client_reply *);
+int		 client_stream_at(const struct target *, const char *,
+		     const char *, json_t *, const struct client_stream_cbs *,
+		     struct client_reply *);
+void		 client_req_init(struct client_req *, const struct target *,
+		     const char *, const char *);
+void		 client_multi(struct client_req *, u_int, int);
+int		 client_request(struct client_req *);
 void		 client_catch_interrupts(void);
 int		 client_ok(struct client_reply *, const char *);
 dead void	 client_die(struct client_reply *, const char *);
@@ -227,6 +254,8 @@ extern const struct cmd_entry cmd_cards_entry;
 extern const struct cmd_entry cmd_top_entry;
 extern const struct cmd_entry cmd_usage_entry;
 extern const struct cmd_entry cmd_version_entry;
+extern const struct cmd_entry cmd_remote_entry;
+extern const struct cmd_entry cmd_token_entry;
 extern const struct cmd_entry cmd_help_entry;
 
 /* stream.c: a job's output on the terminal (run, logs, attach) */
@@ -234,7 +263,7 @@ extern const struct cmd_entry cmd_help_entry;
 #define STREAM_RUN	1	/* Ctrl-C stops the job; again, detaches */
 #define STREAM_ATTACH	2	/* Ctrl-C detaches */
 struct stream {
-	char		 job[16];	/* learned from the first frame if empty */
+	char		 job[64];	/* learned from the first frame if empty */
 	int		 mode;
 	uint64_t	 offset;	/* output bytes shown so far */
 	int		 ended;		/* the exit frame came */
@@ -749,6 +778,7 @@ void		 follow_job_changed(struct job *);
 void		 follow_job_ended(struct job *);
 void		 follow_job_info(struct job *);
 void		 follow_init(void);
+void		 follow_heartbeat(int64_t);
 int		 follow_seek(int, uint64_t, off_t *, uint64_t *);
 
 /* server.c: the daemon */
@@ -780,6 +810,7 @@ json_t		*api_body(struct evhttp_request *, char **);
 void		 api_reply(struct evhttp_request *, int, json_t *);
 void		 api_error(struct evhttp_request *, int, const char *, ...)
 		     printflike(3, 4);
+void		 api_dispatch(struct evhttp_request *, void *);
 const char	*api_query(struct evhttp_request *, const char *);
 int		 api_query_flag(struct evhttp_request *, const char *);
 char		*api_owner(struct evhttp_request *);
@@ -996,6 +1027,7 @@ struct usage_row {
 	u_int		 jobs;		/* distinct jobs with time in it */
 	int64_t		 seat_ms;	/* guaranteed seats x ms */
 	double		 mem_gib_hours;	/* memory cap x time */
+	char		*host;		/* merged from several hosts, or NULL */
 };
 struct usage {
 	enum usage_by	 by;
@@ -1315,7 +1347,14 @@ const char	*tls_identity_pin(const struct tls_identity *);
 void		*tls_server_create(const struct tls_identity *, char **);
 void		 tls_server_free(void *);
 struct bufferevent *tls_server_bev(struct event_base *, void *);
-int		 tls_client_pin(void *, struct tls_pin *);
+struct tls_conn;
+struct tls_conn	*tls_client_open(int, const char *, const char *, char **);
+int		 tls_handshake(struct tls_conn *, char **);
+int		 tls_want(const struct tls_conn *);
+size_t		 tls_pending(const struct tls_conn *);
+ssize_t		 tls_read(struct tls_conn *, void *, size_t);
+ssize_t		 tls_write(struct tls_conn *, const void *, size_t);
+void		 tls_close(struct tls_conn *);
 char		*tls_pin_error(const struct tls_pin *, const char *);
 /* (end) */
 
@@ -1373,6 +1412,62 @@ void		 target_clear(struct target *);
 char		*target_format(const struct target *);
 char		*target_hostport(const struct target *);
 char		*target_url(const struct target *, const char *);
+/* (end) */
+
+/* conn.c (issue 7): a connection to the local daemon or a remote host */
+struct conn;
+struct conn	*conn_open_unix(const char *);
+struct conn	*conn_open_tcp(const char *, u_int, const char *, char **);
+int		 conn_advance(struct conn *, char **);
+int		 conn_ready(const struct conn *);
+int		 conn_fd(const struct conn *);
+const char	*conn_name(const struct conn *);
+int		 conn_events(const struct conn *, int);
+size_t		 conn_pending(const struct conn *);
+ssize_t		 conn_read(struct conn *, void *, size_t);
+ssize_t		 conn_write(struct conn *, const void *, size_t);
+void		 conn_close(struct conn *);
+/* (end) */
+
+/* server-tls.c (issue 7): the TCP listener, TLS and tokens */
+extern const char *server_tls_addr;
+struct tokens	*server_tls_tokens(char **);
+char		*server_tls_invite(const char *);
+int		 server_tls_request(struct evhttp_request *);
+char		*server_tls_owner(struct evhttp_request *);
+int		 server_tls_may(struct evhttp_request *, const char *);
+int		 server_tls_start(char **);
+void		 server_tls_stop(void);
+/* (end) */
+
+/* api-remote.c, api-token.c (issue 7): the routes of remote runs */
+void		 api_remote_close(void);
+void		 api_sync_manifest_get(struct evhttp_request *, const char *);
+void		 api_sync_manifest_post(struct evhttp_request *, const char *);
+void		 api_blobs_post(struct evhttp_request *, const char *);
+void		 api_blob_put(struct evhttp_request *, const char *);
+void		 api_blob_get(struct evhttp_request *, const char *);
+void		 api_job_pull(struct evhttp_request *, const char *);
+int		 api_remote_job(struct evhttp_request *, struct jobreq *,
+		     u_int);
+void		 api_remote_job_undo(u_int);
+void		 api_tokens_list(struct evhttp_request *, const char *);
+void		 api_tokens_add(struct evhttp_request *, const char *);
+void		 api_token_revoke(struct evhttp_request *, const char *);
+/* (end) */
+
+/* hosts.c (issue 7): where a command goes, local or remote */
+struct remote;
+void		 hosts_choose(int, const char *);
+int		 hosts_remote(void);
+int		 hosts_names_remote(const char *);
+u_int		 hosts_candidates(const struct remote **, u_int);
+u_int		 hosts_count(void);
+int		 hosts_fixed(void);
+int		 hosts_call(const char *, const char *, json_t *,
+		     struct client_reply *);
+int		 hosts_stream(const char *, const char *, json_t *,
+		     const struct client_stream_cbs *, struct client_reply *);
 /* (end) */
 
 /* digest.c (issue 7) */
@@ -1494,6 +1589,8 @@ int		 remote_host_manifest_get(struct cas *, uint64_t, const char *,
 		     json_t **, char **);
 int		 remote_host_blob_put(struct cas *, const char *, const void *,
 		     size_t, char **);
+int		 remote_host_blob_part(struct cas *, const char *, uint64_t,
+		     uint64_t, const void *, size_t, json_t **, char **);
 int		 remote_host_batch(struct cas *, const void *, size_t,
 		     json_t **, char **);
 int		 remote_host_prepare(struct cas *, const char *, const char *,
@@ -1513,7 +1610,29 @@ struct remote_local {
 void		 remote_local_io(struct remote_local *, struct remote_io *);
 /* (end) */
 
+/* remote-net.c (issue 7): the sync routes over the network, in the CLI */
+#define REMOTE_NET_PARALLEL	4	/* large blobs sent at once */
+struct remote_net_put {
+	char		 digest[DIGEST_HEX];
+	int		 fd;
+	uint64_t	 size;
+	uint64_t	 sent;
+};
+struct remote_net {
+	const struct target *target;
+	struct remote_net_put put[REMOTE_NET_PARALLEL];
+	u_int		 nput;
+	u_int		 requests;
+};
+void		 remote_net_io(struct remote_net *, struct remote_io *);
+/* (end) */
+
+/* run-remote.c (issue 7): gmux run on remote hosts */
+int		 run_remote(json_t *, int, char **);
+/* (end) */
+
 /* remotes.c (issue 7): the client's hosts */
+#define REMOTES_MAX	64
 struct remote {
 	char		*name;
 	struct target	 target;

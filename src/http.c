@@ -54,6 +54,8 @@ http_status_line(struct http_resp *r, const char *line, char **cause)
 		return (-1);
 	}
 	r->status = (p[0] - '0') * 100 + (p[1] - '0') * 10 + (p[2] - '0');
+	if (line[7] == '0')
+		r->close = 1;	/* HTTP/1.0 keeps no connection */
 	return (0);
 }
 
@@ -81,6 +83,9 @@ http_header(struct http_resp *r, const char *line, char **cause)
 			return (-1);
 		}
 		r->length = n;
+	} else if (strncasecmp(line, "Connection:", 11) == 0) {
+		if (strcasecmp(v, "close") == 0)
+			r->close = 1;
 	} else if (strncasecmp(line, "Transfer-Encoding:", 18) == 0) {
 		if (strcasecmp(v, "chunked") != 0) {
 			xasprintf(cause, "unsupported transfer encoding");
@@ -124,6 +129,8 @@ http_line(struct http_resp *r, const char *line, char **cause)
 	case HTTP_HEADERS:
 		if (*line != '\0')
 			return (http_header(r, line, cause));
+		if (!r->chunked && r->length < 0)
+			r->close = 1;	/* the body ends with the connection */
 		if (r->chunked)
 			r->state = HTTP_CHUNK_SIZE;
 		else if (r->length == 0)

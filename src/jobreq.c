@@ -33,6 +33,7 @@ jobreq_clear(struct jobreq *r)
 	free(r->cwd);
 	free(r->card_uuid);
 	fence_free(r->fence);
+	free(r->manifest);
 	jobreq_init(r);
 }
 
@@ -195,6 +196,15 @@ field_from_json(const char *k, json_t *v, struct jobreq *r, char **cause)
 		r->cwd = xstrdup(json_string_value(v));
 		return (0);
 	}
+	if (strcmp(k, "manifest") == 0) {
+		if (!json_is_string(v) || !digest_valid(json_string_value(v))) {
+			xasprintf(cause, "manifest: must be a SHA-256 in hex");
+			return (-1);
+		}
+		free(r->manifest);
+		r->manifest = xstrdup(json_string_value(v));
+		return (0);
+	}
 	if (strcmp(k, "share") == 0)
 		return (share_from_json(v, &r->seats, cause));
 	if (strcmp(k, "mem") == 0)
@@ -268,6 +278,11 @@ jobreq_from_json(json_t *o, struct jobreq *r, char **cause)
 	fence_free(r->fence);
 	if (fence_from_json(o, &r->fence, cause) != 0)
 		return (-1);
+	if (r->manifest != NULL && r->cwd != NULL) {
+		xasprintf(cause, "manifest: a job runs in its synced tree or "
+		    "in cwd, not both");
+		return (-1);
+	}
 	if (r->seats == 0) {
 		if (r->mem != 0 || r->card != -1 || r->card_uuid != NULL ||
 		    (have_cards && r->ncards != 0)) {
@@ -329,6 +344,8 @@ jobreq_to_json(const struct jobreq *r)
 	}
 	if (r->cwd != NULL)
 		json_object_set_new(o, "cwd", json_string(r->cwd));
+	if (r->manifest != NULL)
+		json_object_set_new(o, "manifest", json_string(r->manifest));
 	json_object_set_new(o, "share", json_real(r->seats / 100.0));
 	if (r->mem != 0)
 		json_object_set_new(o, "mem", json_integer((json_int_t)r->mem));

@@ -214,7 +214,7 @@ remote_host_manifest_post(struct cas *c, uint64_t max_upload,
 	return (rc);
 }
 
-/* Loads and parses a stored manifest.  Returns 0, 404 or 500. */
+/* Loads and parses a stored manifest.  Returns 0, 400, 404 or 500. */
 static int
 remote_host_load(struct cas *c, const char *mdigest, struct manifest *m,
     char **cause)
@@ -238,9 +238,10 @@ remote_host_load(struct cas *c, const char *mdigest, struct manifest *m,
 		    strerror(errno));
 		return (500);
 	}
+	/* Stored as any blob may be: it is checked like a POSTed one. */
 	rc = manifest_parse(buf, len, REMOTE_ENTRIES_MAX, m, cause);
 	free(buf);
-	return (rc == 0 ? 0 : 500);
+	return (rc == 0 ? 0 : 400);
 }
 
 /*
@@ -288,6 +289,132 @@ remote_host_blob_put(struct cas *c, const char *digest, const void *body,
 	if ((rc = cas_put(c, digest, body, len, cause)) == 0)
 		return (201);
 	return (rc == -2 ? 400 : 500);
+}
+
+/*
+ * Blobs too large for one body arrive in parts (PUT /v1/blobs/D?size=N&
+ * offset=K), in order, each appended to the blob's writer; the digest is
+ * checked when the last part is in.  Parts of one blob may come over
+ * several connections, so the writers live here between requests.  Few
+ * uploads run at once; one untouched for a while is dropped.
+ */
+#define REMOTE_PARTIALS		32
+#define REMOTE_PARTIAL_IDLE_MS	(10 * 60 * 1000)
+static struct remote_partial {
+	char			 digest[DIGEST_HEX];
+	struct cas_writer	*w;
+	uint64_t		 size;
+	uint64_t		 next;
+	int64_t			 touched;
+} remote_partials[REMOTE_PARTIALS];
+
+/* Finds the upload of digest, or a free (or the stalest) slot for it. */
+static struct remote_partial *
+remote_partial_slot(const char *digest, int64_t now)
+{
+	struct remote_partial	*p, *free_p = NULL, *old = NULL;
+	u_int			 i;
+
+	for (i = 0; i < REMOTE_PARTIALS; i++) {
+		p = &remote_partials[i];
+		if (p->w != NULL && now - p->touched > REMOTE_PARTIAL_IDLE_MS) {
+			cas_writer_abort(p->w);
+			p->w = NULL;
+		}
+		if (p->w != NULL && strcmp(p->digest, digest) == 0)
+			return (p);
+		if (p->w == NULL && free_p == NULL)
+			free_p = p;
+		if (p->w != NULL && (old == NULL || p->touched < old->touched))
+			old = p;
+	}
+	if (free_p != NULL)
+		return (free_p);
+	cas_writer_abort(old->w);
+	old->w = NULL;
+	return (old);
+}
+
+static void
+remote_partial_drop(struct remote_partial *p)
+{
+	if (p->w != NULL)
+		cas_writer_abort(p->w);
+	p->w = NULL;
+}
+
+/* Starts (or starts again) the upload of digest in slot p. */
+static int
+remote_partial_begin(struct cas *c, struct remote_partial *p,
+    const char *digest, uint64_t size, char **cause)
+{
+	remote_partial_drop(p);
+	if ((p->w = cas_writer_create(c, digest, size, cause)) == NULL)
+		return (413);
+	memcpy(p->digest, digest, DIGEST_HEX);
+	p->size = size;
+	p->next = 0;
+	return (0);
+}
+
+/*
+ * One part of a large blob: len bytes at offset of a blob of size bytes.
+ * Returns 201 (the last part: stored), 200 (the blob is here already:
+ * send no more), 202 with *reply {"next": N} (more to come), 409 with
+ * *reply {"next": N} (not the part expected), or 400/413/500 with *cause.
+ */
+int
+remote_host_blob_part(struct cas *c, const char *digest, uint64_t offset,
+    uint64_t size, const void *body, size_t len, json_t **reply,
+    char **cause)
+{
+	struct remote_partial	*p;
+	int			 rc;
+
+	*reply = NULL;
+	if (!digest_valid(digest)) {
+		xasprintf(cause, "'%.80s' is not a digest", digest);
+		return (400);
+	}
+	if (size > cas_limit(c)) {
+		xasprintf(cause, "a blob of %llu bytes is more than this host "
+		    "keeps", (unsigned long long)size);
+		return (413);
+	}
+	if (cas_has(c, digest, NULL))
+		return (200);
+	if (offset > size || len > size - offset) {
+		xasprintf(cause, "the part goes past the blob's size");
+		return (400);
+	}
+	p = remote_partial_slot(digest, clock_mono_ms());
+	if (offset == 0 && (rc = remote_partial_begin(c, p, digest, size,
+	    cause)) != 0)
+		return (rc);
+	if (p->w == NULL || strcmp(p->digest, digest) != 0 ||
+	    p->next != offset || p->size != size) {
+		*reply = json_pack("{s:s, s:I}", "error", "not the part "
+		    "expected", "next", (json_int_t)(p->w != NULL &&
+		    strcmp(p->digest, digest) == 0 ? p->next : 0));
+		return (409);
+	}
+	p->touched = clock_mono_ms();
+	if ((rc = cas_writer_write(p->w, body, len, cause)) != 0) {
+		remote_partial_drop(p);
+		return (rc == -2 ? 400 : 500);
+	}
+	p->next += len;
+	if (p->next < p->size) {
+		*reply = json_pack("{s:I}", "next", (json_int_t)p->next);
+		return (202);
+	}
+	rc = cas_writer_finish(p->w, 0, NULL, cause);
+	if (rc == 0)
+		rc = cas_writer_commit(p->w, cause);
+	p->w = NULL;
+	if (rc != 0)
+		return (rc == -2 ? 400 : 500);
+	return (201);
 }
 
 struct remote_batch {

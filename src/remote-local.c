@@ -2,8 +2,9 @@
  * remote-local.c: a struct remote_io that serves the sync routes in
  * process, straight from the host handlers (remote-host.c) and a blob
  * store, with no HTTP in between.  The tests and bench/sync run the real
- * client and host logic through it; the daemon's route table and the
- * CLI's libcurl transport are the same two ends with a wire between.
+ * client and host logic through it; the daemon's routes (api-remote.c)
+ * and the CLI's transport (remote-net.c) are the same two ends with a
+ * wire between.
  */
 
 #include <errno.h>

@@ -81,6 +81,10 @@ remotes_parse(struct remotes *rs, const char *buf, size_t len, char **cause)
 		xasprintf(cause, "no \"remotes\" array");
 		goto out;
 	}
+	if (json_array_size(arr) > REMOTES_MAX) {
+		xasprintf(cause, "more than %d remotes", REMOTES_MAX);
+		goto out;
+	}
 	rs->v = xcalloc(json_array_size(arr), sizeof *rs->v);
 	json_array_foreach(arr, i, o) {
 		if (json_unpack(o, "{s:s, s:s}", "name", &name, "target",
@@ -181,6 +185,10 @@ remotes_add(struct remotes *rs, const char *name, const char *target,
 	if (!remote_name_valid(name)) {
 		xasprintf(cause, "'%.32s' is not a remote name (letters, "
 		    "digits, '.', '_' and '-', at most 32)", name);
+		return (-1);
+	}
+	if (rs->n >= REMOTES_MAX) {
+		xasprintf(cause, "at most %d remotes", REMOTES_MAX);
 		return (-1);
 	}
 	if (remotes_find(rs, name) != NULL) {

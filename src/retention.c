@@ -17,7 +17,11 @@
 
 static int64_t	retention_last;
 
-/* Removes a job's directory: flat, files only (log, status, ...). */
+/*
+ * Removes a job's directory: its files (log, status, ...) and the copy of
+ * the tree a remote run worked in (work/, confined: it holds what the job
+ * made, links included).
+ */
 static void
 retention_remove_dir(u_int id)
 {
@@ -25,6 +29,9 @@ retention_remove_dir(u_int id)
 	char		*dir;
 	DIR		*d;
 
+	dir = path_job_file(id, "work");
+	confine_remove(dir);
+	free(dir);
 	dir = path_job(id);
 	if ((d = opendir(dir)) != NULL) {
 		while ((de = readdir(d)) != NULL) {

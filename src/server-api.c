@@ -39,6 +39,16 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/usage", api_usage },
 	{ EVHTTP_REQ_POST, "/v1/usage/prune", api_usage_prune },
 	{ EVHTTP_REQ_GET, "/metrics", api_metrics },
+	/* remote runs (issue 7): docs/remote.md */
+	{ EVHTTP_REQ_GET, "/v1/sync/manifest/*", api_sync_manifest_get },
+	{ EVHTTP_REQ_POST, "/v1/sync/manifest", api_sync_manifest_post },
+	{ EVHTTP_REQ_POST, "/v1/blobs", api_blobs_post },
+	{ EVHTTP_REQ_PUT, "/v1/blobs/*", api_blob_put },
+	{ EVHTTP_REQ_GET, "/v1/blobs/*", api_blob_get },
+	{ EVHTTP_REQ_POST, "/v1/jobs/*/pull", api_job_pull },
+	{ EVHTTP_REQ_GET, "/v1/tokens", api_tokens_list },
+	{ EVHTTP_REQ_POST, "/v1/tokens", api_tokens_add },
+	{ EVHTTP_REQ_POST, "/v1/tokens/*/revoke", api_token_revoke },
 };
 
 /* Matches path against pattern; the "*" segment is copied to id. */
@@ -77,13 +87,14 @@ api_method_name(enum evhttp_cmd_type m)
 	}
 }
 
-static void
+/* Runs the route for req (the TCP listener's dispatch checks first). */
+void
 api_dispatch(struct evhttp_request *req, void *arg)
 {
 	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
 	const char		*path = evhttp_uri_get_path(uri);
 	enum evhttp_cmd_type	 m = evhttp_request_get_command(req);
-	char			 id[64];
+	char			 id[128];
 	u_int			 i;
 	int			 path_known = 0;
 
@@ -202,8 +213,8 @@ api_query_flag(struct evhttp_request *req, const char *name)
 
 /*
  * The owner of what this request does: the peer's user on the Unix socket
- * (from the kernel, so a client cannot claim to be someone else).  Caller
- * frees.
+ * (from the kernel, so a client cannot claim to be someone else), the
+ * token's owner over TCP.  Caller frees.
  */
 char *
 api_owner(struct evhttp_request *req)
@@ -214,6 +225,8 @@ api_owner(struct evhttp_request *req)
 	socklen_t			 len = sizeof cred;
 	int				 fd;
 
+	if (server_tls_request(req))
+		return (server_tls_owner(req));
 	evcon = evhttp_request_get_connection(req);
 	bev = evhttp_connection_get_bufferevent(evcon);
 	fd = bev != NULL ? bufferevent_getfd(bev) : -1;

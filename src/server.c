@@ -217,6 +217,7 @@ server_tick(void)
 	enforce_tick(&server_cards, server_audit_done, NULL);
 	server_tick_usage();
 	server_sched_tick();
+	follow_heartbeat(clock_mono_ms());
 	if (server_ledger != NULL &&
 	    ledger_tick(server_ledger, clock_ms(), &cause) != 0) {
 		log_warnx("ledger: %s", cause);
@@ -298,6 +299,8 @@ server_setup(const char *fake, char **cause)
 	    LEV_OPT_CLOSE_ON_FREE|LEV_OPT_CLOSE_ON_EXEC, -1, fd);
 	if (l == NULL || evhttp_bind_listener(server_http, l) == NULL)
 		fatalx("evhttp_bind_listener");
+	if (server_tls_addr != NULL && server_tls_start(cause) != 0)
+		return (-1);
 	return (0);
 }
 
@@ -351,6 +354,8 @@ server_main(const char *fake, int detach)
 	server_ready(ready);
 	event_base_dispatch(server_base);
 	evhttp_free(server_http);
+	server_tls_stop();
+	api_remote_close();
 	unlink(path_socket());
 	proc_async_shutdown();
 	enforce_shutdown();

@@ -8,11 +8,15 @@
  * the pin.  Clients never consult CAs: they compare the pin inside the
  * handshake (the certificate verification callback), so a host that cannot
  * show the pinned key never sees a byte of the request, token included.
+ * The client's side is non-blocking (tls_client_open, tls_handshake,
+ * tls_read, tls_write), so the CLI polls several hosts at once.
  */
 
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -307,14 +311,23 @@ tls_server_bev(struct event_base *base, void *arg)
 /*
  * The whole certificate check of a pinned client: the leaf's key must hash
  * to the pin.  CAs, names and dates do not matter; the pin is the trust.
+ * The pin rides on the connection (SSL app data), so one context serves
+ * every host.
  */
 static int
 tls_pin_verify(X509_STORE_CTX *xs, void *arg)
 {
-	struct tls_pin	*p = arg;
+	SSL		*ssl;
+	struct tls_pin	*p;
 	X509		*leaf = X509_STORE_CTX_get0_cert(xs);
 	EVP_PKEY	*key;
 
+	ssl = X509_STORE_CTX_get_ex_data(xs,
+	    SSL_get_ex_data_X509_STORE_CTX_idx());
+	if (ssl == NULL || (p = SSL_get_app_data(ssl)) == NULL) {
+		X509_STORE_CTX_set_error(xs, X509_V_ERR_UNSPECIFIED);
+		return (0);
+	}
 	p->checked = 1;
 	p->seen[0] = '\0';
 	if (leaf == NULL || (key = X509_get0_pubkey(leaf)) == NULL ||
@@ -335,25 +348,193 @@ tls_pin_verify(X509_STORE_CTX *xs, void *arg)
 	return (1);
 }
 
-/*
- * Makes a client context (an SSL_CTX) check the pin in p->want during the
- * handshake.  For libcurl's CURLOPT_SSL_CTX_FUNCTION (with
- * CURLOPT_SSL_VERIFYPEER and VERIFYHOST off: the pin replaces them), or
- * any OpenSSL client.  p must outlive the connections.
- */
-int
-tls_client_pin(void *sslctx, struct tls_pin *p)
+/* The client context, made once: TLS 1.2 or later, the pin as the check. */
+static SSL_CTX *
+tls_client_ctx(char **cause)
 {
-	SSL_CTX	*ctx = sslctx;
+	static SSL_CTX	*ctx;
 
-	if (!digest_valid(p->want))
-		return (-1);
-	p->checked = p->mismatch = 0;
+	if (ctx != NULL)
+		return (ctx);
+	/* The system's openssl.cnf has nothing to say to a pinned client,
+	 * and reading it costs most of a millisecond per command. */
+	OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG|OPENSSL_INIT_NO_ATEXIT, NULL);
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		*cause = tls_error("SSL_CTX_new");
+		return (NULL);
+	}
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	/* A peer closing without close_notify is an end of stream: HTTP's
+	 * own framing tells a whole reply from a cut one. */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF |
+	    SSL_OP_NO_RENEGOTIATION);
 	/* VERIFY_PEER: with NONE a failed check would be ignored. */
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_cert_verify_callback(ctx, tls_pin_verify, p);
+	SSL_CTX_set_cert_verify_callback(ctx, tls_pin_verify, NULL);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	return (ctx);
+}
+
+struct tls_conn {
+	SSL		*ssl;
+	struct tls_pin	 pin;
+	char		*host;		/* for messages */
+	int		 want;		/* POLLIN or POLLOUT */
+};
+
+/*
+ * Starts a pinned TLS client on the connected (non-blocking) socket fd;
+ * host names the peer in messages and SNI.  Returns the connection (free
+ * with tls_close; fd stays the caller's) or NULL with *cause.  The
+ * handshake is driven by tls_handshake.
+ */
+struct tls_conn *
+tls_client_open(int fd, const char *pin, const char *host, char **cause)
+{
+	struct tls_conn	*t;
+	SSL_CTX		*ctx;
+
+	if (!digest_valid(pin)) {
+		xasprintf(cause, "the pin is not a SHA-256");
+		return (NULL);
+	}
+	if ((ctx = tls_client_ctx(cause)) == NULL)
+		return (NULL);
+	t = xcalloc(1, sizeof *t);
+	memcpy(t->pin.want, pin, DIGEST_HEX);
+	t->host = xstrdup(host);
+	t->want = POLLOUT;
+	if ((t->ssl = SSL_new(ctx)) == NULL || SSL_set_fd(t->ssl, fd) != 1) {
+		*cause = tls_error("SSL_new");
+		tls_close(t);
+		return (NULL);
+	}
+	SSL_set_app_data(t->ssl, &t->pin);
+	SSL_set_connect_state(t->ssl);
+	return (t);
+}
+
+/* Notes what an SSL call that did not finish waits for; 1 if it waits. */
+static int
+tls_retry(struct tls_conn *t, int r)
+{
+	switch (SSL_get_error(t->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		t->want = POLLIN;
+		errno = EAGAIN;
+		return (1);
+	case SSL_ERROR_WANT_WRITE:
+		t->want = POLLOUT;
+		errno = EAGAIN;
+		return (1);
+	}
 	return (0);
+}
+
+/*
+ * Advances the handshake.  Returns 0 when it is done (the host showed the
+ * pinned key), 1 if it waits (poll for tls_want), -1 with *cause.  A key
+ * that is not the pinned one fails here, before any byte of a request has
+ * been written.
+ */
+int
+tls_handshake(struct tls_conn *t, char **cause)
+{
+	unsigned long	 e;
+	char		 buf[256];
+	int		 r;
+
+	ERR_clear_error();
+	if ((r = SSL_do_handshake(t->ssl)) == 1) {
+		t->want = POLLIN;
+		return (0);
+	}
+	if (tls_retry(t, r))
+		return (1);
+	if ((*cause = tls_pin_error(&t->pin, t->host)) != NULL) {
+		ERR_clear_error();
+		return (-1);
+	}
+	if ((e = ERR_get_error()) != 0) {
+		ERR_error_string_n(e, buf, sizeof buf);
+		xasprintf(cause, "%s: TLS handshake failed: %s", t->host, buf);
+	} else
+		xasprintf(cause, "%s: TLS handshake failed: %s", t->host,
+		    errno != 0 ? strerror(errno) : "the host closed the "
+		    "connection");
+	ERR_clear_error();
+	return (-1);
+}
+
+/* What the last call that returned EAGAIN waits for: POLLIN or POLLOUT. */
+int
+tls_want(const struct tls_conn *t)
+{
+	return (t->want);
+}
+
+/* Bytes already decrypted and waiting: poll() would not see them. */
+size_t
+tls_pending(const struct tls_conn *t)
+{
+	return ((size_t)SSL_pending(t->ssl));
+}
+
+/*
+ * Reads as read(2) does: >0 bytes, 0 at the end of the stream, -1 with
+ * errno (EAGAIN: poll for tls_want, EIO: the stream is broken).
+ */
+ssize_t
+tls_read(struct tls_conn *t, void *buf, size_t len)
+{
+	int	 r, e;
+
+	ERR_clear_error();
+	if ((r = SSL_read(t->ssl, buf, len > INT_MAX ? INT_MAX : (int)len)) >
+	    0)
+		return (r);
+	if (tls_retry(t, r))
+		return (-1);
+	e = SSL_get_error(t->ssl, r);
+	ERR_clear_error();
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return (0);
+	if (e != SSL_ERROR_SYSCALL || errno == 0)
+		errno = EIO;
+	return (-1);
+}
+
+/* Writes as write(2) does (partial writes allowed); -1 with errno. */
+ssize_t
+tls_write(struct tls_conn *t, const void *buf, size_t len)
+{
+	int	 r, e;
+
+	if (len == 0)
+		return (0);
+	ERR_clear_error();
+	if ((r = SSL_write(t->ssl, buf, len > INT_MAX ? INT_MAX : (int)len)) >
+	    0)
+		return (r);
+	if (tls_retry(t, r))
+		return (-1);
+	e = SSL_get_error(t->ssl, r);
+	ERR_clear_error();
+	if (e != SSL_ERROR_SYSCALL || errno == 0)
+		errno = EIO;
+	return (-1);
+}
+
+/* Frees the connection (the socket is the caller's to close). */
+void
+tls_close(struct tls_conn *t)
+{
+	if (t == NULL)
+		return;
+	SSL_free(t->ssl);
+	free(t->host);
+	free(t);
 }
 
 /*

@@ -133,8 +133,15 @@ top_bar_width(u_int width)
 	return (w > TOP_MAX_BAR ? TOP_MAX_BAR : (u_int)w);
 }
 
+/* Same host (merged from several: "host" is set; else both NULL)? */
+static int
+top_same_host(json_t *a, json_t *b)
+{
+	return (strcmp(top_str(a, "host", ""), top_str(b, "host", "")) == 0);
+}
+
 static u_int
-top_card_jobs(json_t *jobs, json_int_t index)
+top_card_jobs(json_t *jobs, json_t *c, json_int_t index)
 {
 	json_t	*j;
 	size_t	 i;
@@ -143,6 +150,7 @@ top_card_jobs(json_t *jobs, json_int_t index)
 	json_array_foreach(jobs, i, j) {
 		if (json_integer_value(json_object_get(j, "card")) == index &&
 		    json_is_integer(json_object_get(j, "card")) &&
+		    top_same_host(j, c) &&
 		    strcmp(top_str(j, "state", ""), "running") == 0)
 			n++;
 	}
@@ -189,10 +197,11 @@ top_card(struct top_frame *fr, json_t *c, json_t *jobs)
 	util = top_util(c);
 	mem = format_size(memory);
 	used = format_size(mem_used);
-	n = top_card_jobs(jobs, index);
-	top_line(fr, "card %lld  %s %s  %s  %u job%s", (long long)index,
-	    top_str(c, "vendor", "?"), top_str(c, "model", "?"), mem, n,
-	    n == 1 ? "" : "s");
+	n = top_card_jobs(jobs, c, index);
+	top_line(fr, "%s%scard %lld  %s %s  %s  %u job%s", top_str(c, "host",
+	    ""), json_is_string(json_object_get(c, "host")) ? " " : "",
+	    (long long)index, top_str(c, "vendor", "?"), top_str(c, "model",
+	    "?"), mem, n, n == 1 ? "" : "s");
 	top_bar(b1, w, g < 0 ? 0 : (uint64_t)g, SEATS_PER_CARD);
 	top_bar(b2, w, (uint64_t)burst, SEATS_PER_CARD);
 	snprintf(v, sizeof v, "%d%%", g < 0 ? 0 : g);
@@ -263,7 +272,7 @@ top_job_cmp(const void *a, const void *b)
 }
 
 static void
-top_job(struct top_frame *fr, json_t *j, int64_t now)
+top_job(struct top_frame *fr, json_t *j, int64_t now, int hosts)
 {
 	char		 card[16], share[16], rt[32], *mem;
 	int64_t		 started, ended;
@@ -283,9 +292,10 @@ top_job(struct top_frame *fr, json_t *j, int64_t now)
 	if (started > 0)
 		top_runtime((ended > 0 ? ended : now) - started, rt, sizeof rt);
 	mem = format_size(top_u64(json_object_get(j, "mem")));
-	top_line(fr, "j%-5lld %-10.10s %-4s %-5s %-6s %-9.9s %s",
-	    (long long)top_job_id(j), top_str(j, "owner", "?"), card, share,
-	    mem, top_str(j, "state", "?"), rt);
+	top_line(fr, "%-*.*s%sj%-5lld %-10.10s %-4s %-5s %-6s %-9.9s %s",
+	    hosts ? 10 : 0, hosts ? 10 : 0, top_str(j, "host", ""), hosts ?
+	    " " : "", (long long)top_job_id(j), top_str(j, "owner", "?"), card,
+	    share, mem, top_str(j, "state", "?"), rt);
 	free(mem);
 }
 
@@ -303,9 +313,12 @@ top_jobs(struct top_frame *fr, json_t *jobs, int64_t now)
 {
 	json_t	**v;
 	size_t	  i, n = json_array_size(jobs);
+	int	  hosts = n > 0 && json_is_string(json_object_get(
+		      json_array_get(jobs, 0), "host"));
 
-	top_line(fr, "%-6s %-10s %-4s %-5s %-6s %-9s %s", "JOB", "OWNER",
-	    "CARD", "SHARE", "MEM", "STATE", "RUNTIME");
+	top_line(fr, "%s%-6s %-10s %-4s %-5s %-6s %-9s %s", hosts ?
+	    "HOST       " : "", "JOB", "OWNER", "CARD", "SHARE", "MEM", "STATE",
+	    "RUNTIME");
 	v = xcalloc(n + 1, sizeof *v);
 	for (i = 0; i < n; i++)
 		v[i] = json_array_get(jobs, i);
@@ -317,7 +330,7 @@ top_jobs(struct top_frame *fr, json_t *jobs, int64_t now)
 			top_line(fr, "... %zu more jobs", n - i);
 			break;
 		}
-		top_job(fr, v[i], now);
+		top_job(fr, v[i], now, hosts);
 	}
 	free(v);
 }

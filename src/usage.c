@@ -219,8 +219,10 @@ usage_free(struct usage *u)
 {
 	u_int	 i;
 
-	for (i = 0; i < u->nrows; i++)
+	for (i = 0; i < u->nrows; i++) {
 		free(u->rows[i].key);
+		free(u->rows[i].host);
+	}
 	free(u->rows);
 	free(u->total.key);
 	memset(u, 0, sizeof *u);
@@ -232,6 +234,8 @@ usage_row_json(const struct usage_row *r, const char *field, int card)
 	json_t	*j;
 
 	j = json_object();
+	if (r->host != NULL)
+		json_object_set_new(j, "host", json_string(r->host));
 	if (field != NULL && card)
 		json_object_set_new(j, field, json_integer(atoll(r->key)));
 	else if (field != NULL)
@@ -290,6 +294,8 @@ usage_row_from_json(json_t *j, const char *field, struct usage_row *r)
 	r->jobs = (u_int)json_integer_value(n);
 	r->seat_ms = json_integer_value(s);
 	r->mem_gib_hours = json_number_value(m);
+	if ((k = json_object_get(j, "host")) != NULL && json_is_string(k))
+		r->host = xstrdup(json_string_value(k));
 	if (field == NULL) {
 		r->key = xstrdup("total");
 		return (0);
@@ -360,8 +366,13 @@ usage_csv_field(FILE *f, const char *s)
 }
 
 static void
-usage_print_csv_row(const struct usage_row *r, const char *key, FILE *f)
+usage_print_csv_row(const struct usage_row *r, const char *key, int hosts,
+    FILE *f)
 {
+	if (hosts) {
+		usage_csv_field(f, r->host != NULL ? r->host : "");
+		fputc(',', f);
+	}
 	usage_csv_field(f, key);
 	fprintf(f, ",%u,%" PRId64 ".%05" PRId64 ",%.6f,%.6f,%" PRId64 "\n",
 	    r->jobs, r->seat_ms / 100000, r->seat_ms % 100000,
@@ -373,18 +384,21 @@ static void
 usage_print_csv(const struct usage *u, FILE *f)
 {
 	u_int	 i;
+	int	 hosts = u->nrows > 0 && u->rows[0].host != NULL;
 
-	fprintf(f, "%s,jobs,share_seconds,card_hours,mem_gib_hours,seat_ms\n",
-	    usage_by_name(u->by));
+	fprintf(f, "%s%s,jobs,share_seconds,card_hours,mem_gib_hours,seat_ms\n",
+	    hosts ? "host," : "", usage_by_name(u->by));
 	for (i = 0; i < u->nrows; i++)
-		usage_print_csv_row(&u->rows[i], u->rows[i].key, f);
-	usage_print_csv_row(&u->total, "(total)", f);
+		usage_print_csv_row(&u->rows[i], u->rows[i].key, hosts, f);
+	usage_print_csv_row(&u->total, "(total)", hosts, f);
 }
 
 static void
-usage_print_table_row(const struct usage_row *r, const char *key, int w,
-    FILE *f)
+usage_print_table_row(const struct usage_row *r, const char *key, int hw,
+    int w, FILE *f)
 {
+	if (hw > 0)
+		fprintf(f, "%-*s ", hw, r->host != NULL ? r->host : "");
 	fprintf(f, "%-*s %6u %12.4f %14.2f %14.3f\n", w, key, r->jobs,
 	    (double)r->seat_ms / USAGE_SEAT_MS_PER_CARD_HOUR,
 	    (double)r->seat_ms / USAGE_SEAT_MS_PER_SHARE_SECOND,
@@ -395,12 +409,18 @@ static void
 usage_print_table(const struct usage *u, FILE *f)
 {
 	char	 since[32], until[32], head[16];
-	int	 w = 6;
+	int	 w = 6, hw = 0;
 	u_int	 i;
 
 	for (i = 0; i < u->nrows; i++) {
 		if ((int)strlen(u->rows[i].key) > w)
 			w = (int)strlen(u->rows[i].key);
+		/* Rows merged from several hosts: a HOST column first. */
+		if (u->rows[i].host != NULL && hw < 4)
+			hw = 4;
+		if (u->rows[i].host != NULL &&
+		    (int)strlen(u->rows[i].host) > hw)
+			hw = (int)strlen(u->rows[i].host);
 	}
 	usage_format_time(u->since, since);
 	usage_format_time(u->until, until);
@@ -409,11 +429,13 @@ usage_print_table(const struct usage *u, FILE *f)
 	for (i = 0; usage_by_name(u->by)[i] != '\0' && i < sizeof head - 1; i++)
 		head[i] = (char)toupper((u_char)usage_by_name(u->by)[i]);
 	head[i] = '\0';
+	if (hw > 0)
+		fprintf(f, "%-*s ", hw, "HOST");
 	fprintf(f, "%-*s %6s %12s %14s %14s\n", w, head, "JOBS", "CARD-HOURS",
 	    "SHARE-SECONDS", "MEM-GIB-HOURS");
 	for (i = 0; i < u->nrows; i++)
-		usage_print_table_row(&u->rows[i], u->rows[i].key, w, f);
-	usage_print_table_row(&u->total, "TOTAL", w, f);
+		usage_print_table_row(&u->rows[i], u->rows[i].key, hw, w, f);
+	usage_print_table_row(&u->total, "TOTAL", hw, w, f);
 }
 
 void

@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -26,6 +27,14 @@ def wait_for(pred, timeout=10.0, step=0.02, what="condition"):
         if time.monotonic() > end:
             raise AssertionError("timed out waiting for %s" % what)
         time.sleep(step)
+
+
+def _gone(pid):
+    """Has process pid exited (gone, or a zombie)?"""
+    try:
+        return open("/proc/%d/stat" % pid).read().split()[2] == "Z"
+    except OSError:
+        return True
 
 
 class Daemon:
@@ -51,15 +60,34 @@ class Daemon:
         with open(os.path.join(self.home, "gmux.pid")) as f:
             return int(f.read().strip())
 
-    def start(self, *args, fake="1xH100:80G"):
+    def start(self, *args, fake="1xH100:80G", addr=None):
+        """Starts the daemon; with addr ([HOST]:PORT) it also serves TLS,
+        and self.invite is the line it printed (None after the first)."""
         cmd = [GMUX, "serve", "-d"]
         if fake:
             cmd += ["--fake", fake]
+        if addr is not None:
+            cmd += ["--addr", addr]
         cmd += list(args)
         r = subprocess.run(cmd, env=self.env, capture_output=True, timeout=30)
         assert r.returncode == 0, r.stderr
         self.running = self.pid()
+        out = r.stdout.decode().strip()
+        self.invite = out if out.startswith("gmux remote add ") else None
         return self
+
+    def serve_tls(self, *args, fake="1xH100:80G", port=None):
+        """Starts the daemon with TLS on 127.0.0.1 (a free port); returns
+        the target string TOKEN@HOST:PORT#PIN it printed."""
+        self.port = port or free_port()
+        self.start(*args, fake=fake, addr="127.0.0.1:%d" % self.port)
+        assert self.invite, "serve --addr printed no invite"
+        self.target = self.invite.split()[-1]
+        return self.target
+
+    @property
+    def pin(self):
+        return self.target.rsplit("#", 1)[1]
 
     def stop(self):
         """Stops the daemon; it must still be alive (no crash) and go."""
@@ -76,12 +104,7 @@ class Daemon:
 
     @staticmethod
     def _wait_gone(pid):
-        def gone():
-            try:
-                return open("/proc/%d/stat" % pid).read().split()[2] == "Z"
-            except OSError:
-                return True
-        wait_for(gone, 10, what="daemon %d to exit" % pid)
+        wait_for(lambda: _gone(pid), 10, what="daemon %d to exit" % pid)
 
     def sanitizer_reports(self):
         return [f for f in os.listdir(self.home)
@@ -153,6 +176,60 @@ def _kill_keepers(home):
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on (now)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Client:
+    """A machine without a daemon: its own GMUX_HOME and working dir."""
+
+    def __init__(self, home):
+        self.home = home
+        self.work = os.path.join(home, "work")
+        os.makedirs(self.work, exist_ok=True)
+        self.env = dict(os.environ)
+        self.env["GMUX_HOME"] = home
+        self.env.pop("XDG_CONFIG_HOME", None)
+
+    def gmux(self, *args, input=None, timeout=60, check=None, cwd=None):
+        r = subprocess.run([GMUX] + list(args), env=self.env,
+                           capture_output=True, input=input, timeout=timeout,
+                           cwd=cwd or self.work)
+        if check is not None:
+            assert r.returncode == check, (r.returncode, r.stdout, r.stderr)
+        return r
+
+    def popen(self, *args, cwd=None, **kw):
+        return subprocess.Popen([GMUX] + list(args), env=self.env,
+                                cwd=cwd or self.work, **kw)
+
+    def add(self, name, target, *flags):
+        """gmux remote add NAME, the target on stdin."""
+        return self.gmux("remote", "add", *flags, name,
+                         input=(target + "\n").encode())
+
+    def json(self, *args):
+        return json.loads(self.gmux(*args, check=0).stdout)
+
+
+@pytest.fixture
+def make_client():
+    made = []
+
+    def make():
+        c = Client(tempfile.mkdtemp(prefix="gc", dir="/tmp"))
+        made.append(c)
+        return c
+    yield make
+    for c in made:
+        shutil.rmtree(c.home, ignore_errors=True)
 
 
 @pytest.fixture

@@ -127,10 +127,33 @@ test_long_line(void)
 	free(big);
 }
 
+/* Whether the connection may carry the next request (client.c keeps it). */
+static void
+test_keep_alive(void)
+{
+	struct http_resp	 r;
+	struct sink		 s = { .len = 0 };
+	char			*cause = NULL;
+
+	http_resp_init(&r);
+	CHECK(feed_bytes(&r, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	    &s, &cause) == 1 && !r.close);
+	http_resp_init(&r);
+	CHECK(feed_bytes(&r, "HTTP/1.1 200 OK\r\nConnection: close\r\n"
+	    "Content-Length: 2\r\n\r\nok", &s, &cause) == 1 && r.close);
+	http_resp_init(&r);
+	CHECK(feed_bytes(&r, "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	    &s, &cause) == 1 && r.close);
+	http_resp_init(&r);
+	CHECK(feed_bytes(&r, "HTTP/1.1 200 OK\r\n\r\nbody", &s, &cause) ==
+	    0 && r.close);	/* the body ends with the connection */
+}
+
 int
 main(void)
 {
 	RUN(test_content_length);
+	RUN(test_keep_alive);
 	RUN(test_chunked);
 	RUN(test_until_close);
 	RUN(test_malformed);

@@ -1,7 +1,7 @@
 /*
  * test-remote.c: the client's sync and pull against the host's handlers,
- * through an in-process transport (the daemon's routes will call the same
- * remote_host_* functions; the CLI will give remote_sync a libcurl one).
+ * through an in-process transport (the daemon's routes call the same
+ * remote_host_* functions; the CLI gives remote_sync remote-net.c's).
  */
 
 #include <sys/stat.h>
@@ -297,12 +297,64 @@ test_pull(void)
 	cas_close(f.cas);
 }
 
+/* A large blob in parts, over several requests, checked at the end. */
+static void
+test_parts(void)
+{
+	struct cas	*c;
+	json_t		*reply = NULL;
+	char		*cause = NULL, d[DIGEST_HEX], other[DIGEST_HEX];
+	char		 data[1000];
+
+	c = cas_open(T("parts"), 4096, &cause);
+	CHECK(c != NULL);
+	memset(data, 'p', sizeof data);
+	digest_buf(data, sizeof data, d);
+	digest_buf("q", 1, other);
+	CHECK(remote_host_blob_part(c, d, 0, 1000, data, 400, &reply,
+	    &cause) == 202);
+	CHECK(json_integer_value(json_object_get(reply, "next")) == 400);
+	json_decref(reply);
+	/* Not the part expected: where to go on from. */
+	CHECK(remote_host_blob_part(c, d, 800, 1000, data, 200, &reply,
+	    &cause) == 409);
+	CHECK(json_integer_value(json_object_get(reply, "next")) == 400);
+	json_decref(reply);
+	CHECK(remote_host_blob_part(c, d, 400, 1000, data, 700, &reply,
+	    &cause) == 400);	/* past the end */
+	free(cause);
+	cause = NULL;
+	CHECK(remote_host_blob_part(c, d, 400, 1000, data, 600, &reply,
+	    &cause) == 201);
+	CHECK(cas_has(c, d, NULL));
+	CHECK(remote_host_blob_part(c, d, 0, 1000, data, 10, &reply,
+	    &cause) == 200);	/* there already: send no more */
+	/* Content that is not the digest, found at the last part. */
+	CHECK(remote_host_blob_part(c, other, 0, 1000, data, 500, &reply,
+	    &cause) == 202);
+	json_decref(reply);
+	CHECK(remote_host_blob_part(c, other, 500, 1000, data, 500, &reply,
+	    &cause) == 400);
+	free(cause);
+	cause = NULL;
+	CHECK(!cas_has(c, other, NULL));
+	CHECK(remote_host_blob_part(c, other, 0, 5000, data, 10, &reply,
+	    &cause) == 413);	/* more than the store keeps */
+	free(cause);
+	cause = NULL;
+	CHECK(remote_host_blob_part(c, "nothex", 0, 10, data, 10, &reply,
+	    &cause) == 400);
+	free(cause);
+	cas_close(c);
+}
+
 int
 main(void)
 {
 	if (tmpdir_init("remote") != 0)
 		return (1);
 	setenv("GMUX_HOME", tmpdir, 1);
+	RUN(test_parts);
 	RUN(test_sync);
 	RUN(test_sync_refusals);
 	RUN(test_memo);

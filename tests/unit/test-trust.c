@@ -1,7 +1,7 @@
 /*
  * test-trust.c: the host's TLS identity and pin, a real pinned handshake
- * (libcurl against evhttp with tls_server_bev, as the daemon and CLI will
- * wire them), tokens, the failure rate limit, target strings and the
+ * (the CLI's client against evhttp with tls_server_bev, as the daemon
+ * serves it), tokens, the failure rate limit, target strings and the
  * client's list of remotes.
  */
 
@@ -14,7 +14,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -93,7 +92,7 @@ srv_handler(struct evhttp_request *req, void *arg)
 	int		 code, retry = 0;
 
 	if (strcmp(evhttp_request_get_uri(req), "/count") == 0) {
-		evbuffer_add_printf(out, "%d", srv_requests);
+		evbuffer_add_printf(out, "{\"count\":%d}", srv_requests);
 		evhttp_send_reply(req, 200, "OK", out);
 		evbuffer_free(out);
 		return;
@@ -160,62 +159,26 @@ srv_start(void *ctx, const char *addr, u_short *port)
 	_exit(0);
 }
 
-static size_t
-cli_write(char *data, size_t size, size_t n, void *arg)
-{
-	char	**body = arg, *s;
-
-	xasprintf(&s, "%s%.*s", *body ? *body : "", (int)(size * n), data);
-	free(*body);
-	*body = s;
-	return (size * n);
-}
-
-/* What client.c will do: the pin checked by the SSL_CTX callback. */
-static CURLcode
-cli_sslctx(CURL *c, void *sslctx, void *arg)
-{
-	return (tls_client_pin(sslctx, arg) == 0 ? CURLE_OK :
-	    CURLE_SSL_CERTPROBLEM);
-}
-
+/*
+ * A request as the CLI makes it (client.c over conn.c and tls.c): the pin
+ * checked in the handshake, the token in its header.  Returns the status
+ * (0 if no reply came, with *err), the body as text in *body.
+ */
 static long
 cli_get(const struct target *t, const char *path, char **body, char **err)
 {
-	struct curl_slist	*h = NULL;
-	struct tls_pin		 pin;
-	CURL			*c = curl_easy_init();
-	char			*url, *auth, *hp;
+	struct client_reply	 r;
 	long			 code = 0;
-	CURLcode		 res;
 
-	memset(&pin, 0, sizeof pin);
-	memcpy(pin.want, t->pin, DIGEST_HEX);
-	url = target_url(t, path);
-	xasprintf(&auth, "Authorization: Bearer %s", t->token);
-	h = curl_slist_append(h, auth);
 	*body = NULL;
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
-	curl_easy_setopt(c, CURLOPT_SSL_CTX_FUNCTION, cli_sslctx);
-	curl_easy_setopt(c, CURLOPT_SSL_CTX_DATA, &pin);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, cli_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-	if ((res = curl_easy_perform(c)) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	if (client_call_at(t, "GET", path, NULL, &r) != 0)
+		*err = xstrdup(r.error ? r.error : "?");
 	else {
-		hp = target_hostport(t);
-		if ((*err = tls_pin_error(&pin, hp)) == NULL)
-			*err = xstrdup(curl_easy_strerror(res));
-		free(hp);
+		code = r.status;
+		if (r.body != NULL)
+			*body = json_dumps(r.body, JSON_COMPACT);
 	}
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	free(url);
-	free(auth);
+	client_reply_clear(&r);
 	return (code);
 }
 
@@ -225,8 +188,8 @@ srv_count(const struct target *t)
 	char	*body = NULL, *err = NULL;
 	int	 n = -1;
 
-	if (cli_get(t, "/count", &body, &err) == 200)
-		n = atoi(body);
+	if (cli_get(t, "/count", &body, &err) == 200 && body != NULL)
+		n = atoi(body + strlen("{\"count\":"));
 	free(body);
 	free(err);
 	return (n);
@@ -580,21 +543,87 @@ test_pick(void)
 	CHECK(remotes_pick(v, 3, 25, 1) == -1);
 }
 
+/*
+ * Several hosts at once (client_multi): one answers, one shows the wrong
+ * key, one port is closed; each gets its own answer, and a timeout bounds
+ * them all.  Then requests one after the other on the kept connection.
+ */
+static void
+test_multi(void)
+{
+	struct tls_identity	*id, *other;
+	struct client_req	 q[3];
+	struct target		 t[3];
+	void			*ctx;
+	char			*cause = NULL, *dir, *odir, *tokpath, *secret;
+	char			*tid, *body = NULL, *err = NULL;
+	u_short			 port, shut;
+	pid_t			 pid;
+	int64_t			 t0;
+	int			 status, i;
+
+	dir = tpath("mu");
+	odir = tpath("mu-other");
+	tokpath = tpath("mu-tokens.json");
+	id = tls_identity_load(dir, 1, &cause);
+	other = tls_identity_load(odir, 1, &cause);
+	ctx = tls_server_create(id, &cause);
+	srv_tokens = tokens_open(tokpath, &cause);
+	CHECK(tokens_add(srv_tokens, "dan", &secret, &tid, &cause) == 0);
+	srv_rl = ratelimit_create(10, 60000, 60000, 100);
+	pid = srv_start(ctx, "127.0.0.1", &port);
+	shut = port + 1;	/* nothing listens there (most likely) */
+	for (i = 0; i < 3; i++) {
+		memset(&t[i], 0, sizeof t[i]);
+		t[i].token = secret;
+		t[i].host = (char *)"127.0.0.1";
+		t[i].port = i == 2 ? shut : port;
+		memcpy(t[i].pin, tls_identity_pin(i == 1 ? other : id),
+		    DIGEST_HEX);
+		client_req_init(&q[i], &t[i], "GET", "/v1/version");
+	}
+	t0 = clock_mono_ms();
+	client_multi(q, 3, 1500);
+	CHECK(clock_mono_ms() - t0 < 1500);
+	CHECK(q[0].reply.status == 200 && q[0].reply.error == NULL);
+	CHECK(q[1].reply.status == 0 && q[1].reply.error != NULL &&
+	    strstr(q[1].reply.error, "impostor") != NULL);
+	CHECK(q[2].reply.status == 0 && q[2].reply.error != NULL);
+	for (i = 0; i < 3; i++)
+		client_reply_clear(&q[i].reply);
+	for (i = 0; i < 5; i++) {
+		CHECK(cli_get(&t[0], "/v1/version", &body, &err) == 200);
+		free(body);
+	}
+	CHECK(srv_count(&t[0]) == 6);
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	free(secret);
+	free(tid);
+	tokens_free(srv_tokens);
+	ratelimit_free(srv_rl);
+	tls_server_free(ctx);
+	tls_identity_free(id);
+	tls_identity_free(other);
+	free(dir);
+	free(odir);
+	free(tokpath);
+}
+
 int
 main(void)
 {
 	if (tmpdir_init("trust") != 0)
 		return (1);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	RUN(test_identity);
 	RUN(test_handshake);
 	RUN(test_handshake_v6);
+	RUN(test_multi);
 	RUN(test_tokens);
 	RUN(test_ratelimit);
 	RUN(test_target);
 	RUN(test_remotes);
 	RUN(test_pick);
-	curl_global_cleanup();
 	if (tmpdir_cleanup() != 0)
 		return (1);
 	UNIT_EXIT();

@@ -1,0 +1,371 @@
+/*
+ * api-remote.c: the routes of remote runs (docs/remote.md): what a synced
+ * tree lacks, blobs up and down, a job's results back (pull), and the
+ * job's own copy of its tree under its directory.  The work is done by
+ * remote-host.c on the daemon's blob store ($GMUX_HOME/blobs); these are
+ * the HTTP ends.
+ */
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "gmux.h"
+
+#define API_STORE_SIZE	(20ULL << 30)	/* BLOB_STORE_SIZE */
+#define API_UPLOAD_MAX	(10ULL << 30)	/* UPLOAD_LIMIT: one run's upload */
+#define API_PULL_MAX	(10ULL << 30)	/* PULL_LIMIT: one pull */
+
+static struct cas	*api_store;
+
+/* A size setting (BLOB_STORE_SIZE=20G); a bad one is reported. */
+static uint64_t
+api_size_setting(const char *key, uint64_t def)
+{
+	const char	*v = config_get(key);
+	char		*cause = NULL;
+	uint64_t	 n;
+
+	if (v == NULL)
+		return (def);
+	if (parse_size(v, &n, &cause) != 0 || n == 0) {
+		log_warnx("%s: %s; using the default", key, cause ? cause :
+		    "must not be 0");
+		free(cause);
+		return (def);
+	}
+	return (n);
+}
+
+/* The blob store, opened on first use.  NULL with *cause. */
+static struct cas *
+api_remote_store(char **cause)
+{
+	char	*dir;
+
+	if (api_store != NULL)
+		return (api_store);
+	xasprintf(&dir, "%s/blobs", path_home());
+	api_store = cas_open(dir, api_size_setting("BLOB_STORE_SIZE",
+	    API_STORE_SIZE), cause);
+	free(dir);
+	return (api_store);
+}
+
+/* At the daemon's orderly end: the store is marked clean. */
+void
+api_remote_close(void)
+{
+	cas_close(api_store);
+	api_store = NULL;
+}
+
+/*
+ * Answers with what a remote_host_* function returned, and frees its
+ * reply and cause.
+ */
+static void
+api_remote_answer(struct evhttp_request *req, int code, json_t *reply,
+    char *cause)
+{
+	if (code >= 300 && reply != NULL &&
+	    json_object_get(reply, "error") == NULL)
+		json_object_set_new(reply, "error", json_string(cause ? cause :
+		    "refused"));
+	if (code >= 300 && reply == NULL)
+		api_error(req, code, "%s", cause ? cause : "refused");
+	else
+		api_reply(req, code, reply);
+	json_decref(reply);
+	free(cause);
+}
+
+/* The store, or NULL once the request has been answered 500. */
+static struct cas *
+api_remote_store_or_fail(struct evhttp_request *req)
+{
+	struct cas	*c;
+	char		*cause = NULL;
+
+	if ((c = api_remote_store(&cause)) == NULL)
+		api_remote_answer(req, 500, NULL, cause);
+	return (c);
+}
+
+/* The raw request body. */
+static const void *
+api_raw(struct evhttp_request *req, size_t *len)
+{
+	struct evbuffer	*b = evhttp_request_get_input_buffer(req);
+
+	*len = evbuffer_get_length(b);
+	if (*len == 0)
+		return ("");
+	return (evbuffer_pullup(b, -1));
+}
+
+/* GET /v1/sync/manifest/DIGEST: what a tree sent before lacks now. */
+void
+api_sync_manifest_get(struct evhttp_request *req, const char *id)
+{
+	struct cas	*c;
+	json_t		*reply = NULL;
+	char		*cause = NULL;
+	int		 code;
+
+	if ((c = api_remote_store_or_fail(req)) == NULL)
+		return;
+	code = remote_host_manifest_get(c, api_size_setting("UPLOAD_LIMIT",
+	    API_UPLOAD_MAX), id, &reply, &cause);
+	api_remote_answer(req, code, reply, cause);
+}
+
+/* POST /v1/sync/manifest: a manifest; answers what to send. */
+void
+api_sync_manifest_post(struct evhttp_request *req, const char *id)
+{
+	struct cas	*c;
+	const void	*body;
+	json_t		*reply = NULL;
+	char		*cause = NULL;
+	size_t		 len;
+	int		 code;
+
+	if ((c = api_remote_store_or_fail(req)) == NULL)
+		return;
+	body = api_raw(req, &len);
+	code = remote_host_manifest_post(c, api_size_setting("UPLOAD_LIMIT",
+	    API_UPLOAD_MAX), body, len, &reply, &cause);
+	api_remote_answer(req, code, reply, cause);
+}
+
+/* POST /v1/blobs: a batch of small blobs, taken whole or not at all. */
+void
+api_blobs_post(struct evhttp_request *req, const char *id)
+{
+	struct cas	*c;
+	const void	*body;
+	json_t		*reply = NULL;
+	char		*cause = NULL;
+	size_t		 len;
+	int		 code;
+
+	if ((c = api_remote_store_or_fail(req)) == NULL)
+		return;
+	body = api_raw(req, &len);
+	code = remote_host_batch(c, body, len, &reply, &cause);
+	api_remote_answer(req, code, reply, cause);
+}
+
+/* A query parameter as a byte count; -1 if absent, -2 if malformed. */
+static int
+api_query_u64(struct evhttp_request *req, const char *name, uint64_t *v)
+{
+	const char	*s = api_query(req, name);
+	char		*end;
+
+	if (s == NULL)
+		return (-1);
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0)
+		return (-2);
+	return (0);
+}
+
+/*
+ * PUT /v1/blobs/DIGEST: a blob, whole, or one part of a large one
+ * (?size=N&offset=K).
+ */
+void
+api_blob_put(struct evhttp_request *req, const char *id)
+{
+	struct cas	*c;
+	const void	*body;
+	json_t		*reply = NULL;
+	char		*cause = NULL;
+	uint64_t	 size, offset;
+	size_t		 len;
+	int		 code, rs, ro;
+
+	body = api_raw(req, &len);
+	rs = api_query_u64(req, "size", &size);
+	ro = api_query_u64(req, "offset", &offset);
+	if (rs == -2 || ro == -2 || (rs == -1) != (ro == -1)) {
+		api_error(req, 400, "a part needs size and offset, in bytes");
+		return;
+	}
+	if ((c = api_remote_store_or_fail(req)) == NULL)
+		return;
+	if (rs == -1)
+		code = remote_host_blob_put(c, id, body, len, &cause);
+	else
+		code = remote_host_blob_part(c, id, offset, size, body, len,
+		    &reply, &cause);
+	api_remote_answer(req, code, reply, cause);
+}
+
+/* GET /v1/blobs/DIGEST: the content. */
+void
+api_blob_get(struct evhttp_request *req, const char *id)
+{
+	struct evbuffer	*b;
+	struct cas	*c;
+	uint64_t	 size;
+	int		 fd;
+
+	if ((c = api_remote_store_or_fail(req)) == NULL)
+		return;
+	if (!digest_valid(id) || (fd = cas_open_blob(c, id, &size)) == -1) {
+		api_error(req, 404, "no blob %.64s here", id);
+		return;
+	}
+	b = evbuffer_new();
+	if (size > 0)
+		evbuffer_add_file(b, fd, 0, (ev_off_t)size);	/* takes fd */
+	else
+		close(fd);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "application/octet-stream");
+	evhttp_send_reply(req, 200, "OK", b);
+	evbuffer_free(b);
+}
+
+/* POST /v1/jobs/ID/pull {"globs":[...]}: the job's matching files. */
+void
+api_job_pull(struct evhttp_request *req, const char *id)
+{
+	struct stat	 st;
+	struct job	*j;
+	struct cas	*c;
+	json_t		*body = NULL, *reply = NULL;
+	char		*work, *cause = NULL;
+	int		 code;
+
+	if ((j = job_find(id)) == NULL) {
+		api_error(req, 404, "no job %s", id);
+		return;
+	}
+	if (!server_tls_may(req, j->owner)) {
+		api_error(req, 403, "%s is %s's", j->name, j->owner);
+		return;
+	}
+	work = path_job_file(j->id, "work");
+	if (lstat(work, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		api_error(req, 404, "%s has no synced tree to pull from (it "
+		    "was not started with one)", j->name);
+		free(work);
+		return;
+	}
+	if ((body = api_body(req, &cause)) == NULL)
+		code = 400;
+	else if ((c = api_remote_store(&cause)) == NULL)
+		code = 500;
+	else
+		code = remote_host_pull(c, work, body, api_size_setting(
+		    "PULL_LIMIT", API_PULL_MAX), &reply, &cause);
+	api_remote_answer(req, code, reply, cause);
+	json_decref(body);
+	free(work);
+}
+
+/* Adds NAME=VALUE to env unless NAME is there. */
+static void
+api_env_default(char ***env, const char *name, const char *value)
+{
+	size_t	 n, i, len = strlen(name);
+
+	if (value == NULL)
+		return;
+	for (i = 0; (*env)[i] != NULL; i++) {
+		if (strncmp((*env)[i], name, len) == 0 &&
+		    (*env)[i][len] == '=')
+			return;
+	}
+	n = i;
+	*env = xreallocarray(*env, n + 2, sizeof **env);
+	xasprintf(&(*env)[n], "%s=%s", name, value);
+	(*env)[n + 1] = NULL;
+}
+
+/*
+ * For POST /v1/jobs: a request over TCP may not name a directory of the
+ * host (cwd); it runs in the tree it synced (manifest), copied under the
+ * job's directory as jobs/jN/work, or in an empty one there.  A request
+ * from the Unix socket may also name a manifest.  The environment a remote
+ * client sends lacks the host's PATH and HOME: they are added.  Returns 0,
+ * or -1 once it has replied with the refusal (412 if blobs are missing).
+ */
+int
+api_remote_job(struct evhttp_request *req, struct jobreq *r, u_int id)
+{
+	json_t	*reply = NULL;
+	char	*dir, *work, *cause = NULL;
+	int	 code = 0, tcp = server_tls_request(req);
+	struct cas *c;
+
+	if (tcp && r->cwd != NULL) {
+		api_error(req, 400, "cwd: a remote job runs in the tree it "
+		    "synced (manifest), not in a directory of the host");
+		return (-1);
+	}
+	if (!tcp && r->manifest == NULL)
+		return (0);
+	dir = path_job(id);
+	work = path_job_file(id, "work");
+	confine_remove(work);	/* left by a refused job with this id */
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		code = 500;
+		xasprintf(&cause, "%s: %s", dir, strerror(errno));
+	} else if (r->manifest == NULL) {
+		if (mkdir(work, 0700) != 0) {
+			code = 500;
+			xasprintf(&cause, "%s: %s", work, strerror(errno));
+		}
+	} else if ((c = api_remote_store(&cause)) == NULL)
+		code = 500;
+	else
+		code = remote_host_prepare(c, r->manifest, work, &reply,
+		    &cause);
+	if (code != 0) {
+		api_remote_answer(req, code, reply, cause);
+		reply = NULL;
+		cause = NULL;
+		rmdir(dir);
+	} else {
+		free(r->manifest);
+		r->manifest = NULL;
+		free(r->cwd);
+		r->cwd = xstrdup(work);
+		if (tcp && r->env != NULL) {
+			api_env_default(&r->env, "PATH",
+			    "/usr/local/bin:/usr/bin:/bin");
+			api_env_default(&r->env, "HOME", getenv("HOME"));
+		}
+	}
+	json_decref(reply);
+	free(cause);
+	free(work);
+	free(dir);
+	return (code == 0 ? 0 : -1);
+}
+
+/* The job with this id was refused after all: its tree goes. */
+void
+api_remote_job_undo(u_int id)
+{
+	char	*dir, *work;
+
+	dir = path_job(id);
+	work = path_job_file(id, "work");
+	confine_remove(work);
+	rmdir(dir);
+	free(work);
+	free(dir);
+}

@@ -1,0 +1,102 @@
+/*
+ * api-token.c: the host's tokens, managed over the Unix socket only
+ * (server-tls.c refuses these routes over TCP).  A new token is shown
+ * once, in the reply that makes it, with the line its holder pastes.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/http.h>
+
+#include "gmux.h"
+
+static struct tokens *
+api_tokens(struct evhttp_request *req)
+{
+	struct tokens	*t;
+	char		*cause = NULL;
+
+	if ((t = server_tls_tokens(&cause)) == NULL ||
+	    tokens_refresh(t, &cause) != 0) {
+		api_error(req, 500, "%s", cause);
+		free(cause);
+		return (NULL);
+	}
+	return (t);
+}
+
+/* GET /v1/tokens: ids, owners, dates; never a token or its hash. */
+void
+api_tokens_list(struct evhttp_request *req, const char *id)
+{
+	struct tokens	*t;
+	json_t		*a;
+
+	if ((t = api_tokens(req)) == NULL)
+		return;
+	a = tokens_to_json(t);
+	api_reply(req, 200, a);
+	json_decref(a);
+}
+
+/* POST /v1/tokens {"owner": NAME}: a new token, shown this once. */
+void
+api_tokens_add(struct evhttp_request *req, const char *id)
+{
+	struct tokens	*t;
+	json_t		*body, *o;
+	const char	*owner;
+	char		*cause = NULL, *secret, *tid, *invite;
+
+	if ((body = api_body(req, &cause)) == NULL ||
+	    (owner = json_string_value(json_object_get(body, "owner"))) ==
+	    NULL) {
+		api_error(req, 400, "%s", cause ? cause : "owner: a user name "
+		    "is needed");
+		goto out;
+	}
+	if ((t = api_tokens(req)) == NULL)
+		goto out;
+	if (tokens_add(t, owner, &secret, &tid, &cause) != 0) {
+		api_error(req, 400, "%s", cause);
+		goto out;
+	}
+	o = json_pack("{s:s, s:s, s:s}", "id", tid, "owner", owner, "token",
+	    secret);
+	if ((invite = server_tls_invite(secret)) != NULL) {
+		json_object_set_new(o, "invite", json_string(invite));
+		explicit_bzero(invite, strlen(invite));
+		free(invite);
+	}
+	log_info("token %s made for %s", tid, owner);
+	api_reply(req, 201, o);
+	json_decref(o);
+	explicit_bzero(secret, strlen(secret));
+	free(secret);
+	free(tid);
+out:
+	free(cause);
+	json_decref(body);
+}
+
+/* POST /v1/tokens/ID/revoke: the token stops working at once. */
+void
+api_token_revoke(struct evhttp_request *req, const char *id)
+{
+	struct tokens	*t;
+	json_t		*o;
+	char		*cause = NULL;
+
+	if ((t = api_tokens(req)) == NULL)
+		return;
+	if (tokens_revoke(t, id, &cause) != 0) {
+		api_error(req, 404, "%s", cause);
+		free(cause);
+		return;
+	}
+	log_info("token %s revoked", id);
+	o = json_pack("{s:s, s:b}", "id", id, "revoked", 1);
+	api_reply(req, 200, o);
+	json_decref(o);
+}

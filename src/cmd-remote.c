@@ -1,0 +1,279 @@
+/*
+ * cmd-remote.c: gmux remote add/ls/default/rm, the hosts this machine runs
+ * jobs on (remotes.c keeps them).  A target holds a token, so add prefers
+ * to read it from stdin; one given on the command line is taken, with a
+ * warning, and wiped from our argv at once.
+ */
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "gmux.h"
+
+#define REMOTE_CHECK_MS	3000
+#define REMOTE_LINE_MAX	2048
+
+static int	cmd_remote_exec(int, char **);
+
+const struct cmd_entry cmd_remote_entry = {
+	.name = "remote",
+	.args = "[add [--no-check] NAME [TARGET|-] | ls [--json] | "
+	    "default NAME | rm NAME]",
+	.help = "the GPU hosts this machine runs jobs on",
+	.options =
+	    "  --no-check           add without asking the host (it may be "
+	    "down)\n"
+	    "  --json               ls as a JSON array\n"
+	    "\nTARGET is TOKEN@HOST:PORT#PIN, as gmux serve --addr or gmux "
+	    "token add print\nit.  Without TARGET (or with -) it is read "
+	    "from stdin: on the command line\nthe token would be visible to "
+	    "other users (ps) and kept in shell history.\nadd checks the "
+	    "host's key against PIN and the token before keeping it.\nThe "
+	    "first remote added is the default; with several, gmux run "
+	    "picks the one\nwith the most room and the default breaks "
+	    "ties.\n",
+	.exec = cmd_remote_exec,
+};
+
+enum { OPT_JSON = 256, OPT_NOCHECK };
+
+static const struct option remote_opts[] = {
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "no-check", no_argument, NULL, OPT_NOCHECK },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static void
+remote_load(struct remotes *rs)
+{
+	char	*path, *cause = NULL;
+
+	path = remotes_path();
+	if (remotes_load(rs, path, &cause) != 0) {
+		fprintf(stderr, "gmux remote: %s\n", cause);
+		exit(1);
+	}
+	free(path);
+}
+
+static void
+remote_save(struct remotes *rs)
+{
+	char	*cause = NULL;
+
+	if (remotes_save(rs, &cause) != 0) {
+		fprintf(stderr, "gmux remote: %s\n", cause);
+		exit(1);
+	}
+}
+
+/* Reads the target from stdin: a prompt without echo on a terminal. */
+static char *
+remote_read_target(void)
+{
+	struct termios	 old, quiet;
+	char		*line, *p, *last;
+	int		 tty = isatty(STDIN_FILENO);
+
+	line = xmalloc(REMOTE_LINE_MAX);
+	if (tty) {
+		fprintf(stderr, "TOKEN@HOST:PORT#PIN (not shown): ");
+		tcgetattr(STDIN_FILENO, &old);
+		quiet = old;
+		quiet.c_lflag &= ~(tcflag_t)ECHO;
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
+	}
+	p = fgets(line, REMOTE_LINE_MAX, stdin);
+	if (tty) {
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &old);
+		fprintf(stderr, "\n");
+	}
+	if (p == NULL) {
+		free(line);
+		return (NULL);
+	}
+	line[strcspn(line, "\r\n")] = '\0';
+	/* The whole line serve printed may be pasted: its last word. */
+	while ((p = strrchr(line, ' ')) != NULL && p[1] == '\0')
+		*p = '\0';
+	last = strrchr(line, ' ');
+	p = xstrdup(last != NULL ? last + 1 : line);
+	explicit_bzero(line, REMOTE_LINE_MAX);
+	free(line);
+	return (p);
+}
+
+/*
+ * Asks the host before keeping it: a wrong pin or token is refused (it
+ * will never work, or worse); a host that does not answer is kept with a
+ * warning.
+ */
+static int
+remote_check(const char *name, const struct target *t)
+{
+	struct client_req	 q;
+	struct client_reply	*r = &q.reply;
+	const char		*v;
+	char			*hp;
+	int			 rc = 0;
+
+	client_req_init(&q, t, "GET", "/v1/version");
+	client_multi(&q, 1, REMOTE_CHECK_MS);
+	hp = target_hostport(t);
+	if (r->error != NULL && strstr(r->error, "impostor") != NULL) {
+		fprintf(stderr, "gmux remote: %s\n", r->error);
+		rc = -1;
+	} else if (r->status == 401 || r->status == 429 || r->status == 403) {
+		fprintf(stderr, "gmux remote: %s refused the token: %s\n", hp,
+		    r->error);
+		rc = -1;
+	} else if (r->status != 200)
+		fprintf(stderr, "gmux remote: could not ask %s (%s); added "
+		    "%s anyway\n", hp, r->error ? r->error : "no answer", name);
+	else {
+		v = json_string_value(json_object_get(r->body, "version"));
+		printf("added %s: %s, gmux %s\n", name, hp, v ? v : "?");
+	}
+	free(hp);
+	client_reply_clear(r);
+	return (rc);
+}
+
+static int
+remote_add(int argc, char **argv, int check)
+{
+	struct remotes	 rs;
+	struct target	 t;
+	char		*text, *cause = NULL;
+	int		 rc = 0;
+
+	if (argc < 1 || argc > 2)
+		cmd_usage_error(&cmd_remote_entry, "add needs NAME [TARGET|-]");
+	if (argc == 2 && strcmp(argv[1], "-") != 0) {
+		fprintf(stderr, "gmux remote: warning: the token was on the "
+		    "command line, where other users can see it (ps) and the "
+		    "shell keeps it; next time give it on stdin (gmux remote "
+		    "add %s)\n", argv[0]);
+		text = xstrdup(argv[1]);
+		explicit_bzero(argv[1], strlen(argv[1]));
+	} else if ((text = remote_read_target()) == NULL) {
+		fprintf(stderr, "gmux remote: no target on stdin\n");
+		return (1);
+	}
+	remote_load(&rs);
+	if (target_parse(text, &t, &cause) != 0 ||
+	    remotes_add(&rs, argv[0], text, &cause) != 0) {
+		fprintf(stderr, "gmux remote: %s\n", cause);
+		rc = 1;
+	} else if (check && remote_check(argv[0], &t) != 0)
+		rc = 1;
+	else {
+		remote_save(&rs);
+		if (!check)
+			printf("added %s\n", argv[0]);
+	}
+	target_clear(&t);
+	explicit_bzero(text, strlen(text));
+	free(text);
+	remotes_clear(&rs);
+	return (rc);
+}
+
+static int
+remote_ls(int json)
+{
+	static const char *const hdr[] = { "NAME", "HOST", "PIN", "DEFAULT" };
+	struct remotes	 rs;
+	struct table	*t;
+	json_t		*a, *e;
+	char		*hp, pin[20];
+	size_t		 i;
+
+	remote_load(&rs);
+	a = remotes_to_json(&rs);
+	if (json)
+		json_print(a, stdout);
+	else {
+		t = table_create(hdr, nitems(hdr));
+		json_array_foreach(a, i, e) {
+			hp = target_hostport(&rs.v[i].target);
+			snprintf(pin, sizeof pin, "%.16s...",
+			    rs.v[i].target.pin);
+			table_add(t, rs.v[i].name, hp, pin,
+			    json_is_true(json_object_get(e, "default")) ? "*" :
+			    "");
+			free(hp);
+		}
+		table_print(t, stdout);
+		table_free(t);
+	}
+	json_decref(a);
+	remotes_clear(&rs);
+	return (0);
+}
+
+/* default NAME and rm NAME: one change to the list. */
+static int
+remote_change(const char *sub, int argc, char **argv)
+{
+	struct remotes	 rs;
+	char		*cause = NULL;
+	int		 rc;
+
+	if (argc != 1)
+		cmd_usage_error(&cmd_remote_entry, "%s needs one NAME", sub);
+	remote_load(&rs);
+	if (strcmp(sub, "rm") == 0)
+		rc = remotes_rm(&rs, argv[0], &cause);
+	else
+		rc = remotes_set_default(&rs, argv[0], &cause);
+	if (rc != 0) {
+		fprintf(stderr, "gmux remote: %s\n", cause);
+		free(cause);
+	} else
+		remote_save(&rs);
+	remotes_clear(&rs);
+	return (rc == 0 ? 0 : 1);
+}
+
+static int
+cmd_remote_exec(int argc, char **argv)
+{
+	const char	*sub;
+	int		 ch, json = 0, check = 1;
+
+	if (argc == 1)
+		return (remote_ls(0));	/* as git remote does */
+	if (argv[1][0] == '-') {
+		while ((ch = cmd_getopt(&cmd_remote_entry, argc, argv, "h",
+		    remote_opts)) != -1)
+			;
+		cmd_usage_error(&cmd_remote_entry, "add, ls, default or rm?");
+	}
+	sub = argv[1];
+	argc--;
+	argv++;
+	while ((ch = cmd_getopt(&cmd_remote_entry, argc, argv, "h",
+	    remote_opts)) != -1) {
+		if (ch == OPT_JSON)
+			json = 1;
+		else if (ch == OPT_NOCHECK)
+			check = 0;
+	}
+	argc -= optind;
+	argv += optind;
+	if (strcmp(sub, "add") == 0)
+		return (remote_add(argc, argv, check));
+	if (strcmp(sub, "ls") == 0) {
+		if (argc != 0)
+			cmd_usage_error(&cmd_remote_entry, "ls takes no NAME");
+		return (remote_ls(json));
+	}
+	if (strcmp(sub, "default") == 0 || strcmp(sub, "rm") == 0)
+		return (remote_change(sub, argc, argv));
+	cmd_usage_error(&cmd_remote_entry, "unknown subcommand '%s'", sub);
+}

@@ -1,0 +1,147 @@
+/*
+ * cmd-token.c: gmux token add/ls/revoke, on the GPU host: the bearer
+ * tokens remote clients present.  Always this machine's daemon, over its
+ * Unix socket (the daemon refuses these routes over TCP).
+ */
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmux.h"
+
+static int	cmd_token_exec(int, char **);
+
+const struct cmd_entry cmd_token_entry = {
+	.name = "token",
+	.args = "add OWNER | ls [--json] | revoke ID",
+	.help = "the tokens remote clients use (on the GPU host)",
+	.options =
+	    "  --json               ls as a JSON array\n"
+	    "\nadd makes a token for OWNER (whose name the jobs and the books "
+	    "record) and\nshows it once, in the line to paste on the client; "
+	    "only its hash is kept.\nrevoke ID stops it at once (ls shows "
+	    "the ids).\n",
+	.exec = cmd_token_exec,
+};
+
+enum { OPT_JSON = 256 };
+
+static const struct option token_opts[] = {
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* One call to this machine's daemon, or the error and exit 1. */
+static json_t *
+token_call(const char *method, const char *path, json_t *body)
+{
+	struct client_reply	 r;
+	json_t			*o;
+
+	if (client_call_at(NULL, method, path, body, &r) != 0 ||
+	    r.status >= 400)
+		client_die(&r, "token");
+	o = r.body != NULL ? json_incref(r.body) : json_object();
+	client_reply_clear(&r);
+	return (o);
+}
+
+static int
+token_add(const char *owner)
+{
+	json_t		*body, *o;
+	const char	*invite, *secret;
+
+	body = json_pack("{s:s}", "owner", owner);
+	o = token_call("POST", "/v1/tokens", body);
+	json_decref(body);
+	invite = json_string_value(json_object_get(o, "invite"));
+	secret = json_string_value(json_object_get(o, "token"));
+	fprintf(stderr, "token %s for %s (shown this once):\n",
+	    json_string_value(json_object_get(o, "id")), owner);
+	if (invite != NULL)
+		printf("%s\n", invite);
+	else {
+		printf("%s\n", secret ? secret : "?");
+		fprintf(stderr, "(this daemon serves no TCP address: start it "
+		    "with gmux serve --addr to be reached)\n");
+	}
+	json_decref(o);
+	return (0);
+}
+
+static int
+token_ls(int json)
+{
+	static const char *const hdr[] = { "ID", "OWNER", "CREATED",
+	    "STATE" };
+	struct table	*t;
+	json_t		*a, *e;
+	char		*age;
+	size_t		 i;
+
+	a = token_call("GET", "/v1/tokens", NULL);
+	if (json) {
+		json_print(a, stdout);
+		json_decref(a);
+		return (0);
+	}
+	t = table_create(hdr, nitems(hdr));
+	json_array_foreach(a, i, e) {
+		age = format_age(clock_ms() - json_integer_value(
+		    json_object_get(e, "created")));
+		table_add(t, json_string_value(json_object_get(e, "id")),
+		    json_string_value(json_object_get(e, "owner")), age,
+		    json_is_true(json_object_get(e, "revoked")) ? "revoked" :
+		    "valid");
+		free(age);
+	}
+	table_print(t, stdout);
+	table_free(t);
+	json_decref(a);
+	return (0);
+}
+
+static int
+cmd_token_exec(int argc, char **argv)
+{
+	const char	*sub;
+	char		*path;
+	json_t		*o;
+	int		 ch, json = 0;
+
+	if (argc < 2 || argv[1][0] == '-') {
+		while ((ch = cmd_getopt(&cmd_token_entry, argc, argv, "h",
+		    token_opts)) != -1)
+			;
+		cmd_usage_error(&cmd_token_entry, "add, ls or revoke?");
+	}
+	sub = argv[1];
+	argc--;
+	argv++;
+	while ((ch = cmd_getopt(&cmd_token_entry, argc, argv, "h",
+	    token_opts)) != -1) {
+		if (ch == OPT_JSON)
+			json = 1;
+	}
+	argc -= optind;
+	argv += optind;
+	if (hosts_fixed())
+		cmd_usage_error(&cmd_token_entry, "tokens are managed on the "
+		    "host itself, not with --remote");
+	if (strcmp(sub, "add") == 0 && argc == 1)
+		return (token_add(argv[0]));
+	if (strcmp(sub, "ls") == 0 && argc == 0)
+		return (token_ls(json));
+	if (strcmp(sub, "revoke") == 0 && argc == 1) {
+		xasprintf(&path, "/v1/tokens/%s/revoke", argv[0]);
+		o = token_call("POST", path, NULL);
+		printf("revoked %s\n", argv[0]);
+		json_decref(o);
+		free(path);
+		return (0);
+	}
+	cmd_usage_error(&cmd_token_entry, "add OWNER, ls or revoke ID");
+}

@@ -1,0 +1,295 @@
+"""What a remote host and its clients do with bad input: each case is
+refused, nothing is written outside the job's directory, and the host
+keeps serving.  Wrong pins, wrong and revoked tokens, hostile manifests,
+blobs that lie about their digest, oversized uploads, malformed frames,
+hostile pull lists, and a client that stops reading."""
+
+import json
+import os
+import re
+import socket
+import ssl
+import time
+
+from conftest import wait_for
+from remotelib import (FakeHost, frame, https, https_json, manifest, rss_kb,
+                       sha)
+
+
+def serving(d):
+    st, _ = https_json(d.port, "GET", "/v1/version",
+                       token=d.target.split("@")[0])
+    return st == 200 and d.gmux("ps").returncode == 0
+
+
+def test_wrong_pin_is_refused_before_anything_is_sent(make_daemon,
+                                                      make_client):
+    d1 = make_daemon()
+    t1 = d1.serve_tls("-v")
+    d2 = make_daemon()
+    d2.serve_tls()
+    c = make_client()
+    bad = t1.rsplit("#", 1)[0] + "#" + d2.pin
+    r = c.add("gpu1", bad)
+    assert r.returncode == 1 and b"impostor" in r.stderr, r
+    assert c.json("remote", "ls", "--json") == []      # not kept
+    assert c.add("gpu1", bad, "--no-check").returncode == 0
+    r = c.gmux("run", "--", "true")
+    assert r.returncode == 125
+    assert b"impostor" in r.stderr and d2.pin.encode() in r.stderr
+    assert b"nothing was sent" in r.stderr
+    r = c.gmux("ps")
+    assert r.returncode == 1 and b"impostor" in r.stderr
+    log = open(os.path.join(d1.home, "gmux.log")).read()
+    assert "server_tls_dispatch" not in log       # no request got through
+    assert t1.split("@")[0] not in log            # tokens are never logged
+    assert serving(d1)
+
+
+def test_wrong_and_revoked_tokens_get_401_then_429(make_daemon, make_client):
+    d = make_daemon()
+    target = d.serve_tls()
+    st, j = https_json(d.port, "GET", "/v1/jobs")
+    assert st == 401 and j["error"] == "a token is needed"
+    st, j = https_json(d.port, "GET", "/v1/jobs", token="A" * 43)
+    assert st == 401 and j["error"] == "the token is wrong or revoked"
+    line = d.gmux("token", "add", "alice", check=0).stdout.decode().strip()
+    alice = make_client()
+    assert alice.add("gpu1", line.split()[-1]).returncode == 0
+    ls = d.json("token", "ls", "--json")
+    assert [t["owner"] for t in ls][-1] == "alice"
+    assert "sha256" not in json.dumps(ls)
+    d.gmux("token", "revoke", ls[-1]["id"], check=0)
+    r = alice.gmux("ps")
+    assert r.returncode == 1 and b"wrong or revoked" in r.stderr
+    # Failures from one source: 429 after ten, for a good token too.
+    for i in range(12):
+        st, h, _ = https(d.port, "GET", "/v1/jobs", token="B" * 43)
+        if st == 429:
+            break
+    assert st == 429 and int(h["retry-after"]) > 0
+    st, _ = https_json(d.port, "GET", "/v1/jobs",
+                       token=target.split("@")[0])
+    assert st == 429
+    assert d.gmux("ps").returncode == 0           # the host still serves
+
+
+def test_host_management_only_on_the_hosts_socket(make_daemon):
+    d = make_daemon()
+    token = d.serve_tls().split("@")[0]
+    for method, path, body in (("GET", "/v1/tokens", b""),
+                               ("POST", "/v1/tokens", b'{"owner":"x"}'),
+                               ("POST", "/v1/tokens/t1/revoke", b""),
+                               ("POST", "/v1/usage/prune",
+                                b'{"before":"2000-01-01"}')):
+        st, j = https_json(d.port, method, path, body, token=token)
+        assert st == 403 and "own socket" in j["error"], (path, st, j)
+    assert len(d.json("token", "ls", "--json")) == 1
+    # cwd: a remote job may not name a directory of the host.
+    st, j = https_json(d.port, "POST", "/v1/jobs",
+                       b'{"argv":["true"],"cwd":"/etc"}', token=token)
+    assert st == 400 and j["error"].startswith("cwd")
+
+
+def test_hostile_manifests_are_refused(make_daemon, tmp_path):
+    d = make_daemon()
+    token = d.serve_tls().split("@")[0]
+    good = sha(b"abc")
+    cases = [
+        [("f", 644, 3, good, "../x")],
+        [("f", 644, 3, good, "/tmp/x")],
+        [("f", 644, 3, good, "a/../../x")],
+        [("l", 777, 5, "-", "ln", "../..")],
+        [("l", 777, 11, "-", "ln", "/etc/passwd")],
+        [("l", 777, 1, "-", "a", "b"), ("f", 644, 3, good, "a/x")],
+        [("f", 644, 3, good, "b"), ("f", 644, 3, good, "a")],
+        [("f", 644, 3, good, "a"), ("f", 644, 3, good, "a")],
+        [("f", 644, 3, good, "a%00b")],
+    ]
+    for entries in cases:
+        st, j = https_json(d.port, "POST", "/v1/sync/manifest",
+                           manifest(entries), token=token,
+                           ctype="text/x-gmux-manifest")
+        assert st == 400 and j["error"], (entries, st, j)
+    # The same, stored as a plain blob and named by a job.
+    m = manifest([("f", 644, 3, good, "../escaped")])
+    st, _ = https_json(d.port, "PUT", "/v1/blobs/" + sha(m), m, token=token)
+    assert st == 201
+    body = json.dumps({"argv": ["true"], "manifest": sha(m)}).encode()
+    st, j = https_json(d.port, "POST", "/v1/jobs", body, token=token)
+    assert st == 400, j
+    jobs = os.path.join(d.home, "jobs")
+    assert not os.path.exists(os.path.join(d.home, "escaped"))
+    assert not os.path.exists(os.path.join(jobs, "escaped"))
+    assert [e for e in os.listdir(jobs) if os.listdir(os.path.join(jobs, e))
+            and "work" in os.listdir(os.path.join(jobs, e))] == []
+    assert serving(d)
+
+
+def test_a_blob_that_is_not_its_digest_is_refused(make_daemon):
+    d = make_daemon()
+    token = d.serve_tls().split("@")[0]
+    st, j = https_json(d.port, "PUT", "/v1/blobs/" + sha(b"good"), b"evil",
+                       token=token)
+    assert st == 400 and j["error"]
+    st, _, _ = https(d.port, "GET", "/v1/blobs/" + sha(b"good"), token=token)
+    assert st == 404
+    batch = b"gmux-batch 1\n" + ("%s 2\n" % sha(b"ok")).encode() + b"ok" + \
+        ("%s 4\n" % sha(b"good")).encode() + b"evil"
+    st, j = https_json(d.port, "POST", "/v1/blobs", batch, token=token,
+                       ctype="application/x-gmux-batch")
+    assert st == 400, j
+    st, _, _ = https(d.port, "GET", "/v1/blobs/" + sha(b"ok"), token=token)
+    assert st == 404                              # all or nothing
+    # Malformed batch framing.
+    for bad in (b"gmux-batch 1\n" + ("%s 9\n" % sha(b"ok")).encode() + b"ok",
+                b"gmux-batch 2\n", b"junk",
+                b"gmux-batch 1\n" + ("%s 02\n" % sha(b"ok")).encode() + b"ok"):
+        st, j = https_json(d.port, "POST", "/v1/blobs", bad, token=token)
+        assert st == 400, (bad, j)
+    # A large blob in parts whose content is not its digest.
+    want = sha(b"x" * 100)
+    path = "/v1/blobs/%s?size=100&offset=" % want
+    st, j = https_json(d.port, "PUT", path + "0", b"x" * 60, token=token)
+    assert st == 202 and j["next"] == 60
+    st, j = https_json(d.port, "PUT", path + "10", b"x" * 40, token=token)
+    assert st == 409 and j["next"] == 60
+    st, j = https_json(d.port, "PUT", path + "60", b"y" * 40, token=token)
+    assert st == 400
+    st, _, _ = https(d.port, "GET", "/v1/blobs/" + want, token=token)
+    assert st == 404
+    blobs_tmp = os.path.join(d.home, "blobs", "tmp")
+    assert os.listdir(blobs_tmp) == []
+    assert serving(d)
+
+
+def test_oversized_uploads_are_refused_with_the_limit(make_daemon,
+                                                      make_client):
+    d = make_daemon()
+    d.env["GMUX_UPLOAD_LIMIT"] = "1M"
+    d.env["GMUX_BLOB_STORE_SIZE"] = "3M"
+    target = d.serve_tls()
+    c = make_client()
+    assert c.add("gpu1", target).returncode == 0
+    with open(os.path.join(c.work, "big.bin"), "wb") as f:
+        f.write(os.urandom(2 << 20))
+    r = c.gmux("run", "--", "true")
+    assert r.returncode == 125
+    assert b"upload limit" in r.stderr and b".gmuxignore" in r.stderr, r
+    with open(os.path.join(c.work, "huge.bin"), "wb") as f:
+        f.write(os.urandom(4 << 20))
+    r = c.gmux("run", "--", "true")
+    assert r.returncode == 125 and b"keeps at most" in r.stderr, r
+    with open(os.path.join(c.work, ".gmuxignore"), "w") as f:
+        f.write("*.bin\n")
+    assert c.gmux("run", "--", "true").returncode == 0
+    token = target.split("@")[0]
+    st, j = https_json(d.port, "POST", "/v1/blobs", b"x" * (17 << 20),
+                       token=token)
+    assert st == 413
+    assert serving(d)
+
+
+def test_malformed_frames_from_a_host(make_client, tmp_path):
+    junk = frame(1, b"ok\n") + b"\x09\x00\x00\x00\x05hello"
+    huge = frame(1, b"ok\n") + b"\x01\xff\xff\xff\xff"
+    fake = FakeHost(str(tmp_path), {
+        ("GET", "/v1/version"): (200, b'{"version":"fake"}',
+                                 "application/json"),
+        ("GET", "/v1/jobs/j1/log"): (200, junk, "application/x-gmux-frames"),
+        ("GET", "/v1/jobs/j2/log"): (200, huge, "application/x-gmux-frames"),
+    })
+    try:
+        c = make_client()
+        assert c.add("fake", fake.target).returncode == 0
+        for job in ("j1", "j2"):
+            r = c.gmux("logs", job, timeout=20)
+            assert r.returncode == 1 and b"frame" in r.stderr, r
+            assert r.stdout == b"ok\n"
+    finally:
+        fake.close()
+
+
+def hostile_run_host(tmp_path, pull_manifest, blobs):
+    exit_frame = frame(3, b'{"exit_code":0,"state":"exited"}')
+    routes = {
+        ("GET", "/v1/version"): (200, b'{"version":"fake"}',
+                                 "application/json"),
+        ("GET", "/v1/sync/manifest/*"): (
+            200, lambda p, b: json.dumps({"manifest": p.split("/")[-1],
+                                          "missing": []}).encode(),
+            "application/json"),
+        ("POST", "/v1/jobs"): (201, b'{"id":"j1","state":"running"}',
+                               "application/json"),
+        ("GET", "/v1/jobs/j1/log"): (200, exit_frame,
+                                     "application/x-gmux-frames"),
+        ("POST", "/v1/jobs/j1/pull"): (
+            200, json.dumps({"manifest": pull_manifest.decode(), "files": 1,
+                             "bytes": 4}).encode(), "application/json"),
+    }
+    for digest, data in blobs.items():
+        routes[("GET", "/v1/blobs/" + digest)] = (
+            200, data, "application/octet-stream")
+    return FakeHost(str(tmp_path), routes)
+
+
+def test_a_hostile_pull_list_is_refused(make_client, tmp_path):
+    evil = sha(b"evil")
+    for entries in ([("f", 644, 4, evil, "../escaped")],
+                    [("f", 644, 4, evil, "/tmp/escaped")],
+                    [("f", 644, 4, evil, "a/../../escaped")]):
+        fake = hostile_run_host(tmp_path, manifest(entries), {evil: b"evil"})
+        try:
+            c = make_client()
+            assert c.add("fake", fake.target).returncode == 0
+            r = c.gmux("run", "--pull", "*", "--", "true")
+            assert r.returncode == 125 and b"pull list is bad" in r.stderr, r
+            assert not os.path.exists(os.path.join(c.home, "escaped"))
+            assert not os.path.exists("/tmp/escaped")
+        finally:
+            fake.close()
+
+
+def test_a_pulled_blob_that_is_not_its_digest_is_refused(make_client,
+                                                         tmp_path):
+    good = sha(b"good")
+    fake = hostile_run_host(tmp_path, manifest(
+        [("f", 644, 4, good, "out.txt")]), {good: b"evil"})
+    try:
+        c = make_client()
+        assert c.add("fake", fake.target).returncode == 0
+        r = c.gmux("run", "--pull", "out.txt", "--", "true")
+        assert r.returncode == 125, r
+        assert os.listdir(c.work) == []           # no file, no temporary
+    finally:
+        fake.close()
+
+
+def test_a_client_that_stops_reading(make_daemon, make_client):
+    d = make_daemon()
+    target = d.serve_tls()
+    token = target.split("@")[0]
+    c = make_client()
+    assert c.add("gpu1", target).returncode == 0
+    j = c.gmux("run", "-d", "--", "sh", "-c",
+               "head -c 100000000 /dev/zero", check=0).stdout.strip()
+    assert j == b"gpu1:j1"
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", d.port)))
+    s.sendall(("GET /v1/jobs/j1/log?follow=1 HTTP/1.1\r\nHost: x\r\n"
+               "Authorization: Bearer %s\r\n\r\n" % token).encode())
+    s.recv(100)                                   # then never again
+    wait_for(lambda: d.job("j1").get("state") == "exited", 60,
+             what="the job to end")
+    t = time.monotonic()
+    assert c.gmux("ps", "-a").returncode == 0
+    assert time.monotonic() - t < 5
+    assert rss_kb(d.pid()) < 64 * 1024
+    log = os.path.getsize(os.path.join(d.home, "jobs", "j1", "log"))
+    assert log > 100000000                        # the job and its log
+    assert c.gmux("logs", "--from", "99999990", "j1",
+                  check=0).stdout == b"\0" * 10
+    s.close()
+    assert serving(d)
