@@ -131,7 +131,7 @@ card_json_text(json_t *obj, const char *key)
 	if (!json_is_string(v) || json_string_length(v) > 255)
 		return (NULL);
 	copy = xstrdup(json_string_value(v));
-	s = card_trim(copy);
+	s = strtrim(copy);
 	if (card_na(s) || !card_text_ok(s)) {
 		free(copy);
 		return (NULL);
@@ -151,7 +151,7 @@ cj_num_string(const char *str, struct cj_num *n)
 	if (strlen(str) >= sizeof buf)
 		return (-1);
 	snprintf(buf, sizeof buf, "%s", str);
-	s = card_trim(buf);
+	s = strtrim(buf);
 	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 		return (card_parse_u64(s, &n->whole));
 	if (!isdigit((u_char)*s))

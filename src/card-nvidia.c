@@ -54,7 +54,7 @@ nv_fields(char *line, char **f, u_int nf, int wide)
 			ci = (int)i < wide ? i : i + extra;
 			*comma[ci] = '\0';
 		}
-		f[i] = card_trim(start);
+		f[i] = strtrim(start);
 		if (i + 1 < nf)
 			start = comma[ci] + 1;
 	}
@@ -75,7 +75,7 @@ nv_lines(const char *text, const char *what, u_int nf, int wide,
 		lineno++;
 		if ((next = strchr(line, '\n')) != NULL)
 			*next++ = '\0';
-		line = card_trim(line);
+		line = strtrim(line);
 		if (*line == '\0' ||
 		    strncmp(line, "No running processes found", 26) == 0)
 			continue;

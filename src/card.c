@@ -241,19 +241,6 @@ card_parse_u64(const char *s, uint64_t *out)
 	return (0);
 }
 
-/* Strips leading and trailing white space in place; returns the start. */
-char *
-card_trim(char *s)
-{
-	size_t	 n;
-
-	s += strspn(s, " \t\r\n");
-	n = strlen(s);
-	while (n > 0 && strchr(" \t\r\n", s[n - 1]) != NULL)
-		s[--n] = '\0';
-	return (s);
-}
-
 /*
  * Says whether a tool's value means "no value": nvidia-smi's "[N/A]",
  * "[Not Supported]" and other bracketed words, the AMD and Intel tools'

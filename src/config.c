@@ -37,19 +37,6 @@ config_known(const char *key)
 	return (0);
 }
 
-static char *
-config_trim(char *s)
-{
-	char	*end;
-
-	while (isspace((u_char)*s))
-		s++;
-	end = s + strlen(s);
-	while (end > s && isspace((u_char)end[-1]))
-		*--end = '\0';
-	return (s);
-}
-
 /*
  * Parses a config text into entries (the caller frees them with
  * config_free).  A line that is not KEY=VALUE is an error naming the line.
@@ -69,7 +56,7 @@ config_parse(const char *text, struct config_entry **out, u_int *n,
 		lineno++;
 		if ((next = strchr(line, '\n')) != NULL)
 			*next++ = '\0';
-		line = config_trim(line);
+		line = strtrim(line);
 		if (*line == '\0' || *line == '#')
 			continue;
 		if ((eq = strchr(line, '=')) == NULL) {
@@ -78,8 +65,8 @@ config_parse(const char *text, struct config_entry **out, u_int *n,
 			break;
 		}
 		*eq = '\0';
-		k = config_trim(line);
-		v = config_trim(eq + 1);
+		k = strtrim(line);
+		v = strtrim(eq + 1);
 		if (*k == '\0' || strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 		    "0123456789_") != strlen(k)) {
 			xasprintf(cause, "line %u: '%s' is not a key", lineno,

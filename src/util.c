@@ -414,6 +414,19 @@ set_cloexec(int fd)
 	return (fcntl(fd, F_SETFD, FD_CLOEXEC));
 }
 
+/* Trims blanks (and CR, LF) at both ends of s, in place; returns the start. */
+char *
+strtrim(char *s)
+{
+	size_t	 n;
+
+	s += strspn(s, " \t\r\n");
+	n = strlen(s);
+	while (n > 0 && strchr(" \t\r\n", s[n - 1]) != NULL)
+		s[--n] = '\0';
+	return (s);
+}
+
 /* Returns the words of v joined by sep; the caller frees it. */
 char *
 strv_join(char *const *v, const char *sep)
