@@ -110,6 +110,24 @@ def test_prune_exports_then_removes(clocked):
     assert r.returncode == 1
 
 
+def test_the_books_record_each_jobs_fence(clocked):
+    d = clocked
+    d.start()
+    d.gmux("run", "-d", "--share", "0.25", "--deny-net", "--", "sleep",
+           "1000", check=0)
+    d.gmux("run", "-d", "--share", "0.25", "--allow", "127.0.0.1:9", "--",
+           "sleep", "1000", check=0)
+    d.gmux("run", "-d", "--share", "0.25", "--", "sleep", "1000", check=0)
+    d.set_clock(T0 + HOUR)
+    for j in ("j1", "j2", "j3"):
+        d.gmux("stop", "--grace", "0", j, check=0)
+    d.set_clock(T0 + 3 * 24 * HOUR)
+    r = d.gmux("usage", "--prune-before", "2026-11-02", check=0)
+    path = r.stdout.decode().split(" to ")[1].split(",")[0]
+    fences = {row["job"]: row["fence"] for row in csv.DictReader(open(path))}
+    assert fences == {"1": "deny-net", "2": "allow 127.0.0.1:9", "3": "none"}
+
+
 def test_usage_bad_input(daemon):
     daemon.start()
     assert daemon.gmux("usage", "--by", "colour").returncode == 2
