@@ -623,7 +623,7 @@ void		 sched_out_free(struct sched_out *);
 
 /* proc.c: running a helper program and capturing its output */
 char		*proc_output(char *const *, int, int *);
-u_int		 proc_kill_session(pid_t, int);
+u_int		 proc_kill_session(pid_t, const char *, int);
 dead void	 proc_exec(char *const *, int);
 
 /* proc-async.c: running a helper program without waiting for it */
@@ -797,6 +797,7 @@ int		 server_sched_init(char **);
 void		 server_sched_apply(struct sched_out *);
 int		 server_sched_submit(struct job *, u_int, int *, char **);
 int		 server_sched_gone(struct job *);
+int		 server_sched_release(struct job *, struct sched_out *);
 int		 server_sched_resize(struct job *, u_int, uint64_t, char **);
 void		 server_sched_tick(void);
 void		 server_sched_restore(void);

@@ -420,7 +420,8 @@ job_stop(struct job *j, int64_t grace_ms, const char *why)
 		follow_job_ended(j);
 		return (0);
 	}
-	j->stopping = 1;
+	if (strcmp(why, "stopped") == 0)
+		j->stopping = 1;	/* a user's stop: no requeue */
 	if (j->ctl_fd == -1)
 		return (-1);
 	xasprintf(&line, "stop %lld %s\n", (long long)grace_ms, why);
@@ -447,11 +448,35 @@ job_close_link(struct job *j)
 	j->link_len = 0;
 }
 
+/*
+ * The keeper is gone and left no word: what is left of the job goes (its
+ * session's processes, those that are this job's), and the job is billed
+ * up to the books' last tick, not to now (the daemon may have been down).
+ */
+static void
+job_lost(struct job *j)
+{
+	char	 env[32];
+	int64_t	 last;
+
+	snprintf(env, sizeof env, "GMUX_JOB_ID=%s", j->name);
+	if (proc_kill_session(j->keeper_pid, env, SIGKILL) != 0)
+		log_warnx("%s: keeper lost; its processes killed", j->name);
+	j->state = JOB_FAILED;
+	j->exit_code = -1;
+	free(j->reason);
+	j->reason = xstrdup("its keeper was lost");
+	if (server_ledger != NULL &&
+	    (last = ledger_last_tick(server_ledger)) > j->started)
+		j->ended = last;
+}
+
 /* Records how the job ended, from its exit status (NULL: it is unknown). */
 static void
 job_record_end(struct job *j, json_t *st)
 {
-	const char	*state;
+	struct sched_out	 out;
+	const char		*state;
 
 	if (j->state != JOB_RUNNING)
 		return;
@@ -469,25 +494,24 @@ job_record_end(struct job *j, json_t *st)
 			j->reason = xstrdup(json_string_value(
 			    json_object_get(st, "error")));
 		}
-	} else {
-		/* Nobody owns what is left of it now: it goes. */
-		if (proc_kill_session(j->keeper_pid, SIGKILL) != 0)
-			log_warnx("%s: keeper lost; its processes killed",
-			    j->name);
-		j->state = JOB_FAILED;
-		j->exit_code = -1;
-		free(j->reason);
-		j->reason = xstrdup("its keeper was lost");
-	}
+	} else
+		job_lost(j);
 	if (j->ended == 0)
 		j->ended = clock_ms();
 	if (j->cards != 0)
 		enforce_forget(j->id);
 	log_debug("%s: %s %s exit %d", __func__, j->name,
 	    job_state_name(j->state), j->exit_code);
-	/* Its room goes back; a --requeue victim of preemption waits again. */
-	if (server_sched_gone(j) == 1) {
+	/*
+	 * Its room goes back.  A --requeue victim of preemption waits again:
+	 * its run's books close first, before it may start once more.
+	 */
+	memset(&out, 0, sizeof out);
+	if (server_sched_release(j, &out) == 1) {
 		job_account_end(j, j->ended);
+		job_requeue(j);
+		server_sched_apply(&out);
+		sched_out_free(&out);
 		return;
 	}
 	/*
@@ -496,6 +520,8 @@ job_record_end(struct job *j, json_t *st)
 	 * the records are written.
 	 */
 	follow_job_ended(j);
+	server_sched_apply(&out);
+	sched_out_free(&out);
 	job_account_end(j, j->ended);
 	/* The caller's environment (secrets, maybe) is no longer needed. */
 	strv_free(j->req.env);

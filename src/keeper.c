@@ -58,6 +58,7 @@ struct keeper {
 	uint64_t	 lost;		/* output bytes the log could not take */
 	char		**env;		/* the job's, with the fence's additions */
 	char		 *path;		/* the command, found in the job's PATH */
+	char		**sh_argv;	/* the same run by /bin/sh (no #! line) */
 	struct fence_job *fence;	/* NULL: not fenced */
 	int64_t		 fence_stats_at;
 };
@@ -136,7 +137,30 @@ keeper_child(struct keeper *k, int out, int err, int errpipe)
 		keeper_child_fail(3, 'x');
 	}
 	execve(k->path, s->argv, k->env);
+	/* Not a binary nor a #! script: a shell script, as execvp has it. */
+	if (errno == ENOEXEC && k->sh_argv != NULL)
+		execve("/bin/sh", k->sh_argv, k->env);
 	keeper_child_fail(3, 'x');
+}
+
+/*
+ * /bin/sh PATH ARGS..., for a command that turns out to be a script with
+ * no #! line: made before the (v)fork, where the child may not allocate.
+ */
+static char **
+keeper_sh_argv(struct keeper *k)
+{
+	char	**v;
+	size_t	  n = strv_len(k->spec->argv), i;
+
+	if (k->path == NULL)
+		return (NULL);
+	v = xcalloc(n + 2, sizeof *v);
+	v[0] = (char *)"/bin/sh";
+	v[1] = k->path;
+	for (i = 1; i < n; i++)
+		v[i + 1] = k->spec->argv[i];
+	return (v);
 }
 
 /* The job's PATH (from its own environment, the caller's). */
@@ -164,6 +188,7 @@ keeper_resolve(struct keeper *k)
 {
 	const char	*cmd = k->spec->argv[0], *p, *end, *cwd;
 	char		*path, *found = NULL;
+	struct stat	 st;
 	size_t		 len;
 
 	cwd = k->spec->cwd != NULL ? k->spec->cwd : "/";
@@ -182,9 +207,12 @@ keeper_resolve(struct keeper *k)
 			xasprintf(&path, "%.*s/%s", (int)len, p, cmd);
 		else
 			xasprintf(&path, "%s/%.*s/%s", cwd, (int)len, p, cmd);
-		if (access(path, X_OK) == 0)
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(path, X_OK) == 0) {
+			free(found);
 			return (path);
-		if (found == NULL && access(path, F_OK) == 0)
+		}
+		if (found == NULL && stat(path, &st) == 0 && S_ISREG(st.st_mode))
 			found = path;
 		else
 			free(path);
@@ -206,6 +234,7 @@ keeper_start_job(struct keeper *k)
 		return (-1);
 	}
 	k->path = keeper_resolve(k);
+	k->sh_argv = keeper_sh_argv(k);
 	/*
 	 * Forking copies the keeper's page tables (a daemon's worth) and can
 	 * leave the child waiting for a CPU; a vfork child runs at once and
@@ -518,6 +547,42 @@ keeper_loop(struct keeper *k)
 	}
 }
 
+/* The status file, put in place whole (made durable by keeper_sync_status). */
+static int
+keeper_write_status(const char *text, char **cause)
+{
+	int	 fd;
+
+	fd = open("status.tmp", O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600);
+	if (fd == -1 || write_all(fd, text, strlen(text)) == -1) {
+		xasprintf(cause, "status: %s", strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return (-1);
+	}
+	close(fd);
+	if (rename("status.tmp", "status") == -1) {
+		xasprintf(cause, "status: %s", strerror(errno));
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+keeper_sync_status(void)
+{
+	int	 fd;
+
+	if ((fd = open("status", O_RDONLY|O_CLOEXEC)) != -1) {
+		fsync(fd);
+		close(fd);
+	}
+	if ((fd = open(".", O_RDONLY|O_DIRECTORY|O_CLOEXEC)) != -1) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
 /* Records the end: an exit frame in the log, then the status file. */
 static void
 keeper_finish(struct keeper *k)
@@ -553,6 +618,16 @@ keeper_finish(struct keeper *k)
 	}
 	text = json_dumps(st, JSON_COMPACT);
 	keeper_frame(k, FRAME_EXIT, text, strlen(text));
+	/*
+	 * The run's traces go before the daemon hears of its end: the daemon
+	 * may start the job again at once (a requeue), in this directory,
+	 * under a new keeper, which must find neither this status nor this
+	 * keeper's control socket.  Durability comes after, off the path.
+	 */
+	if (keeper_write_status(text, &cause) != 0)
+		free(cause);
+	close(k->listen_fd);
+	unlink("ctl");
 	/* Every daemon connection hears it: the first, or a re-adopting one. */
 	xasprintf(&line, "exit %s\n", text);
 	for (i = 0; i < KEEPER_MAX_CONNS; i++) {
@@ -560,8 +635,7 @@ keeper_finish(struct keeper *k)
 			write_all(k->conns[i], line, strlen(line));
 	}
 	free(line);
-	if (write_file_atomic("status", text, strlen(text), 0600, &cause) != 0)
-		free(cause);
+	keeper_sync_status();
 	free(text);
 	json_decref(st);
 }
@@ -618,7 +692,6 @@ keeper_main(const struct keeper_spec *s, int link)
 		fence_job_free(k.fence);
 	}
 	keeper_finish(&k);
-	unlink("ctl");
 	_exit(0);
 }
 
@@ -632,7 +705,7 @@ keeper_main(const struct keeper_spec *s, int link)
 pid_t
 keeper_spawn(const struct keeper_spec *s, int *link, char **cause)
 {
-	int	 sp[2], fd;
+	int	 sp[2], fd, sig;
 	pid_t	 pid;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, sp) == -1) {
@@ -647,11 +720,13 @@ keeper_spawn(const struct keeper_spec *s, int *link, char **cause)
 	}
 	if (pid == 0) {
 		setsid();
-		/* Only these have handlers in the daemon; the rest are default. */
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGCHLD, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
+		/*
+		 * Every disposition back to its default, whatever the daemon
+		 * was started with (a job inherits what its keeper ignores);
+		 * only SIGPIPE stays ignored here, and the job resets it.
+		 */
+		for (sig = 1; sig < NSIG; sig++)
+			signal(sig, SIG_DFL);
 		signal(SIGPIPE, SIG_IGN);
 		if ((fd = open("/dev/null", O_RDWR)) != -1) {
 			dup2(fd, 0);

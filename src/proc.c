@@ -105,13 +105,37 @@ proc_output(char *const *argv, int timeout_ms, int *status)
 	return (buf);
 }
 
+/* Does process pid's environment hold the NAME=VALUE entry? */
+static int
+proc_has_env(const char *pid, const char *entry)
+{
+	char	 path[300], buf[65536];
+	size_t	 len = strlen(entry) + 1;
+	ssize_t	 n;
+	size_t	 at;
+	int	 fd, found = 0;
+
+	snprintf(path, sizeof path, "/proc/%s/environ", pid);
+	if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1)
+		return (0);
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	for (at = 0; n > 0 && at < (size_t)n && !found; ) {
+		found = memcmp(buf + at, entry, len) == 0;
+		at += strnlen(buf + at, (size_t)n - at) + 1;
+	}
+	return (found);
+}
+
 /*
  * Sends sig to every process of session sid (a keeper's: it called
- * setsid, so its id names the job's processes even after it is gone).
- * Returns how many were signalled.
+ * setsid, so its id names the job's processes even after it is gone) whose
+ * environment holds env (the job's GMUX_JOB_ID): a pid reused since, by
+ * another session's leader, is left alone.  Returns how many were
+ * signalled.
  */
 u_int
-proc_kill_session(pid_t sid, int sig)
+proc_kill_session(pid_t sid, const char *env, int sig)
 {
 	struct dirent	*de;
 	DIR		*d;
@@ -136,7 +160,8 @@ proc_kill_session(pid_t sid, int sig)
 		buf[len] = '\0';
 		/* pid (comm) state ppid pgrp session ...: comm may hold ')' */
 		if ((p = strrchr(buf, ')')) == NULL ||
-		    sscanf(p + 1, " %*c %*d %*d %ld", &s) != 1 || s != sid)
+		    sscanf(p + 1, " %*c %*d %*d %ld", &s) != 1 || s != sid ||
+		    !proc_has_env(de->d_name, env))
 			continue;
 		if (kill((pid_t)atol(de->d_name), sig) == 0)
 			n++;

@@ -221,10 +221,46 @@ server_sched_submit(struct job *j, u_int id, int *code, char **cause)
 	return (0);
 }
 
+/* Removes the decisions that would put job id back in the queue. */
+static void
+server_sched_drop(struct sched_out *out, u_int id)
+{
+	u_int	 i, n = 0;
+
+	for (i = 0; i < out->n; i++) {
+		if (out->v[i].job == id && (out->v[i].act == SCHED_REQUEUE ||
+		    out->v[i].act == SCHED_QUEUE)) {
+			free(out->v[i].reason);
+			continue;
+		}
+		out->v[n++] = out->v[i];
+	}
+	out->n = n;
+}
+
 /*
- * The job is gone from the cards or the queue (ended, stopped, cancelled).
- * Returns 1 if it was a --requeue victim of preemption and waits again.
+ * Tells the scheduler the job is gone from the cards or the queue (ended,
+ * stopped, cancelled); what that frees is decided into out, which the
+ * caller carries out (server_sched_apply) once it has recorded the end.
+ * Returns 1 if the job was a --requeue victim of preemption and waits
+ * again; a job someone stopped meanwhile is not requeued: it is stopped.
  */
+int
+server_sched_release(struct job *j, struct sched_out *out)
+{
+	int	 rc;
+
+	rc = sched_end(server_sched, j->id, clock_ms(), out);
+	if (rc == 1 && (j->stopping || j->state == JOB_STOPPED)) {
+		/* Out of the queue again, and forget what requeued it. */
+		sched_end(server_sched, j->id, clock_ms(), out);
+		server_sched_drop(out, j->id);
+		rc = 0;
+	}
+	return (rc);
+}
+
+/* The same, carried out at once (a cancel: nothing to record first). */
 int
 server_sched_gone(struct job *j)
 {
@@ -232,8 +268,7 @@ server_sched_gone(struct job *j)
 	int			 rc;
 
 	memset(&out, 0, sizeof out);
-	rc = sched_end(server_sched, j->id, clock_ms(), &out);
-	if (rc == 1)
+	if ((rc = server_sched_release(j, &out)) == 1)
 		job_requeue(j);
 	server_sched_apply(&out);
 	sched_out_free(&out);

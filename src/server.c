@@ -269,6 +269,29 @@ server_ready(int ready)
 	close(ready);
 }
 
+/*
+ * Reconnects to the keepers of the jobs that were running.  The list is
+ * taken first: adopting one that ended may start a queued job, which has
+ * a keeper of its own already.
+ */
+static void
+server_adopt_keepers(void)
+{
+	struct job	**v = NULL;
+	u_int		  n = 0, i;
+	struct job	 *j;
+
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (j->state != JOB_RUNNING)
+			continue;
+		v = xreallocarray(v, n + 1, sizeof *v);
+		v[n++] = j;
+	}
+	for (i = 0; i < n; i++)
+		job_adopt(v[i]);
+	free(v);
+}
+
 static int
 server_setup(const char *fake, char **cause)
 {
@@ -289,8 +312,14 @@ server_setup(const char *fake, char **cause)
 	server_base = event_base_new();
 	proc_async_init(server_base);
 	follow_init();
+	/*
+	 * The scheduler first knows every job as it was, then the keepers are
+	 * asked: one that ended while no daemon ran then frees its room for
+	 * the queue, and a --requeue victim that died meanwhile is requeued.
+	 */
 	state_load_jobs();
 	server_sched_restore();
+	server_adopt_keepers();
 	if ((fd = server_listen(cause)) == -1)
 		return (-1);
 	server_http = evhttp_new(server_base);

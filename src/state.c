@@ -190,7 +190,7 @@ state_row(struct dbstmt *st)
 	return (j);
 }
 
-/* Loads every job, in id order; running ones are re-adopted. */
+/* Loads every job, in id order (running ones are adopted afterwards). */
 void
 state_load_jobs(void)
 {
@@ -208,7 +208,5 @@ state_load_jobs(void)
 			j->card = -1;
 			j->cards = 0;
 		}
-		if (j->state == JOB_RUNNING)
-			job_adopt(j);
 	}
 }

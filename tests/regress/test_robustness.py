@@ -176,3 +176,39 @@ def test_a_full_disk_keeps_the_log_whole(make_daemon):
         d.stop()
     finally:
         subprocess.run(["umount", "-l", d.home])
+
+
+def test_a_script_without_a_shebang_runs_under_sh(daemon, tmp_path):
+    daemon.start()
+    script = tmp_path / "plain"
+    script.write_text("echo from sh $1\n")
+    script.chmod(0o755)
+    r = daemon.gmux("run", "--", str(script), "arg")
+    assert r.returncode == 0 and r.stdout == b"from sh arg\n", r.stderr
+
+
+def test_a_directory_on_path_is_passed_over(daemon, tmp_path):
+    daemon.start()
+    (tmp_path / "a" / "mytool").mkdir(parents=True)
+    (tmp_path / "b").mkdir()
+    tool = tmp_path / "b" / "mytool"
+    tool.write_text("#!/bin/sh\necho found\n")
+    tool.chmod(0o755)
+    env = dict(daemon.env, PATH="%s/a:%s/b:/usr/bin:/bin" % (tmp_path,
+                                                           tmp_path))
+    r = subprocess.run([GMUX, "run", "--", "mytool"], env=env,
+                       capture_output=True)
+    assert r.returncode == 0 and r.stdout == b"found\n", r.stderr
+
+
+def test_a_job_does_not_inherit_what_the_daemon_ignores(make_daemon):
+    d = make_daemon()
+    cmd = [GMUX, "serve", "-d", "--fake", "1xH100:80G"]
+    subprocess.run(cmd, env=d.env, check=True, preexec_fn=lambda: (
+        signal.signal(signal.SIGQUIT, signal.SIG_IGN),
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)))
+    d.running = d.pid()
+    r = d.gmux("run", "--", "grep", "SigIgn", "/proc/self/status")
+    # the classic signals (1-31); 32 and up are glibc's and the runner's
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.split()[1], 16) & 0x7fffffff == 0, r.stdout
