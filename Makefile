@@ -3,6 +3,11 @@
 # puts objects elsewhere (several builds of one tree side by side).
 
 O ?= build
+# Quiet: one line per file built; V=1 shows the commands.
+Q = @
+ifneq ($(V),)
+Q =
+endif
 PREFIX ?= /usr/local
 PYTHON ?= /usr/bin/python3
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
@@ -68,7 +73,8 @@ BENCHES += $(O)/bench/sched-admission
 # linked like the unit tests; bench/run-* run them.
 $(O)/bench/%: bench/%.c src/gmux.h $(O)/libgmuxcore.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
 
 # -- ledger (issue 4)
 SRCS += src/hash.c src/ledger.c src/ledger-interval.c src/ledger-chain.c
@@ -100,34 +106,41 @@ $(O)/src/region.o: shim/region.h
 
 $(O)/shim/%.o: shim/%.c $(SHIM_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
+	@echo "  CC      $@"
+	$(Q)$(CC) $(SHIM_CFLAGS) -c -o $@ $<
 
 $(O)/libgmux.so: $(SHIM_OBJS) shim/libgmux.map
-	$(CC) -shared -o $@ $(SHIM_OBJS) -Wl,--version-script=shim/libgmux.map \
+	@echo "  CC      $@"
+	$(Q)$(CC) -shared -o $@ $(SHIM_OBJS) -Wl,--version-script=shim/libgmux.map \
 	    -Wl,-z,defs -ldl -lpthread
 
 $(O)/fake-cuda/lib%.so.1: tests/fake-cuda/lib%.c shim/cuda-types.h
 	@mkdir -p $(@D)
-	$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,lib$*.so.1 \
+	@echo "  CC      $@"
+	$(Q)$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,lib$*.so.1 \
 	    -Wl,-Bsymbolic-functions -o $@ $< -lpthread
 	ln -sf lib$*.so.1 $(@D)/lib$*.so
 
 $(O)/shim-tests/cudash: tests/shim/cudash.c $(FAKE_CUDA)
 	@mkdir -p $(@D)
-	$(CC) $(FAKE_CFLAGS) -o $@ $< -L$(O)/fake-cuda -lcuda -lnvidia-ml -ldl
+	@echo "  CC      $@"
+	$(Q)$(CC) $(FAKE_CFLAGS) -o $@ $< -L$(O)/fake-cuda -lcuda -lnvidia-ml -ldl
 
 $(O)/shim-tests/cudash-dl: tests/shim/cudash.c shim/cuda-types.h
 	@mkdir -p $(@D)
-	$(CC) $(FAKE_CFLAGS) -DVIA_DLSYM -o $@ $< -ldl
+	@echo "  CC      $@"
+	$(Q)$(CC) $(FAKE_CFLAGS) -DVIA_DLSYM -o $@ $< -ldl
 
 $(O)/shim-tests/hsa-host: tests/shim/hsa-host.c
 	@mkdir -p $(@D)
-	$(CC) $(FAKE_CFLAGS) -o $@ $< -ldl
+	@echo "  CC      $@"
+	$(Q)$(CC) $(FAKE_CFLAGS) -o $@ $< -ldl
 
 $(O)/shim-tests/test-shim: tests/shim/test-shim.c tests/unit/unit.h \
 	$(O)/libgmuxcore.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 # The shim's tests: the real library in front of the fake driver.
 shim-tests: $(O)/libgmux.so $(FAKE_CUDA) $(SHIM_TESTS)
@@ -149,10 +162,12 @@ FENCE_TOOLS = $(O)/tests/fence-run $(O)/tests/fence-escape $(O)/bench/fence-conn
 all: $(FENCE_TOOLS)
 $(O)/tests/fence-%: tests/fence-%.c src/gmux.h $(O)/libgmuxcore.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
 $(O)/bench/fence-%: bench/fence-%.c src/gmux.h $(O)/libgmuxcore.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
 
 # -- remote (issue 7)
 SRCS += src/digest.c src/hmap.c src/tls.c src/token.c src/ratelimit.c
@@ -171,11 +186,6 @@ UNIT_SRCS = $(wildcard tests/unit/test-*.c)
 UNITS = $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/%)
 
 all: $(O)/gmux
-
-Q = @
-ifneq ($(V),)
-Q =
-endif
 
 $(O)/%.o: %.c src/gmux.h
 	@mkdir -p $(@D)
