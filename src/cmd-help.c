@@ -12,6 +12,7 @@ const struct cmd_entry cmd_help_entry = {
 	.help = "show the commands, or one command's options",
 	.options = "",
 	.exec = cmd_help_exec,
+	.here = 1,
 };
 
 static const struct option help_opts[] = {

@@ -36,6 +36,7 @@ const struct cmd_entry cmd_remote_entry = {
 	    "picks the one\nwith the most room and the default breaks "
 	    "ties.\n",
 	.exec = cmd_remote_exec,
+	.here = 1,
 };
 
 enum { OPT_JSON = 256, OPT_NOCHECK };

@@ -25,6 +25,7 @@ const struct cmd_entry cmd_serve_entry = {
 	    "the memory\n"
 	    "                       cap instead of stopping them\n",
 	.exec = cmd_serve_exec,
+	.here = 1,
 };
 
 static const struct option serve_opts[] = {

@@ -23,6 +23,7 @@ const struct cmd_entry cmd_token_entry = {
 	    "only its hash is kept.\nrevoke ID stops it at once (ls shows "
 	    "the ids).\n",
 	.exec = cmd_token_exec,
+	.here = 1,
 };
 
 enum { OPT_JSON = 256 };

@@ -40,16 +40,32 @@ cmd_find(const char *name)
 	return (NULL);
 }
 
+/*
+ * A command's help: its synopsis, its options and the ones every command
+ * takes, then its notes (what follows the first blank line of .options).
+ */
 void
 cmd_print_help(const struct cmd_entry *c, FILE *f)
 {
-	fprintf(f, "usage: gmux %s%s%s\n\n%s\n", c->name, *c->args ? " " : "",
-	    c->args, c->help);
-	if (c->options != NULL && *c->options != '\0')
-		fprintf(f, "\noptions:\n%s", c->options);
-	fprintf(f, "  --remote NAME        on remote host NAME (gmux remote)\n"
-	    "  --local              on this machine's daemon\n"
-	    "  -h, --help           show this help\n");
+	const char	*opts = c->options != NULL ? c->options : "";
+	const char	*notes;
+	int		 n;
+
+	fprintf(f, "usage: gmux %s%s%s\n\n%s\n\noptions:\n", c->name,
+	    *c->args ? " " : "", c->args, c->help);
+	if ((notes = strstr(opts, "\n\n")) != NULL)
+		n = (int)(notes - opts) + 1;
+	else
+		n = (int)strlen(opts);
+	fprintf(f, "%.*s", n, opts);
+	if (!c->here) {
+		fprintf(f, "  --remote NAME        on remote host NAME "
+		    "(gmux remote)\n"
+		    "  --local              on this machine's daemon\n");
+	}
+	fprintf(f, "  -h, --help           show this help\n");
+	if (notes != NULL)
+		fprintf(f, "%s", notes + 1);
 }
 
 void
@@ -94,9 +110,12 @@ static const struct option cmd_where_opts[] = {
 	{ "local", no_argument, NULL, CMD_OPT_LOCAL },
 };
 
-/* The command's long options and cmd_where_opts, in one table. */
+/*
+ * The command's long options and cmd_where_opts (unless it works on this
+ * machine only), in one table.
+ */
 static const struct option *
-cmd_all_opts(const struct option *longopts)
+cmd_all_opts(const struct cmd_entry *c, const struct option *longopts)
 {
 	static struct option	 all[64];
 	u_int			 n = 0;
@@ -105,8 +124,10 @@ cmd_all_opts(const struct option *longopts)
 		all[n] = longopts[n];
 		n++;
 	}
-	all[n++] = cmd_where_opts[0];
-	all[n++] = cmd_where_opts[1];
+	if (!c->here) {
+		all[n++] = cmd_where_opts[0];
+		all[n++] = cmd_where_opts[1];
+	}
 	memset(&all[n], 0, sizeof all[n]);
 	return (all);
 }
@@ -126,7 +147,7 @@ cmd_getopt(const struct cmd_entry *c, int argc, char **argv,
 	snprintf(opts, sizeof opts, "+:%s", shortopts);
 	opterr = 0;
 	do {
-		ch = getopt_long(argc, argv, opts, cmd_all_opts(longopts),
+		ch = getopt_long(argc, argv, opts, cmd_all_opts(c, longopts),
 		    &idx);
 		if (ch == CMD_OPT_REMOTE || ch == CMD_OPT_LOCAL)
 			hosts_choose(ch == CMD_OPT_LOCAL, optarg);

@@ -220,7 +220,8 @@ struct cmd_entry {
 	const char	*help;		/* one line */
 	const char	*options;	/* option lines for --help */
 	int		 (*exec)(int, char **);
-	int		  hidden;
+	int		 hidden;
+	int		 here;		/* this machine only: no --remote */
 };
 extern const struct cmd_entry *cmd_table[];
 const struct cmd_entry *cmd_find(const char *);

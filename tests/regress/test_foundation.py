@@ -26,6 +26,22 @@ def test_help_lists_commands_and_each_has_help(daemon):
     assert daemon.gmux("version", check=0).stdout.startswith(b"gmux ")
 
 
+def test_help_puts_every_option_before_the_notes(daemon):
+    out = daemon.gmux("run", "--help").stdout.decode()
+    # synopsis, one-line summary, options, then the notes alone
+    synopsis, summary, opts, notes = out.split("\n\n")
+    assert opts.startswith("options:\n")
+    for flag in ("--share F", "--remote NAME", "--local", "-h, --help"):
+        assert flag in opts
+    assert notes.startswith("The job runs in this directory")
+    assert "--local" not in notes
+    # serve, remote and token work on this machine only
+    out = daemon.gmux("serve", "--help").stdout.decode()
+    assert "--remote NAME" not in out and "-h, --help" in out
+    r = daemon.gmux("token", "ls", "--remote", "x")
+    assert r.returncode == 2 and b"--remote" in r.stderr
+
+
 @pytest.mark.parametrize("args,word", [
     (["run", "--share", "2", "--", "true"], "--share"),
     (["run", "--share", "0.255", "--", "true"], "--share"),
