@@ -483,3 +483,14 @@ def test_ps_long_shows_fence_refused_and_ceilings(daemon, tmp_path):
     f = lines[1].split()
     assert f[0] == "j1" and f[3] == "b" and f[5:8] == ["allow", "127.0.0.1:9",
                                                          "2"], lines
+
+
+def test_cli_doc_matches_the_binary():
+    # docs/cli.md's second half is every command's --help; regenerate it
+    # with tests/cli-doc when a help text changes
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    r = subprocess.run([os.path.join(root, "tests", "cli-doc"), "--check"],
+                       env={**os.environ, "GMUX": GMUX},
+                       stderr=subprocess.PIPE)
+    assert r.returncode == 0, r.stderr.decode()
