@@ -44,7 +44,8 @@ undo(enum track_kind kind, uint64_t key)
 	__typeof__(&cuMemFree_v2)		 mf = REAL(cuMemFree_v2);
 	__typeof__(&cuMemRelease)		 mr = REAL(cuMemRelease);
 	__typeof__(&cuArrayDestroy)		 ad = REAL(cuArrayDestroy);
-	__typeof__(&cuMipmappedArrayDestroy)	 md = REAL(cuMipmappedArrayDestroy);
+	__typeof__(&cuMipmappedArrayDestroy)	 md =
+	    REAL(cuMipmappedArrayDestroy);
 
 	if (kind == TRACK_PTR && mf != NULL)
 		mf((CUdeviceptr)key);
@@ -140,7 +141,8 @@ cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width,
 		return (CUDA_ERROR_NOT_INITIALIZED);
 	if (!acct_active() || dptr == NULL || pitch == NULL)
 		return (fn(dptr, pitch, width, height, elem));
-	if (__builtin_mul_overflow((width + 511) & ~(size_t)511, height, &guess))
+	if (__builtin_mul_overflow((width + 511) & ~(size_t)511, height,
+	    &guess))
 		return (CUDA_ERROR_OUT_OF_MEMORY);
 	if (cuda_reserve((dev = cuda_dev()), guess) != 0)
 		return (CUDA_ERROR_OUT_OF_MEMORY);
@@ -277,8 +279,8 @@ cuArrayCreate_v2(CUarray *a, const CUDA_ARRAY_DESCRIPTOR *d)
 	if (cuda_reserve((dev = cuda_dev()), size) != 0)
 		return (CUDA_ERROR_OUT_OF_MEMORY);
 	rc = fn(a, d);
-	return (settle(rc, TRACK_ARRAY, rc == CUDA_SUCCESS ? (uintptr_t)*a : 0, size,
-	    dev));
+	return (settle(rc, TRACK_ARRAY, rc == CUDA_SUCCESS ? (uintptr_t)*a : 0,
+	    size, dev));
 }
 
 SHIM_EXPORT CUresult
@@ -297,8 +299,8 @@ cuArray3DCreate_v2(CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *d)
 	if (cuda_reserve((dev = cuda_dev()), size) != 0)
 		return (CUDA_ERROR_OUT_OF_MEMORY);
 	rc = fn(a, d);
-	return (settle(rc, TRACK_ARRAY, rc == CUDA_SUCCESS ? (uintptr_t)*a : 0, size,
-	    dev));
+	return (settle(rc, TRACK_ARRAY, rc == CUDA_SUCCESS ? (uintptr_t)*a : 0,
+	    size, dev));
 }
 
 SHIM_EXPORT CUresult
@@ -318,8 +320,8 @@ cuMipmappedArrayCreate(CUmipmappedArray *a, const CUDA_ARRAY3D_DESCRIPTOR *d,
 	if (cuda_reserve((dev = cuda_dev()), size) != 0)
 		return (CUDA_ERROR_OUT_OF_MEMORY);
 	rc = fn(a, d, levels);
-	return (settle(rc, TRACK_MIPMAP, rc == CUDA_SUCCESS ? (uintptr_t)*a : 0, size,
-	    dev));
+	return (settle(rc, TRACK_MIPMAP, rc == CUDA_SUCCESS ? (uintptr_t)*a : 0,
+	    size, dev));
 }
 
 SHIM_EXPORT CUresult

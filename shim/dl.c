@@ -85,8 +85,8 @@ next_after(const void *caller, const char *name)
 		if ((sym = real_dlsym(l, name)) == NULL)
 			continue;
 		owner = NULL;
-		if (dladdr1(sym, &info, (void **)&owner, RTLD_DL_LINKMAP) != 0 &&
-		    owner == l)
+		if (dladdr1(sym, &info, (void **)&owner,
+		    RTLD_DL_LINKMAP) != 0 && owner == l)
 			return (sym);
 	}
 	return (NULL);

@@ -115,7 +115,8 @@ find_gpu_pools(void)
 {
 	hsa_status_t	(*iter)(agent_cb, void *);
 
-	iter = (hsa_status_t (*)(agent_cb, void *))core->fn[CORE_ITERATE_AGENTS];
+	iter = (hsa_status_t (*)(agent_cb, void *))
+	    core->fn[CORE_ITERATE_AGENTS];
 	iter(add_agent, NULL);
 	shim_log("hsa: %d GPU agents, %d pools", ngpus, ngpu_pools);
 }

@@ -29,7 +29,8 @@ static int		 npools;
 static uint64_t
 reserved(CUmemoryPool p)
 {
-	__typeof__(&cuMemPoolGetAttribute)	 fn = REAL(cuMemPoolGetAttribute);
+	__typeof__(&cuMemPoolGetAttribute)	 fn =
+	    REAL(cuMemPoolGetAttribute);
 	cuuint64_t				 v;
 
 	if (fn == NULL ||
@@ -88,8 +89,9 @@ pool_charge(CUmemoryPool p, int dev, uint64_t guess)
 	int		 i;
 
 	pthread_mutex_lock(&lock);
-	if ((i = pool_index(p, dev)) == -1 || (cur = reserved(p)) == UINT64_MAX) {
-		/* Not tracked: the guess stays counted until the process ends. */
+	if ((i = pool_index(p, dev)) == -1 ||
+	    (cur = reserved(p)) == UINT64_MAX) {
+		/* Untracked: the guess stays counted until the process ends. */
 		pthread_mutex_unlock(&lock);
 		return (0);
 	}

@@ -62,13 +62,16 @@ struct gmux_region_slot {
 	_Atomic uint32_t	 gen;
 	uint32_t		 job;
 	uint32_t		 card;
-	uint32_t		 mps_pct;	/* MPS ceiling fixed at start; 0 none */
+	/* MPS ceiling fixed at start; 0 none */
+	uint32_t		 mps_pct;
 	_Atomic uint32_t	 share;		/* guaranteed seats, live */
-	_Atomic uint32_t	 ceiling;	/* the pacer's target in seats, live */
+	/* the pacer's target in seats, live */
+	_Atomic uint32_t	 ceiling;
 	_Atomic uint64_t	 cap;		/* bytes, live */
-	_Atomic uint64_t	 used;		/* reserved or held, all processes */
+	/* reserved or held, all processes */
+	_Atomic uint64_t	 used;
 	_Atomic uint64_t	 peak;
-	_Atomic uint64_t	 denied;	/* allocations refused at the cap */
+	_Atomic uint64_t	 denied;	/* allocations refused at cap */
 };
 
 /*
@@ -85,7 +88,8 @@ struct gmux_region_proc {
 struct gmux_region {
 	_Atomic uint64_t	 magic;		/* written last, when ready */
 	uint32_t		 version;
-	uint32_t		 size;		/* sizeof (struct gmux_region) */
+	/* sizeof (struct gmux_region) */
+	uint32_t		 size;
 	uint32_t		 ncards;
 	uint32_t		 pad;
 	struct gmux_region_card	 cards[GMUX_REGION_CARDS];

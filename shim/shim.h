@@ -27,7 +27,7 @@ enum shim_sym_id {
 struct shim_sym {
 	const char	*name;		/* the exported name */
 	const char	*base;		/* the name cuGetProcAddress is asked */
-	int		 version;	/* first driver version of this variant */
+	int		 version;	/* the first driver with this variant */
 	int		 ptsz;		/* per-thread default stream variant */
 	void		*wrapper;	/* NULL: called, never wrapped */
 	_Atomic(void *)	 real;
@@ -45,7 +45,7 @@ void		 shim_warn_once(int *, const char *, ...)
 
 /* account.c: the job's share of the shared region, as this process sees it */
 int		 acct_active(void);	/* 0: not under gmux, pass through */
-int		 acct_multi(void);	/* more than one card: ordinals matter */
+int		 acct_multi(void);	/* several cards: ordinals matter */
 int		 acct_reserve(int, uint64_t);
 void		 acct_release(int, uint64_t);
 struct gmux_region_slot *acct_slot(int);

@@ -25,7 +25,8 @@ static size_t		 cap, used;
 static size_t
 slot_of(enum track_kind kind, uint64_t key, size_t n)
 {
-	uint64_t	 h = (key ^ ((uint64_t)kind << 56)) * 0x9e3779b97f4a7c15ULL;
+	uint64_t	 h = (key ^ ((uint64_t)kind << 56)) *
+	    0x9e3779b97f4a7c15ULL;
 
 	return ((size_t)(h >> 17) & (n - 1));
 }
@@ -101,7 +102,8 @@ track_del(enum track_kind kind, uint64_t key, uint64_t *size, int *dev)
 	tab[i].kind = 0;
 	used--;
 	/* Backward shift: pull later entries of the cluster into the hole. */
-	for (j = (i + 1) & (cap - 1); tab[j].kind != 0; j = (j + 1) & (cap - 1)) {
+	for (j = (i + 1) & (cap - 1); tab[j].kind != 0;
+	    j = (j + 1) & (cap - 1)) {
 		home = slot_of(tab[j].kind, tab[j].key, cap);
 		if (((j - home) & (cap - 1)) >= ((j - i) & (cap - 1))) {
 			tab[i] = tab[j];

@@ -56,7 +56,8 @@ api_cards_list(struct evhttp_request *req, const char *id)
 		json_object_set_new(o, "jobs", json_integer(njobs[i]));
 		json_object_set_new(o, "guaranteed", json_real(seats / 100.0));
 		json_object_set_new(o, "burst", json_real(burst / 100.0));
-		json_object_set_new(o, "mem_used", json_integer((json_int_t)mem));
+		json_object_set_new(o, "mem_used",
+		    json_integer((json_int_t)mem));
 		json_object_set_new(o, "util", card_util_json(
 		    &server_cards.v[i], seats + burst));
 		json_array_append_new(a, o);

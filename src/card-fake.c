@@ -92,7 +92,8 @@ fake_one(char *item, struct cards *cs, char **cause)
 		return (-1);
 	}
 	if (*model == '\0' || strlen(model) > 63) {
-		xasprintf(cause, "a model name of 1 to 63 characters is needed");
+		xasprintf(cause,
+		    "a model name of 1 to 63 characters is needed");
 		return (-1);
 	}
 	if (cs->n + count > FAKE_MAX_CARDS) {

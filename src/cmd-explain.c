@@ -12,7 +12,8 @@ const struct cmd_entry cmd_explain_entry = {
 	.name = "explain",
 	.args = "[--json] JOB",
 	.help = "why a job waits, or where it runs and why",
-	.options = "  --json               the job object with an explain field\n",
+	.options =
+	    "  --json               the job object with an explain field\n",
 	.exec = cmd_explain_exec,
 };
 

@@ -172,8 +172,9 @@ run_request(int argc, char **argv, int *detach, char ***pulls)
 			break;
 		case OPT_CARD:
 			if (strspn(optarg, "0123456789") == strlen(optarg))
-				json_object_set_new(o, "card", json_integer(
-				    cmd_arg_uint(c, "--card", optarg, 0, 1023)));
+				json_object_set_new(o, "card",
+				    json_integer(cmd_arg_uint(c, "--card",
+				    optarg, 0, 1023)));
 			else
 				json_object_set_new(o, "card",
 				    json_string(optarg));

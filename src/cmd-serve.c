@@ -12,7 +12,8 @@ const struct cmd_entry cmd_serve_entry = {
 	.args = "[--fake SPEC] [--addr [HOST]:PORT] [-d] [-v]",
 	.help = "run the daemon that shares this host's cards",
 	.options =
-	    "  --fake SPEC          add fake cards, e.g. 2xH100:80G,1xMI300X:192G\n"
+	    "  --fake SPEC          add fake cards, e.g. "
+	    "2xH100:80G,1xMI300X:192G\n"
 	    "  --addr [HOST]:PORT   also serve remote clients over TLS on TCP "
 	    "(:7070: every\n"
 	    "                       address); the first time, prints the line "

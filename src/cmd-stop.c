@@ -10,7 +10,8 @@ static int	cmd_stop_exec(int, char **);
 const struct cmd_entry cmd_stop_entry = {
 	.name = "stop",
 	.args = "[--grace DURATION] JOB...",
-	.help = "stop jobs: SIGTERM to the whole group, SIGKILL after the grace",
+	.help = "stop jobs: SIGTERM to the whole group, "
+	    "SIGKILL after the grace",
 	.options =
 	    "  --grace DURATION     time between SIGTERM and SIGKILL "
 	    "(default: the job's,\n"

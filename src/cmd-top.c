@@ -10,7 +10,8 @@ static int	cmd_top_exec(int, char **);
 const struct cmd_entry cmd_top_entry = {
 	.name = "top",
 	.args = "[--once]",
-	.help = "live view of the cards (guaranteed, burst, memory, use) and jobs",
+	.help = "live view of the cards (guaranteed, burst, memory, use) "
+	    "and jobs",
 	.options =
 	    "  --once               print one frame and exit (also when not "
 	    "on a terminal)\n"

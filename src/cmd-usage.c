@@ -10,8 +10,8 @@ static int	cmd_usage_exec(int, char **);
 
 const struct cmd_entry cmd_usage_entry = {
 	.name = "usage",
-	.args = "[--since WHEN] [--until WHEN] [--by owner|job|card|vendor|day] "
-	    "[--json|--csv]",
+	.args = "[--since WHEN] [--until WHEN] "
+	    "[--by owner|job|card|vendor|day] [--json|--csv]",
 	.help = "share-seconds, memory GB-hours and jobs over a window",
 	.options =
 	    "  --since WHEN         start: 24h, 30d, 2026-11-01, "
@@ -21,9 +21,10 @@ const struct cmd_entry cmd_usage_entry = {
 	    "  --json, --csv        machine-readable output\n"
 	    "  --verify             check the books' hash chain; names the "
 	    "first broken row\n"
-	    "  --prune-before DATE  export the intervals that ended before DATE "
-	    "to a CSV\n"
-	    "                       under $GMUX_HOME/exports, then remove them\n"
+	    "  --prune-before DATE  export the intervals that ended before "
+	    "DATE to a CSV\n"
+	    "                       under $GMUX_HOME/exports, then remove "
+	    "them\n"
 	    "\nShare-seconds are guaranteed fractions of a card times seconds "
 	    "(3600 are one\ncard-hour); what a job bursts above its guarantee "
 	    "is not billed.\n",
@@ -53,8 +54,8 @@ usage_query_add(char **q, const char *name, const char *v)
 
 	enc = xmalloc(strlen(v) * 3 + 1);
 	for (p = enc; *v != '\0'; v++) {
-		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		    "0123456789-._~", *v) != NULL)
+		if (strchr("abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~", *v) != NULL)
 			*p++ = *v;
 		else
 			p += sprintf(p, "%%%02X", (u_char)*v);

@@ -127,13 +127,14 @@ cumask_format(const uint64_t *mine)
 	for (i = 0; i < CUMASK_WORDS * 64; i++) {
 		if (!bit_get(mine, i))
 			continue;
-		for (start = i; i + 1 < CUMASK_WORDS * 64 && bit_get(mine, i + 1);
-		    i++)
+		for (start = i; i + 1 < CUMASK_WORDS * 64 &&
+		    bit_get(mine, i + 1); i++)
 			;
 		if (start == i)
 			xasprintf(&t, "%s%s%u", s, first ? "" : ",", i);
 		else
-			xasprintf(&t, "%s%s%u-%u", s, first ? "" : ",", start, i);
+			xasprintf(&t, "%s%s%u-%u", s, first ? "" : ",", start,
+			    i);
 		free(s);
 		s = t;
 		first = 0;

@@ -201,7 +201,8 @@ http_resp_feed(struct http_resp *r, const char *p, size_t len,
 			r->state = HTTP_DONE;
 		if (r->state == HTTP_DONE)
 			return (1);
-		xasprintf(cause, "the connection closed in the middle of a reply");
+		xasprintf(cause,
+		    "the connection closed in the middle of a reply");
 		return (-1);
 	}
 	while (len > 0 && r->state != HTTP_DONE) {

@@ -137,7 +137,8 @@ region_open(const char *path, const struct cards *cs, char **cause)
 		rc = &rg->cards[i];
 		memset(rc->uuid, 0, sizeof rc->uuid);
 		if (cs->v[i].uuid != NULL)
-			snprintf(rc->uuid, sizeof rc->uuid, "%s", cs->v[i].uuid);
+			snprintf(rc->uuid, sizeof rc->uuid, "%s",
+			    cs->v[i].uuid);
 		rc->memory = cs->v[i].memory;
 		rc->index = cs->v[i].index;
 		rc->vendor = cs->v[i].vendor;

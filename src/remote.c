@@ -1,11 +1,11 @@
 /*
  * remote.c: the client's side of a remote run's files, over a transport
  * the caller provides (struct remote_io: remote-net.c over TLS in the CLI,
- * remote-local.c in process for tests and benches).  remote_sync sends the working directory: scan,
- * manifest, ask which blobs the host lacks (by digest first, so an
- * unchanged tree is one small request), send those, small ones batched and
- * large ones one by one (the transport may run those in parallel until
- * flush).  remote_pull brings a job's matching files back.
+ * remote-local.c in process for tests and benches).  remote_sync sends the
+ * working directory: scan, manifest, ask which blobs the host lacks (by
+ * digest first, so an unchanged tree is one small request), send those,
+ * small ones batched and large ones one by one (the transport may run those
+ * in parallel until flush).  remote_pull brings a job's matching files back.
  */
 
 #include <sys/stat.h>

@@ -66,7 +66,8 @@ state_load_next(void)
 	struct dbstmt	*st;
 
 	st = db_prepare(state_db, "SELECT max((SELECT v FROM meta "
-	    "WHERE k = 'next_id'), coalesce((SELECT max(id) + 1 FROM jobs), 1))");
+	    "WHERE k = 'next_id'), "
+	    "coalesce((SELECT max(id) + 1 FROM jobs), 1))");
 	if (db_step(st) == 1)
 		state_next = (u_int)db_col_int(st, 0);
 	db_finalize(st);

@@ -127,7 +127,7 @@ stream_interrupt(void *arg)
 
 	s->interrupts++;
 	if (s->mode == STREAM_RUN && s->interrupts == 1 && s->job[0] == '\0') {
-		/* The daemon has not named the job yet: stop it when it does. */
+		/* No id from the daemon yet: stop the job once it has one. */
 		s->stop_pending = 1;
 		fprintf(stderr, "\ngmux: stopping the job as soon as it has an "
 		    "id (Ctrl-C again to detach)\n");
@@ -235,7 +235,8 @@ stream_run(struct stream *s, const char *method, const char *path,
 			return (-1);
 		}
 		if (!told++)
-			fprintf(stderr, "gmux: connection lost; reconnecting\n");
+			fprintf(stderr,
+			    "gmux: connection lost; reconnecting\n");
 		stream_sleep(rc == 0 ? 0 : 200);
 		free(next);
 		xasprintf(&next, "/v1/jobs/%s/log?from=%llu&follow=1", s->job,

@@ -1,4 +1,7 @@
-/* xmalloc.c: allocation that cannot fail (the daemon dies on the impossible). */
+/*
+ * xmalloc.c: allocation that cannot fail (the daemon dies on the
+ * impossible).
+ */
 
 #include <errno.h>
 #include <stdlib.h>

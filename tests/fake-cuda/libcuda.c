@@ -31,7 +31,7 @@
 
 #define FAKE_MAX_DEV	8
 #define FAKE_CHUNK	(2ULL << 20)
-#define FAKE_QUEUE	64		/* launches in flight before one blocks */
+#define FAKE_QUEUE	64		/* launches in flight before blocking */
 
 struct CUctx_st { int dev; };
 struct CUevent_st { int64_t t; };
@@ -92,7 +92,8 @@ fake_init(void)
 	const char	*v;
 	int		 fd, i;
 
-	dev_mem = (v = getenv("FAKE_CUDA_MEM")) ? strtoull(v, NULL, 0) : 16ULL << 30;
+	dev_mem = (v = getenv("FAKE_CUDA_MEM")) ? strtoull(v, NULL, 0) :
+	    16ULL << 30;
 	ndev = (v = getenv("FAKE_CUDA_DEVICES")) ? atoi(v) : 1;
 	if ((v = getenv("CUDA_VISIBLE_DEVICES")) != NULL && *v != '\0')
 		for (ndev = 1; (v = strchr(v, ',')) != NULL; v++)
@@ -133,7 +134,8 @@ dev_take(int dev, uint64_t n)
 	if (shared != NULL) {
 		u = atomic_fetch_add(&shared->used, n) + n;
 		p = atomic_load(&shared->peak);
-		while (p < u && !atomic_compare_exchange_weak(&shared->peak, &p, u))
+		while (p < u &&
+		    !atomic_compare_exchange_weak(&shared->peak, &p, u))
 			;
 	}
 	return (0);
@@ -317,7 +319,11 @@ cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
 	return (plain_alloc(h, size));
 }
 
-CUresult cuMemRelease(CUmemGenericAllocationHandle h) { return (plain_free(h)); }
+CUresult
+cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	return (plain_free(h));
+}
 
 CUresult
 cuArrayCreate_v2(CUarray *a, const CUDA_ARRAY_DESCRIPTOR *d)
@@ -325,7 +331,8 @@ cuArrayCreate_v2(CUarray *a, const CUDA_ARRAY_DESCRIPTOR *d)
 	unsigned long long key = 0;
 	CUresult	 rc;
 
-	rc = plain_alloc(&key, (uint64_t)d->Width * (d->Height ? d->Height : 1) *
+	rc = plain_alloc(&key, (uint64_t)d->Width *
+	    (d->Height ? d->Height : 1) *
 	    (d->NumChannels ? d->NumChannels : 1) * 4);
 	*a = (CUarray)(uintptr_t)key;
 	return (rc);
@@ -337,9 +344,9 @@ cuArray3DCreate_v2(CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *d)
 	unsigned long long key = 0;
 	CUresult	 rc;
 
-	rc = plain_alloc(&key, (uint64_t)d->Width * (d->Height ? d->Height : 1) *
-	    (d->Depth ? d->Depth : 1) * (d->NumChannels ? d->NumChannels : 1) *
-	    4);
+	rc = plain_alloc(&key, (uint64_t)d->Width *
+	    (d->Height ? d->Height : 1) * (d->Depth ? d->Depth : 1) *
+	    (d->NumChannels ? d->NumChannels : 1) * 4);
 	*a = (CUarray)(uintptr_t)key;
 	return (rc);
 }
@@ -351,7 +358,8 @@ cuMipmappedArrayCreate(CUmipmappedArray *a, const CUDA_ARRAY3D_DESCRIPTOR *d,
 	unsigned long long key = 0;
 	CUresult	 rc;
 
-	rc = plain_alloc(&key, (uint64_t)d->Width * (d->Height ? d->Height : 1) *
+	rc = plain_alloc(&key, (uint64_t)d->Width *
+	    (d->Height ? d->Height : 1) *
 	    (d->NumChannels ? d->NumChannels : 1) * 8);
 	*a = (CUmipmappedArray)(uintptr_t)key;
 	return (rc);

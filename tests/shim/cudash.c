@@ -249,7 +249,8 @@ launch_for(int ms)
 	while (now_ms() - start < ms && rc == CUDA_SUCCESS) {
 		switch (n++ % 5) {
 		case 0:
-			rc = api.launch(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+			rc = api.launch(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL,
+			    NULL);
 			break;
 		case 1:
 			rc = api.launch_ptsz(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL,
@@ -259,7 +260,8 @@ launch_for(int ms)
 			rc = api.launch_ex(&cfg, f, NULL, NULL);
 			break;
 		case 3:
-			rc = api.launch_coop(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL);
+			rc = api.launch_coop(f, 1, 1, 1, 1, 1, 1, 0, NULL,
+			    NULL);
 			break;
 		case 4:
 			rc = api.graph((CUgraphExec)1, NULL);
@@ -410,7 +412,8 @@ command(char *line)
 		rc = api.managed(&p, size_arg(ARG(1)), 1);
 		answer(rc, 'p', p);
 	} else if (strcmp(w[0], "pitch") == 0) {
-		rc = api.pitch(&p, &pitch, size_arg(ARG(1)), size_arg(ARG(2)), 4);
+		rc = api.pitch(&p, &pitch, size_arg(ARG(1)),
+		    size_arg(ARG(2)), 4);
 		answer(rc, 'p', p);
 	} else if (strcmp(w[0], "create") == 0) {
 		prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -423,12 +426,14 @@ command(char *line)
 	} else if (strcmp(w[0], "async-ptsz") == 0) {
 		rc = api.async_ptsz(&p, size_arg(ARG(1)), NULL);
 		answer(rc, 'A', p);
-	} else if (strcmp(w[0], "pool") == 0 || strcmp(w[0], "pool-ptsz") == 0) {
+	} else if (strcmp(w[0], "pool") == 0 ||
+	    strcmp(w[0], "pool-ptsz") == 0) {
 		rc = api.get_pool(&pool, 0);
 		if (rc == CUDA_SUCCESS && w[0][4] == '\0')
 			rc = api.frompool(&p, size_arg(ARG(1)), pool, NULL);
 		else if (rc == CUDA_SUCCESS)
-			rc = api.frompool_ptsz(&p, size_arg(ARG(1)), pool, NULL);
+			rc = api.frompool_ptsz(&p, size_arg(ARG(1)), pool,
+			    NULL);
 		answer(rc, w[0][4] == '\0' ? 'a' : 'A', p);
 	} else if (strcmp(w[0], "array") == 0) {
 		d2.Width = size_arg(ARG(1));
@@ -437,7 +442,8 @@ command(char *line)
 		d2.NumChannels = 1;
 		rc = api.array(&a, &d2);
 		answer(rc, 'r', (uintptr_t)a);
-	} else if (strcmp(w[0], "array3d") == 0 || strcmp(w[0], "mipmap") == 0) {
+	} else if (strcmp(w[0], "array3d") == 0 ||
+	    strcmp(w[0], "mipmap") == 0) {
 		d3.Width = size_arg(ARG(1));
 		d3.Height = size_arg(ARG(2));
 		d3.Depth = w[0][0] == 'a' ? size_arg(ARG(3)) : 0;

@@ -106,8 +106,8 @@ int
 main(void)
 {
 	char			 line[256], what[16];
-	hsa_status_t		 (*alloc)(hsa_amd_memory_pool_t, size_t, uint32_t,
-				     void **);
+	hsa_status_t		 (*alloc)(hsa_amd_memory_pool_t, size_t,
+				     uint32_t, void **);
 	hsa_status_t		 (*release)(void *);
 	hsa_amd_memory_pool_t	 p;
 	unsigned long long	 size;

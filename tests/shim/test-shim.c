@@ -96,7 +96,8 @@ child_start(struct child *c, const char *prog, const char *slots,
 	if ((c->pid = fork()) == 0) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
-		if ((err = open(errfile, O_WRONLY|O_CREAT|O_APPEND, 0600)) != -1)
+		if ((err = open(errfile, O_WRONLY|O_CREAT|O_APPEND,
+		    0600)) != -1)
 			dup2(err, 2);
 		closefrom(3);
 		xasprintf(&envp[n++], "LD_PRELOAD=%s/libgmux.so", build);
@@ -373,7 +374,8 @@ test_totals(void)
 	CHECK_STR(ask(&a, "total"), "ok 1073741824");
 	CHECK_STR(ask(&b, "total"), "ok 1073741824");
 	CHECK(ok(ask(&a, "alloc 100M")) && ok(ask(&b, "alloc 50M")));
-	snprintf(want, sizeof want, "ok %llu %llu", 874ULL * MiB, 1024ULL * MiB);
+	snprintf(want, sizeof want, "ok %llu %llu", 874ULL * MiB,
+	    1024ULL * MiB);
 	CHECK_STR(ask(&a, "info"), want);
 	CHECK_STR(ask(&b, "info"), want);
 	snprintf(want, sizeof want, "ok %llu %llu %llu %llu %llu %llu",

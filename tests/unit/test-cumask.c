@@ -12,7 +12,8 @@
 struct layout {
 	const char	*model;
 	u_int		 xcds;
-	u_int		 ses;		/* shader engines per XCD, one array each */
+	/* shader engines per XCD, one array each */
+	u_int		 ses;
 	u_int		 per_se[8];	/* active CUs in each */
 };
 
@@ -90,7 +91,8 @@ quarters(const struct layout *l, u_int cus)
 	for (j = 0; j < 4; j++) {
 		n = cumask_pick(&g, used, 25, mine);
 		CHECK(n > 0 && (u_int)n <= cus / 4);
-		CHECK((u_int)n + l->xcds > cus / 4);	/* rounded down, by a group */
+		/* rounded down, by a group */
+		CHECK((u_int)n + l->xcds > cus / 4);
 		CHECK(check_spread(l, mine) == (u_int)n);
 		for (w = 0; w < CUMASK_WORDS; w++) {
 			CHECK((used[w] & mine[w]) == 0);
@@ -115,7 +117,7 @@ test_mi300x(void)
 	CHECK(check_spread(&mi300x, m) == 304);
 	CHECK(cumask_pick(&g, none, 50, m) == 152);
 	CHECK(check_spread(&mi300x, m) == 152);
-	CHECK(cumask_pick(&g, none, 1, m) == 8);	/* one CU on every XCD */
+	CHECK(cumask_pick(&g, none, 1, m) == 8);	/* one CU per XCD */
 	s = cumask_format(m);
 	CHECK_STR(s, "0:0-7");
 	free(s);

@@ -47,8 +47,9 @@ test_chunked(void)
 	struct http_resp	 r;
 	struct sink		 s = { .len = 0 };
 	char			*cause = NULL;
-	const char		*t = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked"
-	    "\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n";
+	const char		*t = "HTTP/1.1 200 OK\r\n"
+	    "Transfer-Encoding: chunked\r\n"
+	    "\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n";
 
 	http_resp_init(&r);
 	CHECK(http_resp_feed(&r, t, strlen(t), sink_cb, &s, &cause) == 1);

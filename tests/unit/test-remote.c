@@ -221,7 +221,8 @@ test_memo(void)
 	struct remote_local	 f;
 	struct sync_stats	 st;
 	json_t			*reply = NULL;
-	char			*a = tpath("ma"), *b = tpath("mb"), *cause = NULL;
+	char			*a = tpath("ma"), *b = tpath("mb");
+	char			*cause = NULL;
 	char			 ma[DIGEST_HEX], mb[DIGEST_HEX], *fill;
 	int			 rc;
 
