@@ -79,6 +79,7 @@ ssize_t		 write_all(int, const void *, size_t);
 char		*strv_join(char *const *, const char *);
 char		*strtrim(char *);
 void		 strv_free(char **);
+void		 strv_add(char ***, const char *);
 char	       **strv_copy(char *const *);
 size_t		 strv_len(char *const *);
 char		*user_name(uid_t);

@@ -231,6 +231,21 @@ test_jobreq(void)
 	jobreq_clear(&r);
 }
 
+static void
+test_strv_add(void)
+{
+	char	**v = NULL;
+
+	strv_add(&v, "a");
+	strv_add(&v, "b");
+	strv_add(&v, "a");
+	CHECK(strv_len(v) == 2);
+	CHECK_STR(v[0], "a");
+	CHECK_STR(v[1], "b");
+	CHECK(v[2] == NULL);
+	strv_free(v);
+}
+
 int
 main(void)
 {
@@ -241,5 +256,6 @@ main(void)
 	RUN(test_frames);
 	RUN(test_fake_cards);
 	RUN(test_jobreq);
+	RUN(test_strv_add);
 	UNIT_EXIT();
 }
