@@ -137,12 +137,16 @@ struct jobreq {
 	int		  umask;	/* the caller's; -1: the daemon's */
 	struct fence	 *fence;	/* NULL: not fenced */
 	char		 *manifest;	/* a synced tree to run in (remote) */
+	int		  confined;	/* came over TCP: jailed (set by the
+					   daemon, saved, never taken from a
+					   request) */
 };
 void		 jobreq_init(struct jobreq *);
 void		 jobreq_clear(struct jobreq *);
 int		 jobreq_from_json(json_t *, struct jobreq *, char **);
 int		 jobreq_patch_from_json(json_t *, struct jobreq *, char **);
 json_t		*jobreq_to_json(const struct jobreq *);
+int		 jobreq_from_saved(json_t *, struct jobreq *, char **);
 
 /* output.c: tables and JSON on the CLI */
 struct table;
