@@ -180,6 +180,7 @@ SRCS += src/remote-net.c src/run-remote.c
 
 # -- remote jobs' jail
 SRCS += src/landlock.c src/jail.c
+BENCHES += $(O)/bench/jail-start
 
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
