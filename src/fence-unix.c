@@ -191,17 +191,6 @@ open_as_job(pid_t pid, const char *path, int flags)
 	return (fd);
 }
 
-static int
-under(const char *path, const char *dir)
-{
-	size_t	 len;
-
-	if (dir == NULL)
-		return (0);
-	len = strlen(dir);
-	return (strncmp(path, dir, len) == 0 && path[len] == '/');
-}
-
 /*
  * Whether real lies in one of the job's directories, and not in gmux's
  * own unless that directory of the job's is there itself (a remote job's
@@ -215,10 +204,11 @@ in_own_dir(const struct fence_unix *fu, const char *real)
 
 	for (i = 0; i < fu->ndirs; i++) {
 		d = fu->dirs[i];
-		if (!under(real, d))
+		if (!path_under(real, d))
 			continue;
 		for (k = 0; k < nitems(fu->deny); k++) {
-			if (under(real, fu->deny[k]) && !under(d, fu->deny[k]))
+			if (path_under(real, fu->deny[k]) &&
+			    !path_under(d, fu->deny[k]))
 				break;
 		}
 		if (k == nitems(fu->deny))

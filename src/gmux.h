@@ -98,6 +98,7 @@ const char	*path_jobs(void);
 const char	*path_config(void);
 char		*path_job(u_int);
 char		*path_job_file(u_int, const char *);
+int		 path_under(const char *, const char *);
 
 /* frame.c: the framed output stream (logs, attach, remote streaming) */
 #define FRAME_STDOUT	1

@@ -246,18 +246,6 @@ jail_spec_clear(struct jail_spec *s)
 	memset(s, 0, sizeof *s);
 }
 
-/* Whether path is dir or lies beneath it (both real paths). */
-static int
-jail_beneath(const char *path, const char *dir)
-{
-	size_t	 len = strlen(dir);
-
-	if (strcmp(dir, "/") == 0)
-		return (1);
-	return (strncmp(path, dir, len) == 0 &&
-	    (path[len] == '\0' || path[len] == '/'));
-}
-
 struct jail_home {
 	const char	*what;		/* "$GMUX_HOME" */
 	char		*real;
@@ -274,7 +262,7 @@ jail_home_in(const char *granted, void *arg)
 
 	if ((real = realpath(granted, NULL)) == NULL)
 		return (0);
-	in = jail_beneath(h->real, real);
+	in = strcmp(h->real, real) == 0 || path_under(h->real, real);
 	if (in)
 		xasprintf(h->cause, "%s (%s) lies in %s, which remote jobs may "
 		    "read: put it elsewhere", h->what, h->real, real);

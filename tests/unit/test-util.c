@@ -262,6 +262,18 @@ test_jobreq_confined(void)
 }
 
 static void
+test_path_under(void)
+{
+	CHECK(path_under("/a/b", "/a"));
+	CHECK(path_under("/a/b/c", "/a"));
+	CHECK(!path_under("/a", "/a"));
+	CHECK(!path_under("/ab", "/a"));
+	CHECK(!path_under("/a", NULL));
+	CHECK(path_under("/usr", "/"));
+	CHECK(!path_under("/", "/"));
+}
+
+static void
 test_strv_add(void)
 {
 	char	**v = NULL;
@@ -288,5 +300,6 @@ main(void)
 	RUN(test_jobreq);
 	RUN(test_jobreq_confined);
 	RUN(test_strv_add);
+	RUN(test_path_under);
 	UNIT_EXIT();
 }
