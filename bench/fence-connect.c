@@ -113,7 +113,7 @@ run(const char *self, uint16_t port, int n, const char *mode, int fenced,
 	snprintf(ps, sizeof ps, "%u", port);
 	snprintf(num, sizeof num, "%d", n);
 	if (fenced && (fence_allow(f, spec, &cause) != 0 ||
-	    (fj = fence_job_create(f, "/", &cause)) == NULL))
+	    (fj = fence_job_create(f, "/", NULL, &cause)) == NULL))
 		fatalx("%s", cause);
 	if (pipe2(p, O_CLOEXEC) != 0 || (pid = fork()) == -1)
 		fatal("fork");

@@ -65,6 +65,15 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 		api_error(req, 400, "%s", cause);
 		goto out;
 	}
+	/*
+	 * A job from another machine runs in a jail, or not at all unless
+	 * the operator said so (docs/isolation.md); never as it asks.
+	 */
+	if (server_tls_request(req) &&
+	    jail_remote_job(&r.confined, &cause) != 0) {
+		api_error(req, 403, "%s", cause);
+		goto out;
+	}
 	if (api_remote_job(req, &r, state_peek_id()) != 0)
 		goto out;
 	owner = api_owner(req);

@@ -14,8 +14,11 @@ const struct cmd_entry cmd_ps_entry = {
 	.help = "list jobs: queued and running, or all",
 	.options =
 	    "  -a, --all            ended jobs too\n"
-	    "  -l, --long           also priority, fence and refused connects, "
-	    "ceilings\n"
+	    "  -l, --long           also priority, flags (burst, preemptible, "
+	    "requeue,\n"
+	    "                       confined: a remote job in its jail), "
+	    "ceilings, fence and\n"
+	    "                       refused connects\n"
 	    "  --json               a JSON array of job objects\n",
 	.exec = cmd_ps_exec,
 };
@@ -104,10 +107,11 @@ ps_long(json_t *a)
 
 	t = table_create(hdr, nitems(hdr));
 	json_array_foreach(a, i, j) {
-		snprintf(flags, sizeof flags, "%s%s%s",
+		snprintf(flags, sizeof flags, "%s%s%s%s",
 		    json_is_true(json_object_get(j, "burst")) ? "b" : "",
 		    json_is_true(json_object_get(j, "preemptible")) ? "p" : "",
-		    json_is_true(json_object_get(j, "requeue")) ? "r" : "");
+		    json_is_true(json_object_get(j, "requeue")) ? "r" : "",
+		    json_is_true(json_object_get(j, "confined")) ? "c" : "");
 		snprintf(prio, sizeof prio, "%lld", (long long)
 		    json_integer_value(json_object_get(j, "priority")));
 		snprintf(refused, sizeof refused, "%lld", (long long)

@@ -20,6 +20,8 @@ static const char *config_keys[] = {
 	"BLOB_STORE_SIZE",	/* remote runs (issue 7) */
 	"UPLOAD_LIMIT",
 	"PULL_LIMIT",
+	"REMOTE_READ",		/* remote jobs' jail */
+	"REMOTE_UNCONFINED",
 };
 
 static struct config_entry	*config_entries;

@@ -354,6 +354,31 @@ enforce_forget(u_int job)
 }
 
 /*
+ * What a remote job on these cards (bit i: card i) needs beyond the
+ * system's files, for its jail: the shim (and the fake driver) to load,
+ * the region to count in, MPS's pipe directories to connect in.  Never
+ * from the job's environment, which its client wrote.
+ */
+void
+enforce_jail_paths(uint64_t cards, struct jail_spec *js)
+{
+	u_int	 i;
+
+	for (i = 0; i < ENFORCE_CARDS; i++) {
+		if ((cards & (1ULL << i)) == 0)
+			continue;
+		if (caps[i].shim && region_ok) {
+			strv_add(&js->exec, shim_path);
+			strv_add(&js->rw, region_path());
+			if (fake_cuda != NULL)
+				strv_add(&js->exec, fake_cuda);
+		}
+		if (caps[i].mps && mps_pipe_dir(i) != NULL)
+			strv_add(&js->sockets, mps_pipe_dir(i));
+	}
+}
+
+/*
  * The daemon's one-second tick: returns dead processes' memory, and every
  * ten ticks (GMUX_AUDIT_TICKS) starts an audit of the real cards
  * (audit_start: one at a time, never waiting for the vendors' tools).

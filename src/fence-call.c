@@ -1,8 +1,8 @@
 /*
  * fence-call.c: a notified call read out of the job, for the supervisor:
  * the address, copied once into our memory, and the job's socket, a
- * duplicate through pidfd_getfd(), with the descriptor's flags.  Also the
- * stand-in for a UDP socket().
+ * duplicate through pidfd_getfd(), with the descriptor's flags; or the
+ * path a chmod() or chown() names.  Also the stand-in for a UDP socket().
  */
 
 #include <sys/ioctl.h>
@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -224,6 +225,77 @@ fence_call_read(struct fence_tasks *ft, int listener, uint64_t id,
 	c->nonblock = (flags & O_NONBLOCK) != 0;
 	c->cloexec = (flags & O_CLOEXEC) != 0;
 	return (0);
+}
+
+/*
+ * Copies a NUL-terminated string of the job's (at most size bytes with the
+ * NUL) into buf, a page at a time: process_vm_readv() stops at the first
+ * page that is not mapped.  Returns 0 or an errno.
+ */
+static int
+read_string(pid_t pid, uint64_t addr, char *buf, size_t size)
+{
+	struct iovec	 local, remote;
+	size_t		 got = 0, want;
+	ssize_t		 n;
+
+	while (got < size) {
+		want = 4096 - ((addr + got) & 4095);
+		if (want > size - got)
+			want = size - got;
+		local.iov_base = buf + got;
+		local.iov_len = want;
+		remote.iov_base = (void *)(uintptr_t)(addr + got);
+		remote.iov_len = want;
+		if ((n = process_vm_readv(pid, &local, 1, &remote, 1, 0)) <= 0)
+			return (EFAULT);
+		if (memchr(buf + got, '\0', (size_t)n) != NULL)
+			return (0);
+		got += (size_t)n;
+	}
+	return (ENAMETOOLONG);
+}
+
+/*
+ * Reads what a notified call on a path asked: the path (argument patharg;
+ * -1: none, "", as for fchmod()) into path (PATH_MAX bytes), and in *dirfd the directory it is relative
+ * to, ours: a duplicate of the job's descriptor (argument dirarg), or the
+ * thread's working directory if dirarg is -1 or holds AT_FDCWD.  Checked
+ * as fence_call_read() does.  Returns 0, an errno to answer with, or -1
+ * when the notification is gone; *dirfd, when not -1, is the caller's to
+ * close.
+ */
+int
+fence_call_path(struct fence_tasks *ft, int listener, uint64_t id, pid_t pid,
+    const uint64_t *args, int patharg, int dirarg, char *path, int *dirfd)
+{
+	struct task	*t;
+	char		 p[64];
+	int		 err, fd = dirarg == -1 ? AT_FDCWD : (int)args[dirarg];
+
+	*dirfd = -1;
+	if (patharg == -1) {
+		*path = '\0';
+		err = 0;
+	} else
+		err = read_string(pid, args[patharg], path, PATH_MAX);
+	if (err == 0 && fd == AT_FDCWD) {
+		snprintf(p, sizeof p, "/proc/%d/cwd", (int)pid);
+		if ((*dirfd = open(p, O_PATH|O_DIRECTORY|O_CLOEXEC)) == -1)
+			err = EACCES;
+	} else if (err == 0) {
+		t = task_get(ft, pid, 0);
+		*dirfd = (int)syscall(SYS_pidfd_getfd, t->pidfd, fd, 0);
+		if (*dirfd == -1 && errno != EBADF) {	/* stale entry */
+			t = task_get(ft, pid, 1);
+			*dirfd = (int)syscall(SYS_pidfd_getfd, t->pidfd, fd, 0);
+		}
+		if (*dirfd == -1)
+			err = EBADF;
+	}
+	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0)
+		return (-1);
+	return (err);
 }
 
 /*

@@ -24,6 +24,19 @@ fence_create(void)
 	return (xcalloc(1, sizeof (struct fence)));
 }
 
+/*
+ * Returns the fence of a remote job that asked for none: every address is
+ * allowed; what it holds the job to is its AF_UNIX rule.
+ */
+struct fence *
+fence_open(void)
+{
+	struct fence	*f = fence_create();
+
+	f->open = 1;
+	return (f);
+}
+
 void
 fence_free(struct fence *f)
 {
@@ -53,6 +66,7 @@ fence_copy(const struct fence *f)
 		return (NULL);
 	c = fence_create();
 	c->deny_net = f->deny_net;
+	c->open = f->open;
 	c->nrules = f->nrules;
 	c->rules = xcalloc(f->nrules, sizeof *c->rules);
 	for (i = 0; i < f->nrules; i++) {
@@ -559,6 +573,8 @@ fence_text(const struct fence *f)
 		return (xstrdup("none"));
 	if (f->deny_net)
 		return (xstrdup("deny-net"));
+	if (f->open)
+		return (xstrdup("open"));
 	s = xstrdup("allow ");
 	for (i = 0; i < f->nrules; i++) {
 		xasprintf(&t, "%s%s%s", s, i ? "," : "", f->rules[i].text);

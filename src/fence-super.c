@@ -1,11 +1,11 @@
 /*
  * fence-super.c: the fence's supervisor.  It runs in the keeper, outside
  * the job, and answers the seccomp notifications of the job's connect(),
- * bind() and UDP socket() calls.  For an allowed connect it connects a
- * socket of its own, to its own copy of the address, and puts that
- * socket in place of the job's (SECCOMP_IOCTL_NOTIF_ADDFD with SETFD):
- * what is connected is what was checked, whatever the job's memory says
- * by then.  It never answers CONTINUE: the kernel would read the address
+ * bind() and UDP socket() calls, and a jailed job's chmod() and chown().
+ * For an allowed connect it connects a socket of its own, to its own copy
+ * of the address, and puts that socket in place of the job's
+ * (SECCOMP_IOCTL_NOTIF_ADDFD with SETFD): what is connected is what was
+ * checked, whatever the job's memory says by then.  It never answers CONTINUE: the kernel would read the address
  * again, from memory the job controls.
  *
  * The keeper polls two descriptors of it along with its own: the
@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,9 +323,9 @@ connect_inet(struct fence_super *s, const struct fence_call *c)
 			refuse(s, c, what);
 		return;
 	}
-	ok = !s->policy->deny_net &&
+	ok = s->policy->open || (!s->policy->deny_net &&
 	    (fence_match_addr(s->policy, family, addr, port) != -1 ||
-	    fence_names_allows(s->names, family, addr, port));
+	    fence_names_allows(s->names, family, addr, port)));
 	if (!ok && port == 53 && c->type == SOCK_STREAM)
 		connect_stub(s, c, SOCK_STREAM);
 	else if (!ok)
@@ -395,11 +396,83 @@ do_bind(struct fence_super *s, const struct fence_call *c)
 	reply(s, c->id, err);
 }
 
+/*
+ * A jailed job's calls on modes and owners (the filter sends them here
+ * only for a jailed job): where each keeps its arguments.
+ */
+static const struct meta_call {
+	long		 nr;
+	int		 path;		/* -1: none, the descriptor itself */
+	int		 dir;		/* -1: the thread's working directory */
+	int		 mode;		/* -1: a chown */
+	int		 owner;		/* the uid, the gid next; -1: a chmod */
+	int		 flags;		/* AT_* flags; -1: none */
+	int		 nofollow;	/* lchown() */
+} meta_calls[] = {
+#ifdef SYS_chmod
+	{ SYS_chmod, 0, -1, 1, -1, -1, 0 },
+	{ SYS_chown, 0, -1, -1, 1, -1, 0 },
+	{ SYS_lchown, 0, -1, -1, 1, -1, 1 },
+#endif
+	{ SYS_fchmodat, 1, 0, 2, -1, -1, 0 },
+	{ FENCE_SYS_FCHMODAT2, 1, 0, 2, -1, 3, 0 },
+	{ SYS_fchownat, 1, 0, -1, 2, 4, 0 },
+	{ SYS_fchmod, -1, 0, 1, -1, -1, 0 },
+	{ SYS_fchown, -1, 0, -1, 1, -1, 0 },
+};
+
+static const struct meta_call *
+meta_find(long nr)
+{
+	u_int	 i;
+
+	for (i = 0; i < nitems(meta_calls); i++) {
+		if (meta_calls[i].nr == nr)
+			return (&meta_calls[i]);
+	}
+	return (NULL);
+}
+
+/* Answers a chmod() or chown(): done within the job's own directories. */
+static void
+do_meta(struct fence_super *s, const struct meta_call *m, uint64_t id,
+    pid_t pid, const uint64_t *args)
+{
+	char	 path[PATH_MAX];
+	int	 dirfd, rc, flags = 0, at;
+
+	at = m->flags == -1 ? 0 : (int)args[m->flags];
+	rc = fence_call_path(s->tasks, s->listener, id, pid, args, m->path,
+	    m->dir, path, &dirfd);
+	if (rc == -1)
+		goto out;
+	if (rc == 0) {
+		if (m->nofollow || (at & AT_SYMLINK_NOFOLLOW))
+			flags |= FENCE_META_NOFOLLOW;
+		if ((at & AT_EMPTY_PATH) || m->path == -1)
+			flags |= FENCE_META_EMPTY;
+		rc = fence_unix_meta(s->local, pid, dirfd, path, m->mode == -1 ?
+		    -1 : (int)args[m->mode], m->owner == -1 ? (uid_t)-1 :
+		    (uid_t)args[m->owner], m->owner == -1 ? (gid_t)-1 :
+		    (gid_t)args[m->owner + 1], flags);
+	}
+	if (rc == EPERM) {
+		s->refused++;
+		snprintf(s->last, sizeof s->last, "%s:%.*s", m->mode == -1 ?
+		    "chown" : "chmod", (int)sizeof s->last - 7, path);
+	}
+	reply(s, id, rc);
+out:
+	if (dirfd != -1)
+		close(dirfd);
+}
+
 static void
 super_notified(struct fence_super *s)
 {
 	struct seccomp_notif	 req;
 	struct fence_call	 c;
+	const struct meta_call	*m;
 	uint64_t		 args[6];
 	int			 rc, i;
 
@@ -411,6 +484,10 @@ super_notified(struct fence_super *s)
 	if (req.data.nr == SYS_socket) {
 		if ((rc = fence_call_udp(s->listener, req.id, args)) != 0)
 			reply(s, req.id, rc);
+		return;
+	}
+	if ((m = meta_find(req.data.nr)) != NULL) {
+		do_meta(s, m, req.id, (pid_t)req.pid, args);
 		return;
 	}
 	if (req.data.nr != SYS_connect && req.data.nr != SYS_bind) {
@@ -599,10 +676,12 @@ fence_super_dispatch(struct fence_super *s, const struct pollfd *pfd,
 /*
  * Returns the supervisor of a job's listener (which it now owns), or NULL
  * with a cause.  policy and names stay the caller's and must outlive it.
+ * dirs (NULL-ended, or NULL) are more directories than workdir whose
+ * sockets the job may connect to.
  */
 struct fence_super *
 fence_super_create(const struct fence *policy, struct fence_names *names,
-    const char *workdir, int listener, char **cause)
+    const char *workdir, char *const *dirs, int listener, char **cause)
 {
 	struct fence_super	*s;
 
@@ -628,7 +707,7 @@ fence_super_create(const struct fence *policy, struct fence_names *names,
 		xasprintf(cause, "epoll: %s", strerror(errno));
 		goto fail;
 	}
-	s->local = fence_unix_create(workdir);
+	s->local = fence_unix_create(workdir, dirs);
 	/*
 	 * The job waits while we work and we wait while it runs: waking
 	 * each other on the same CPU saves an inter-processor interrupt

@@ -1,11 +1,12 @@
 /*
- * fence-unix.c: a fenced job's AF_UNIX connects and binds, done by the
- * supervisor on its behalf.  A job may connect to sockets inside its own
- * working directory and to sockets it bound itself (wherever: Python's
+ * fence-unix.c: a fenced job's AF_UNIX connects and binds, and a jailed
+ * job's chmod() and chown(), done by the supervisor on its behalf.  A job
+ * may connect to sockets inside its own working directory (a remote job:
+ * its own directories) and to sockets it bound itself (wherever: Python's
  * multiprocessing puts them in /tmp); never to anything else: resolver
- * daemons, docker.sock, gmux's own socket.  Abstract sockets are refused:
- * their namespace belongs to the network namespace, not to a directory,
- * and the host's (X11, containerd, D-Bus) live there.
+ * daemons, docker.sock, gmux's own socket, other jobs' keepers.  Abstract
+ * sockets are refused: their namespace belongs to the network namespace,
+ * not to a directory, and the host's (X11, containerd, D-Bus) live there.
  *
  * The path is resolved as the kernel would for the job: relative to the
  * calling thread's working directory (/proc/TID/cwd), following symlinks,
@@ -37,7 +38,8 @@ struct unix_id {
 };
 
 struct fence_unix {
-	char		*workdir;	/* real path; NULL: none is the job's */
+	char		**dirs;		/* real paths: the job's own */
+	u_int		 ndirs;
 	char		*deny[2];	/* gmux's own directories */
 	struct unix_id	 daemon;	/* gmux's socket */
 	struct unix_id	*bound;		/* sockets the job bound */
@@ -69,21 +71,38 @@ same_id(const struct unix_id *a, const struct unix_id *b)
 	return (a->dev == b->dev && a->ino == b->ino && a->btime == b->btime);
 }
 
-/* Returns the checker for a job in workdir (the caller frees it). */
+/* Adds a directory of the job's own (all of / is no job's). */
+static void
+add_dir(struct fence_unix *fu, const char *dir)
+{
+	char	*real;
+
+	if (dir == NULL || (real = realpath(dir, NULL)) == NULL)
+		return;
+	if (strcmp(real, "/") == 0) {
+		free(real);
+		return;
+	}
+	fu->dirs = xreallocarray(fu->dirs, fu->ndirs + 1, sizeof *fu->dirs);
+	fu->dirs[fu->ndirs++] = real;
+}
+
+/*
+ * Returns the checker for a job in workdir whose sockets in dirs too
+ * (NULL-ended, or NULL) are its own.  The caller frees it.
+ */
 struct fence_unix *
-fence_unix_create(const char *workdir)
+fence_unix_create(const char *workdir, char *const *dirs)
 {
 	struct fence_unix	*fu;
 	struct stat		 st;
 	char			*dir, *slash;
+	u_int			 i;
 
 	fu = xcalloc(1, sizeof *fu);
-	if (workdir != NULL)
-		fu->workdir = realpath(workdir, NULL);
-	if (fu->workdir != NULL && strcmp(fu->workdir, "/") == 0) {
-		free(fu->workdir);	/* all of / is no job's directory */
-		fu->workdir = NULL;
-	}
+	add_dir(fu, workdir);
+	for (i = 0; dirs != NULL && dirs[i] != NULL; i++)
+		add_dir(fu, dirs[i]);
 	fu->deny[0] = realpath(path_home(), NULL);
 	dir = xstrdup(path_socket());
 	if ((slash = strrchr(dir, '/')) != NULL)
@@ -100,9 +119,13 @@ fence_unix_create(const char *workdir)
 void
 fence_unix_free(struct fence_unix *fu)
 {
+	u_int	 i;
+
 	if (fu == NULL)
 		return;
-	free(fu->workdir);
+	for (i = 0; i < fu->ndirs; i++)
+		free(fu->dirs[i]);
+	free(fu->dirs);
 	free(fu->deny[0]);
 	free(fu->deny[1]);
 	free(fu->bound);
@@ -168,15 +191,30 @@ open_as_job(pid_t pid, const char *path, int flags)
 	return (fd);
 }
 
+/*
+ * Whether real lies in one of the job's directories, and not in gmux's
+ * own unless that directory of the job's is there itself (a remote job's
+ * tree is $GMUX_HOME/jobs/jN/work; its keeper's socket is next to it).
+ */
 static int
-under(const char *path, const char *dir)
+in_own_dir(const struct fence_unix *fu, const char *real)
 {
-	size_t	 len;
+	const char	*d;
+	u_int		 i, k;
 
-	if (dir == NULL)
-		return (0);
-	len = strlen(dir);
-	return (strncmp(path, dir, len) == 0 && path[len] == '/');
+	for (i = 0; i < fu->ndirs; i++) {
+		d = fu->dirs[i];
+		if (!path_under(real, d))
+			continue;
+		for (k = 0; k < nitems(fu->deny); k++) {
+			if (path_under(real, fu->deny[k]) &&
+			    !path_under(d, fu->deny[k]))
+				break;
+		}
+		if (k == nitems(fu->deny))
+			return (1);
+	}
+	return (0);
 }
 
 /* Whether the socket file open on pfd is one the job may connect to. */
@@ -194,14 +232,13 @@ target_allowed(struct fence_unix *fu, int pfd, const struct unix_id *id,
 		if (same_id(id, &fu->bound[i]))
 			return (1);
 	}
-	if (fu->workdir == NULL || nlink != 1)
+	if (fu->ndirs == 0 || nlink != 1)
 		return (0);	/* a second link may be the way in from out */
 	snprintf(p, sizeof p, "/proc/self/fd/%d", pfd);
 	if ((n = readlink(p, real, sizeof real - 1)) <= 0)
 		return (0);
 	real[n] = '\0';
-	return (under(real, fu->workdir) && !under(real, fu->deny[0]) &&
-	    !under(real, fu->deny[1]));
+	return (in_own_dir(fu, real));
 }
 
 /*
@@ -389,4 +426,69 @@ fence_unix_bind(struct fence_unix *fu, const struct fence_call *c)
 	if (bind(c->sock, (const struct sockaddr *)c->addr, c->alen) != 0)
 		return (errno);
 	return (0);
+}
+
+/* Whether real is one of the job's directories or lies in one. */
+static int
+own_path(const struct fence_unix *fu, const char *real)
+{
+	u_int	 i;
+
+	for (i = 0; i < fu->ndirs; i++) {
+		if (strcmp(real, fu->dirs[i]) == 0)
+			return (1);
+	}
+	return (in_own_dir(fu, real));
+}
+
+/*
+ * A jailed job's chmod() (uid and gid -1) or chown() (mode -1) of path,
+ * relative to dirfd (ours: the job's directory, or its thread's working
+ * directory), flags FENCE_META_*.  Landlock does not govern modes and
+ * owners: done here only for a file in the job's own directories (where
+ * it may write anyway), refused elsewhere, so the host's files keep
+ * theirs.  An owner can only be the job's own.  Returns 0 or an errno.
+ */
+int
+fence_unix_meta(struct fence_unix *fu, pid_t pid, int dirfd, const char *path,
+    int mode, uid_t uid, gid_t gid, int flags)
+{
+	struct stat	 st;
+	char		 p[64], real[PATH_MAX];
+	ssize_t		 n;
+	int		 fd, err = 0;
+
+	if (*path == '\0' && !(flags & FENCE_META_EMPTY))
+		return (ENOENT);
+	if (*path == '/' && !same_view(fu, pid))
+		return (EPERM);
+	if (*path == '\0')
+		fd = dup(dirfd);
+	else
+		fd = openat(dirfd, path, O_PATH|O_CLOEXEC|
+		    ((flags & FENCE_META_NOFOLLOW) ? O_NOFOLLOW : 0));
+	if (fd == -1)
+		return (errno);
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	if ((n = readlink(p, real, sizeof real - 1)) <= 0 || fstat(fd, &st) != 0)
+		err = EACCES;
+	else {
+		real[n] = '\0';
+		if (!own_path(fu, real))
+			err = EPERM;
+	}
+	if (err == 0 && mode != -1) {
+		if (S_ISLNK(st.st_mode))
+			err = EOPNOTSUPP;
+		else if (chmod(p, (mode_t)mode & 07777) != 0)
+			err = errno;
+	} else if (err == 0) {
+		if ((uid != (uid_t)-1 && uid != getuid()) ||
+		    (gid != (gid_t)-1 && gid != getgid()))
+			err = EPERM;
+		else if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH) != 0)
+			err = errno;
+	}
+	close(fd);
+	return (err);
 }

@@ -3,7 +3,8 @@
  * Landlock domain the job starts in, and the handing of the filter's
  * listener to the supervisor outside it.  How the keeper uses it:
  *
- *   before fork()        fj = fence_job_create(policy, cwd, &cause);
+ *   before fork()        fj = fence_job_create(policy, cwd, jail, &cause);
+ *                        (jail: a remote job's, else NULL)
  *                        fence_job_env(fj, &env);
  *   child, before exec   fence_job_child(fj);   (exits 126 on failure)
  *   parent, after fork   fence_job_start(fj, &cause);
@@ -14,11 +15,12 @@
  *
  * The filter is built in the parent, before fork(), so the child does
  * nothing but system calls between fork() and exec().  Only this file
- * sees libseccomp and Landlock.
+ * sees libseccomp (landlock.c has Landlock's calls).
  */
 
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
@@ -37,17 +39,6 @@
 
 #include "gmux.h"
 
-/* Landlock as of ABI 6; Debian's headers predate the network rights. */
-#define LL_CREATE_RULESET_VERSION	(1U << 0)
-#define LL_ACCESS_NET_CONNECT_TCP	(1ULL << 1)
-#define LL_SCOPE_ABSTRACT_UNIX_SOCKET	(1ULL << 0)
-#define LL_SCOPE_SIGNAL			(1ULL << 1)
-struct ll_ruleset_attr {
-	uint64_t	 handled_access_fs;
-	uint64_t	 handled_access_net;	/* ABI 4 */
-	uint64_t	 scoped;		/* ABI 6 */
-};
-
 #define FENCE_AF_LIMIT	64	/* families above are refused wholesale */
 
 struct fence_job {
@@ -58,39 +49,32 @@ struct fence_job {
 	u_short			 proglen;
 	int			 sp[2];		/* carries the listener out */
 	int			 landlock;	/* the kernel's ABI, 0: none */
+	const struct jail	*jail;		/* a remote job's; NULL: none */
 	char			 uid_map[32];
 	char			 gid_map[32];
 	int			 bypass;	/* tests: no connect rule */
 	int			 netns;		/* --deny-net got a namespace */
+	int			 ipcns;		/* a jailed job got one */
 	struct fence_super	*super;
 	char			*text;
 	uint64_t		 written[2];	/* counts last written */
 	int			 wrote;
 };
 
-/* Landlock's ABI version, 0 if the kernel has none. */
-int
-fence_landlock_abi(void)
-{
-	long	 v;
-
-	v = syscall(SYS_landlock_create_ruleset, NULL, 0,
-	    LL_CREATE_RULESET_VERSION);
-	return (v < 0 ? 0 : (int)v);
-}
-
 #define LOW32(i, v)	SCMP_CMP((i), SCMP_CMP_MASKED_EQ, 0xffffffffULL, (v))
 
 /*
  * socket(): UNIX, INET and INET6 only; TCP streams as they are; UDP goes
  * to the supervisor (which hands back a stand-in); raw, packet, netlink,
- * SCTP, MPTCP, ICMP, UDP-Lite and the rest get an error.  Arguments are
- * ints: only their low 32 bits count, as for the kernel, so the masked
- * comparisons ignore what a caller leaves in the high half, and every
- * low-half value not allowed matches some refusing rule.
+ * SCTP, MPTCP, ICMP, UDP-Lite and the rest get an error.  An open fence
+ * (a remote job's that asked for none) lets UDP and NETLINK_ROUTE sockets
+ * be made (getifaddrs() needs one): it polices connects, not the network.
+ * Arguments are ints: only their low 32 bits count, as for the kernel, so
+ * the masked comparisons ignore what a caller leaves in the high half,
+ * and every low-half value not allowed matches some refusing rule.
  */
 static int
-filter_socket(scmp_filter_ctx ctx)
+filter_socket(scmp_filter_ctx ctx, int open)
 {
 	static const int	 inet[] = { AF_INET, AF_INET6 };
 	uint32_t		 no = SCMP_ACT_ERRNO(EPERM), act;
@@ -98,7 +82,8 @@ filter_socket(scmp_filter_ctx ctx)
 	u_int			 i;
 
 	for (af = 0; af < FENCE_AF_LIMIT; af++) {
-		if (af == AF_UNIX || af == AF_INET || af == AF_INET6)
+		if (af == AF_UNIX || af == AF_INET || af == AF_INET6 ||
+		    (open && af == AF_NETLINK))
 			continue;
 		act = (af == AF_NETLINK || af == AF_PACKET) ? no :
 		    SCMP_ACT_ERRNO(EAFNOSUPPORT);
@@ -107,6 +92,10 @@ filter_socket(scmp_filter_ctx ctx)
 	}
 	rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
 	    SCMP_SYS(socket), 1, SCMP_CMP(0, SCMP_CMP_GE, FENCE_AF_LIMIT, 0));
+	/* An open fence's netlink: NETLINK_ROUTE (0) only, no sock_diag. */
+	if (open)
+		rc |= seccomp_rule_add(ctx, no, SCMP_SYS(socket), 2,
+		    LOW32(0, AF_NETLINK), SCMP_CMP(2, SCMP_CMP_NE, 0, 0));
 	for (i = 0; i < nitems(inet); i++) {
 		for (t = 0; t < 16; t++) {
 			struct scmp_arg_cmp a0 = LOW32(0, inet[i]);
@@ -125,7 +114,7 @@ filter_socket(scmp_filter_ctx ctx)
 				    SCMP_SYS(socket), 3, a0, a1, LOW32(2, p));
 			rc |= seccomp_rule_add(ctx, no, SCMP_SYS(socket), 3,
 			    a0, a1, SCMP_CMP(2, SCMP_CMP_GT, ok, 0));
-			if (t != SOCK_DGRAM)
+			if (t != SOCK_DGRAM || open)
 				continue;
 			rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY,
 			    SCMP_SYS(socket), 3, a0, a1, LOW32(2, 0));
@@ -136,9 +125,14 @@ filter_socket(scmp_filter_ctx ctx)
 	return (rc);
 }
 
-/* Everything but socket(). */
+/*
+ * Everything but socket().  A jailed job binds by itself: Landlock holds
+ * its AF_UNIX binds to its own directories, which it may connect in
+ * anyway (the supervisor, outside the jail, would bind anywhere).  An
+ * open fence lets UDP datagrams go where they are addressed.
+ */
 static int
-filter_rest(scmp_filter_ctx ctx, int bypass)
+filter_rest(scmp_filter_ctx ctx, int bypass, int jailed, int open)
 {
 	static const int	 refused[] = {
 		SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter),
@@ -155,9 +149,12 @@ filter_rest(scmp_filter_ctx ctx, int bypass)
 	if (!bypass)
 		rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY,
 		    SCMP_SYS(connect), 0);
-	rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(bind), 0);
-	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(sendto), 2,
-	    SCMP_CMP(4, SCMP_CMP_NE, 0, 0), SCMP_CMP(5, SCMP_CMP_GT, 0, 0));
+	if (!jailed)
+		rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(bind), 0);
+	if (!open)
+		rc |= seccomp_rule_add(ctx, no, SCMP_SYS(sendto), 2,
+		    SCMP_CMP(4, SCMP_CMP_NE, 0, 0),
+		    SCMP_CMP(5, SCMP_CMP_GT, 0, 0));
 	fo = SCMP_A3(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN);
 	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(sendto), 1, fo);
 	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(sendmmsg), 1, fo);
@@ -170,6 +167,50 @@ filter_rest(scmp_filter_ctx ctx, int bypass)
 	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(seccomp), 1,
 	    SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER,
 	    SECCOMP_FILTER_FLAG_NEW_LISTENER));
+	return (rc);
+}
+
+/*
+ * A jailed job's own rules.  Its chmod() and chown() (and fchmod() and
+ * fchown(): it may open files it can only read) go to the supervisor,
+ * which does them in the job's own directories only: Landlock does not
+ * govern modes and owners, and a job could otherwise open the host's key
+ * to every user.  And it may not reach other processes of the user's
+ * through their limits and scheduling (an RLIMIT_CPU of a second kills
+ * the daemon as surely as a signal): only its own (pid 0: the caller).
+ */
+static int
+filter_jail(scmp_filter_ctx ctx)
+{
+	static const int	 meta[] = {
+		SCMP_SYS(chmod), SCMP_SYS(chown), SCMP_SYS(lchown),
+		SCMP_SYS(fchmodat), FENCE_SYS_FCHMODAT2, SCMP_SYS(fchownat),
+		SCMP_SYS(fchmod), SCMP_SYS(fchown),
+	};
+	static const int	 sched[] = {
+		SCMP_SYS(sched_setscheduler), SCMP_SYS(sched_setparam),
+		SCMP_SYS(sched_setattr),
+	};
+	struct scmp_arg_cmp	 not0 = SCMP_CMP(0, SCMP_CMP_NE, 0, 0);
+	struct scmp_arg_cmp	 not1 = SCMP_CMP(1, SCMP_CMP_NE, 0, 0);
+	uint32_t		 no = SCMP_ACT_ERRNO(EPERM);
+	int			 rc = 0;
+	u_int			 i;
+
+	for (i = 0; i < nitems(meta); i++)
+		rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, meta[i], 0);
+	for (i = 0; i < nitems(sched); i++)
+		rc |= seccomp_rule_add(ctx, no, sched[i], 1, not0);
+	/* setpriority(PRIO_PROCESS, 0), ioprio_set(IOPRIO_WHO_PROCESS, 0) */
+	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(setpriority), 1,
+	    SCMP_CMP(0, SCMP_CMP_NE, PRIO_PROCESS, 0));
+	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(setpriority), 1, not1);
+	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(ioprio_set), 1,
+	    SCMP_CMP(0, SCMP_CMP_NE, 1, 0));
+	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(ioprio_set), 1, not1);
+	/* prlimit64(pid, resource, new, old): reading others' is harmless */
+	rc |= seccomp_rule_add(ctx, no, SCMP_SYS(prlimit64), 2,
+	    SCMP_CMP(0, SCMP_CMP_NE, 0, 0), SCMP_CMP(2, SCMP_CMP_NE, 0, 0));
 	return (rc);
 }
 
@@ -191,7 +232,10 @@ filter_build(struct fence_job *fj, char **cause)
 	}
 	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
 	    SCMP_ACT_KILL_PROCESS) != 0 ||
-	    filter_socket(ctx) != 0 || filter_rest(ctx, fj->bypass) != 0) {
+	    filter_socket(ctx, fj->policy->open) != 0 ||
+	    filter_rest(ctx, fj->bypass, fj->jail != NULL,
+	    fj->policy->open) != 0 ||
+	    (fj->jail != NULL && filter_jail(ctx) != 0)) {
 		xasprintf(cause, "seccomp: cannot build the filter");
 		goto out;
 	}
@@ -220,16 +264,21 @@ out:
 
 /*
  * Sets up the fence for a job that will run in workdir: resolves the
- * allowed names (blocking, before the job exists), builds the filter.
+ * allowed names (blocking, before the job exists), builds the filter.  A
+ * remote job's fence is in its jail (NULL: none, which must outlive it):
+ * the jail's Landlock domain replaces the fence's own (it handles TCP
+ * connects too), the job gets an IPC namespace where it can, binds its
+ * sockets itself, and may connect to those in the jail's directories.
  * Returns NULL with a cause; the caller frees the result.
  */
 struct fence_job *
 fence_job_create(const struct fence *policy, const char *workdir,
-    char **cause)
+    const struct jail *jail, char **cause)
 {
 	struct fence_job	*fj;
 
-	if (policy == NULL || (!policy->deny_net && policy->nrules == 0)) {
+	if (policy == NULL || (!policy->deny_net && !policy->open &&
+	    policy->nrules == 0)) {
 		xasprintf(cause, "no fence was asked for");
 		return (NULL);
 	}
@@ -238,7 +287,8 @@ fence_job_create(const struct fence *policy, const char *workdir,
 	fj->policy = fence_copy(policy);
 	fj->workdir = xstrdup(workdir);
 	fj->text = fence_text(policy);
-	fj->landlock = fence_landlock_abi();
+	fj->landlock = landlock_abi();
+	fj->jail = jail;
 	snprintf(fj->uid_map, sizeof fj->uid_map, "%u %u 1\n", getuid(),
 	    getuid());
 	snprintf(fj->gid_map, sizeof fj->gid_map, "%u %u 1\n", getgid(),
@@ -270,7 +320,8 @@ fence_job_test_bypass(struct fence_job *fj)
 /*
  * Adds what the job's environment needs: RES_OPTIONS=use-vc, so glibc
  * asks the stub over TCP (its UDP path drops any answer whose source is
- * not the nameserver's address, which the stub cannot have).
+ * not the nameserver's address, which the stub cannot have).  An open
+ * fence has no stub: the job asks its nameserver.
  */
 void
 fence_job_env(const struct fence_job *fj, char ***envp)
@@ -278,6 +329,8 @@ fence_job_env(const struct fence_job *fj, char ***envp)
 	char	**env = *envp, *s;
 	size_t	 i, n = strv_len(env);
 
+	if (fj->policy->open)
+		return;
 	for (i = 0; i < n; i++) {
 		if (strncmp(env[i], "RES_OPTIONS=", 12) == 0)
 			break;
@@ -327,20 +380,33 @@ write_file(const char *path, const char *s)
 }
 
 /*
- * --deny-net: an empty network namespace, when unprivileged user
- * namespaces work (the job keeps its own uid and gid in it, and no
- * capability after exec).  When they do not, the filter alone refuses.
+ * Namespaces, where unprivileged user namespaces work (the job keeps its
+ * own uid and gid in its user namespace, and no capability after exec):
+ * --deny-net gets an empty network namespace, a jailed job an IPC
+ * namespace (no SysV or POSIX message queue of the host's).  When they do
+ * not work, the filter alone refuses connects, and the host's IPC objects
+ * stay within reach.  Returns what was made, as FENCE_NS_* bits.
  */
 static int
-child_netns(struct fence_job *fj)
+child_ns(struct fence_job *fj)
 {
-	if (unshare(CLONE_NEWUSER|CLONE_NEWNET) != 0)
+	int	 flags = 0, made = 0;
+
+	if (fj->policy->deny_net) {
+		flags |= CLONE_NEWNET;
+		made |= FENCE_NS_NET;
+	}
+	if (fj->jail != NULL) {
+		flags |= CLONE_NEWIPC;
+		made |= FENCE_NS_IPC;
+	}
+	if (flags == 0 || unshare(CLONE_NEWUSER|flags) != 0)
 		return (0);
 	if (write_file("/proc/self/setgroups", "deny") != 0 ||
 	    write_file("/proc/self/uid_map", fj->uid_map) != 0 ||
 	    write_file("/proc/self/gid_map", fj->gid_map) != 0)
 		child_fail("user namespace");
-	return (1);
+	return (made);
 }
 
 /*
@@ -349,27 +415,23 @@ child_netns(struct fence_job *fj)
  * Binding is not handled: a job may listen (a DDP rendezvous, a notebook
  * kernel), and a listening socket sends nothing on its own.  With ABI 6,
  * the domain is also scoped: no abstract UNIX socket and no signal
- * outside it (the keeper and the daemon are out of reach).
+ * outside it (the keeper and the daemon are out of reach).  A jailed job
+ * enters the jail's domain instead, which handles all this and files.
  */
 static void
 child_landlock(struct fence_job *fj)
 {
-	struct ll_ruleset_attr	 a;
-	size_t			 size;
-	int			 fd;
+	int	 fd;
 
+	if (fj->jail != NULL) {
+		if (landlock_enter(jail_ruleset(fj->jail)) != 0)
+			child_fail("landlock (the jail)");
+		return;
+	}
 	if (fj->landlock < 4)
 		return;
-	memset(&a, 0, sizeof a);
-	a.handled_access_net = LL_ACCESS_NET_CONNECT_TCP;
-	size = offsetof(struct ll_ruleset_attr, scoped);
-	if (fj->landlock >= 6) {
-		a.scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET|LL_SCOPE_SIGNAL;
-		size = sizeof a;
-	}
-	if ((fd = (int)syscall(SYS_landlock_create_ruleset, &a, size, 0)) < 0)
-		child_fail("landlock");
-	if (syscall(SYS_landlock_restrict_self, fd, 0) != 0)
+	if ((fd = landlock_ruleset(fj->landlock, LANDLOCK_NET|
+	    LANDLOCK_SCOPE)) == -1 || landlock_enter(fd) != 0)
 		child_fail("landlock");
 	close(fd);
 }
@@ -411,11 +473,10 @@ void
 fence_job_child(struct fence_job *fj)
 {
 	struct sock_fprog	 prog;
-	int			 lfd, netns = 0;
+	int			 lfd, ns;
 
 	close(fj->sp[0]);
-	if (fj->policy->deny_net)
-		netns = child_netns(fj);
+	ns = child_ns(fj);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		child_fail("no_new_privs");
 	child_landlock(fj);
@@ -429,7 +490,7 @@ fence_job_child(struct fence_job *fj)
 		    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
 	if (lfd == -1)
 		child_fail("seccomp");
-	if (send_fd(fj->sp[1], lfd, netns ? 'N' : 'L') != 0)
+	if (send_fd(fj->sp[1], lfd, (char)ns) != 0)
 		child_fail("sending the listener");
 	close(lfd);
 	close(fj->sp[1]);
@@ -467,12 +528,11 @@ recv_fd(int sock, char *c)
 
 /*
  * In the parent after fork(): takes the listener from the child (waiting
- * for it; the child either sends it or exits 126) and starts the
- * supervisor.  The keeper becomes non-dumpable, so a job running as the
- * same user cannot write the supervisor's memory through /proc.
+ * for it; the child either sends it or exits 126), and what namespaces
+ * the child got.  Returns it, or -1.
  */
-int
-fence_job_start(struct fence_job *fj, char **cause)
+static int
+take_listener(struct fence_job *fj)
 {
 	char	 c = 0;
 	int	 lfd;
@@ -480,17 +540,44 @@ fence_job_start(struct fence_job *fj, char **cause)
 	close(fj->sp[1]);
 	fj->sp[1] = -1;
 	lfd = recv_fd(fj->sp[0], &c);
-	fj->netns = c == 'N';
+	fj->netns = (c & FENCE_NS_NET) != 0;
+	fj->ipcns = (c & FENCE_NS_IPC) != 0;
 	close(fj->sp[0]);
 	fj->sp[0] = -1;
-	if (lfd == -1) {
+	return (lfd);
+}
+
+/*
+ * In the parent after fork(): takes the listener and starts the
+ * supervisor.  The keeper becomes non-dumpable, so a job running as the
+ * same user cannot write the supervisor's memory through /proc.
+ */
+int
+fence_job_start(struct fence_job *fj, char **cause)
+{
+	int	 lfd;
+
+	if ((lfd = take_listener(fj)) == -1) {
 		xasprintf(cause, "the job's fence was not installed");
 		return (-1);
 	}
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	fj->super = fence_super_create(fj->policy, fj->names, fj->workdir, lfd,
-	    cause);
+	fj->super = fence_super_create(fj->policy, fj->names, fj->workdir,
+	    fj->jail != NULL ? jail_sockets(fj->jail) : NULL, lfd, cause);
 	return (fj->super == NULL ? -1 : 0);
+}
+
+/*
+ * In the parent of a child that makes no connect (a probe): takes its
+ * listener and closes it, so that any connect it tried would fail.
+ */
+void
+fence_job_release(struct fence_job *fj)
+{
+	int	 lfd;
+
+	if ((lfd = take_listener(fj)) != -1)
+		close(lfd);
 }
 
 /*
@@ -542,11 +629,11 @@ fence_job_stats(const struct fence_job *fj)
 		fence_super_counts(fj->super, &refused, &allowed, &lookups);
 		last = fence_super_last_refused(fj->super);
 	}
-	return (json_pack("{s:s, s:I, s:I, s:I, s:s, s:i, s:b}", "fence",
-	    fj->text, "refused", (json_int_t)refused, "allowed",
+	return (json_pack("{s:s, s:I, s:I, s:I, s:s, s:i, s:b, s:b, s:b}",
+	    "fence", fj->text, "refused", (json_int_t)refused, "allowed",
 	    (json_int_t)allowed, "lookups", (json_int_t)lookups,
 	    "last_refused", last, "landlock", fj->landlock, "netns",
-	    fj->netns));
+	    fj->netns, "jail", fj->jail != NULL, "ipcns", fj->ipcns));
 }
 
 /*

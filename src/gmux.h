@@ -79,6 +79,7 @@ ssize_t		 write_all(int, const void *, size_t);
 char		*strv_join(char *const *, const char *);
 char		*strtrim(char *);
 void		 strv_free(char **);
+void		 strv_add(char ***, const char *);
 char	       **strv_copy(char *const *);
 size_t		 strv_len(char *const *);
 char		*user_name(uid_t);
@@ -97,6 +98,7 @@ const char	*path_jobs(void);
 const char	*path_config(void);
 char		*path_job(u_int);
 char		*path_job_file(u_int, const char *);
+int		 path_under(const char *, const char *);
 
 /* frame.c: the framed output stream (logs, attach, remote streaming) */
 #define FRAME_STDOUT	1
@@ -136,12 +138,16 @@ struct jobreq {
 	int		  umask;	/* the caller's; -1: the daemon's */
 	struct fence	 *fence;	/* NULL: not fenced */
 	char		 *manifest;	/* a synced tree to run in (remote) */
+	int		  confined;	/* came over TCP: jailed (set by the
+					   daemon, saved, never taken from a
+					   request) */
 };
 void		 jobreq_init(struct jobreq *);
 void		 jobreq_clear(struct jobreq *);
 int		 jobreq_from_json(json_t *, struct jobreq *, char **);
 int		 jobreq_patch_from_json(json_t *, struct jobreq *, char **);
 json_t		*jobreq_to_json(const struct jobreq *);
+int		 jobreq_from_saved(json_t *, struct jobreq *, char **);
 
 /* output.c: tables and JSON on the CLI */
 struct table;
@@ -435,6 +441,8 @@ int		 enforce_job_env(u_int, const struct card *, u_int, u_int,
 void		 enforce_set(u_int, const struct card *, u_int, u_int,
 		     uint64_t);
 void		 enforce_forget(u_int);
+struct jail_spec;
+void		 enforce_jail_paths(uint64_t, struct jail_spec *);
 void		 enforce_tick(const struct cards *,
 		     void (*)(const struct card_procs *, void *), void *);
 json_t		*enforce_history(void);
@@ -736,6 +744,7 @@ struct keeper_spec {
 	const char	 *cwd;
 	int		  umask;	/* the caller's, -1: the daemon's */
 	const struct fence *fence;	/* NULL: not fenced */
+	const struct jail_spec *jail;	/* a remote job's; NULL: none */
 };
 pid_t		 keeper_spawn(const struct keeper_spec *, int *, char **);
 int		 keeper_connect(u_int);
@@ -1171,8 +1180,9 @@ void		 audit_enforce(const struct audit_offender *, u_int, int);
 struct fence;
 struct fence_job;
 struct pollfd;
+struct jail;
 struct fence_job *fence_job_create(const struct fence *, const char *,
-		     char **);
+		     const struct jail *, char **);
 void		 fence_job_env(const struct fence_job *, char ***);
 void		 fence_job_child(struct fence_job *);
 int		 fence_job_start(struct fence_job *, char **);
@@ -1186,7 +1196,44 @@ int		 fence_job_write_stats(struct fence_job *, const char *,
 		     char **);
 void		 fence_job_free(struct fence_job *);
 void		 fence_job_test_bypass(struct fence_job *);
-int		 fence_landlock_abi(void);
+void		 fence_job_release(struct fence_job *);
+#define FENCE_SYS_FCHMODAT2 452	/* Linux 6.6, newer than some headers */
+#define FENCE_NS_NET	0x1	/* the namespaces a job's child got */
+#define FENCE_NS_IPC	0x2
+/* (end) */
+
+/* landlock.c: Landlock's calls, for the fence and the jail */
+#define LANDLOCK_FS	0x1	/* what a ruleset handles */
+#define LANDLOCK_NET	0x2
+#define LANDLOCK_SCOPE	0x4
+#define LANDLOCK_READ	0x01	/* rights a rule grants: read files */
+#define LANDLOCK_LIST	0x02	/* list directories */
+#define LANDLOCK_EXEC	0x04
+#define LANDLOCK_WRITE	0x08	/* write and truncate files */
+#define LANDLOCK_CREATE	0x10	/* make, remove and move entries */
+#define LANDLOCK_DEVICE	0x20	/* ioctl on devices */
+int		 landlock_abi(void);
+int		 landlock_ruleset(int, int);
+int		 landlock_allow(int, int, const char *, u_int);
+int		 landlock_enter(int);
+/* (end) */
+
+/* jail.c: what a remote job may reach (docs/isolation.md) */
+struct jail_spec {
+	char		 *work;		/* its tree: read, write, run */
+	char		 *tmp;		/* its TMPDIR and HOME: the same */
+	char		**exec;		/* to read and run: the shim */
+	char		**rw;		/* files to read and write: the region */
+	char		**sockets;	/* more dirs of its own: MPS's pipes */
+};
+struct jail	*jail_create(const struct jail_spec *, char **);
+int		 jail_ruleset(const struct jail *);
+char *const	*jail_sockets(const struct jail *);
+void		 jail_free(struct jail *);
+void		 jail_spec_clear(struct jail_spec *);
+int		 jail_ready(char **);
+int		 jail_remote_job(int *, char **);
+void		 jail_serve_check(void);
 /* (end) */
 
 /* dns.c (issue 6) */
@@ -1240,12 +1287,16 @@ struct fence_pin {			/* --add-host NAME=ADDR */
 };
 struct fence {
 	int		  deny_net;
+	int		  open;		/* every address: a remote job's fence
+					   when it asked for none (built by
+					   the keeper, never sent or saved) */
 	struct fence_rule *rules;
 	u_int		  nrules;
 	struct fence_pin *pins;
 	u_int		  npins;
 };
 struct fence	*fence_create(void);
+struct fence	*fence_open(void);
 void		 fence_free(struct fence *);
 struct fence	*fence_copy(const struct fence *);
 int		 fence_parse_addr(const char *, u_char *);
@@ -1293,11 +1344,15 @@ struct fence_call {			/* a notified connect or bind */
 	int		 cloexec;	/* and FD_CLOEXEC */
 };
 struct fence_unix;
-struct fence_unix *fence_unix_create(const char *);
+struct fence_unix *fence_unix_create(const char *, char *const *);
 int		 fence_unix_connect(struct fence_unix *,
 		     const struct fence_call *, int *, int *);
 int		 fence_unix_bind(struct fence_unix *,
 		     const struct fence_call *);
+#define FENCE_META_NOFOLLOW	0x1	/* fence_unix_meta(): lchown & co */
+#define FENCE_META_EMPTY	0x2	/* AT_EMPTY_PATH */
+int		 fence_unix_meta(struct fence_unix *, pid_t, int, const char *,
+		     int, uid_t, gid_t, int);
 void		 fence_unix_free(struct fence_unix *);
 /* (end) */
 
@@ -1316,12 +1371,15 @@ void		 fence_tasks_free(struct fence_tasks *);
 int		 fence_call_read(struct fence_tasks *, int, uint64_t, pid_t,
 		     const uint64_t *, struct fence_call *);
 int		 fence_call_udp(int, uint64_t, const uint64_t *);
+int		 fence_call_path(struct fence_tasks *, int, uint64_t, pid_t,
+		     const uint64_t *, int, int, char *, int *);
 /* (end) */
 
 /* fence-super.c (issue 6): the supervisor, outside the job */
 struct fence_super;
 struct fence_super *fence_super_create(const struct fence *,
-		     struct fence_names *, const char *, int, char **);
+		     struct fence_names *, const char *, char *const *, int,
+		     char **);
 u_int		 fence_super_pollfds(const struct fence_super *,
 		     struct pollfd *);
 void		 fence_super_dispatch(struct fence_super *,

@@ -202,6 +202,24 @@ job_env_devices(struct job *j, char ***envp)
 }
 
 /*
+ * A remote job's temporary files and home are its own directory
+ * (jobs/jN/tmp, made empty at each start and removed at the end): /tmp
+ * and the daemon's home are out of its jail.
+ */
+static void
+job_env_jail(struct job *j, char ***envp)
+{
+	static const char	*vars[] = { "TMPDIR", "TMP", "TEMP", "HOME" };
+	char			*tmp;
+	u_int			 i;
+
+	tmp = path_job_file(j->id, "tmp");
+	for (i = 0; i < nitems(vars); i++)
+		env_set(envp, "%s=%s", vars[i], tmp);
+	free(tmp);
+}
+
+/*
  * The job's environment: the caller's, then gmux's own variables, then
  * what enforcement on each of its cards needs.  NULL with *cause if a card
  * cannot take it (enforcement refused a slot).
@@ -236,6 +254,8 @@ job_env(struct job *j, char **cause)
 	}
 	if (j->card >= 0)
 		job_env_devices(j, &env);
+	if (j->req.confined)
+		job_env_jail(j, &env);
 	return (env);
 }
 
@@ -343,9 +363,13 @@ int
 job_start(struct job *j, char **cause)
 {
 	struct keeper_spec	 s;
+	struct jail_spec	 js;
 	char			*dir, *path;
 	int			 rc = -1, fd;
 
+	/* Confined when it came, confined now, or not started at all. */
+	if (j->req.confined && jail_ready(cause) != 0)
+		return (-1);
 	dir = path_job(j->id);
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		xasprintf(cause, "%s: %s", dir, strerror(errno));
@@ -370,6 +394,14 @@ job_start(struct job *j, char **cause)
 	s.fence = j->req.fence;
 	if (s.cwd == NULL && (s.cwd = getenv("HOME")) == NULL)
 		s.cwd = "/";
+	memset(&js, 0, sizeof js);
+	if (j->req.confined) {
+		js.work = path_job_file(j->id, "work");
+		js.tmp = path_job_file(j->id, "tmp");
+		enforce_jail_paths(j->cards, &js);
+		s.cwd = js.work;
+		s.jail = &js;
+	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
 	/*
@@ -390,6 +422,7 @@ job_start(struct job *j, char **cause)
 		enforce_forget(j->id);
 out:
 	strv_free(s.env);
+	jail_spec_clear(&js);
 	free(dir);
 	log_debug("%s: %s card %d seats %u: %s", __func__, j->name, j->card,
 	    j->seats, rc == 0 ? "running" : *cause);
@@ -663,7 +696,8 @@ job_json_fence(json_t *o, const struct job *j)
 	text = fence_text(j->req.fence);
 	json_object_set_new(o, "fence", json_string(text));
 	free(text);
-	if (j->req.fence != NULL && j->state != JOB_QUEUED) {
+	if ((j->req.fence != NULL || j->req.confined) &&
+	    j->state != JOB_QUEUED) {
 		path = path_job_file(j->id, "fence");
 		st = json_load_file(path, 0, NULL);
 		free(path);
@@ -710,6 +744,7 @@ job_json_sched(json_t *o, const struct job *j)
 	json_object_set_new(o, "requeue",
 	    json_boolean(j->req.flags & JOB_REQUEUE));
 	json_object_set_new(o, "ncards", json_integer(j->req.ncards));
+	json_object_set_new(o, "confined", json_boolean(j->req.confined));
 	job_json_fence(o, j);
 }
 

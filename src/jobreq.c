@@ -242,6 +242,10 @@ field_from_json(const char *k, json_t *v, struct jobreq *r, char **cause)
 		r->umask = (int)n;
 		return (0);
 	}
+	if (strcmp(k, "confined") == 0) {
+		xasprintf(cause, "confined: the host decides, not a request");
+		return (-1);
+	}
 	/* The fence's fields are read together once the loop is done. */
 	if (strcmp(k, "allow") == 0 || strcmp(k, "deny_net") == 0 ||
 	    strcmp(k, "add_host") == 0)
@@ -292,6 +296,22 @@ jobreq_from_json(json_t *o, struct jobreq *r, char **cause)
 		}
 		r->ncards = 0;
 	}
+	return (0);
+}
+
+/*
+ * Fills r from a request as the daemon saved it: with "confined", which
+ * no request may carry.  Takes "confined" out of o.
+ */
+int
+jobreq_from_saved(json_t *o, struct jobreq *r, char **cause)
+{
+	int	 confined = json_is_true(json_object_get(o, "confined"));
+
+	json_object_del(o, "confined");
+	if (jobreq_from_json(o, r, cause) != 0)
+		return (-1);
+	r->confined = confined;
 	return (0);
 }
 
@@ -368,5 +388,7 @@ jobreq_to_json(const struct jobreq *r)
 	if (r->umask >= 0)
 		json_object_set_new(o, "umask", json_integer(r->umask));
 	fence_to_json(r->fence, o);
+	if (r->confined)
+		json_object_set_new(o, "confined", json_true());
 	return (o);
 }

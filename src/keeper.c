@@ -60,6 +60,7 @@ struct keeper {
 	char		 *path;		/* the command, found in the job's PATH */
 	char		**sh_argv;	/* the same run by /bin/sh (no #! line) */
 	struct fence_job *fence;	/* NULL: not fenced */
+	struct jail	*jail;		/* a remote job's; NULL: none */
 	int64_t		 fence_stats_at;
 };
 
@@ -640,6 +641,62 @@ keeper_finish(struct keeper *k)
 	json_decref(st);
 }
 
+/*
+ * A remote job's jail and its tmp (made empty: a requeued job's last run
+ * may have left one).  Returns -1 with k->error if it cannot be confined.
+ */
+static int
+keeper_jail(struct keeper *k)
+{
+	const struct jail_spec	*js = k->spec->jail;
+	char			*cause = NULL;
+
+	if (confine_remove(js->tmp) != 0 || mkdir(js->tmp, 0700) != 0) {
+		xasprintf(&k->error, "confine: %s: %s", js->tmp,
+		    strerror(errno));
+		return (-1);
+	}
+	if ((k->jail = jail_create(js, &cause)) == NULL) {
+		xasprintf(&k->error, "confine: %s: the job does not run",
+		    cause);
+		free(cause);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * The job's fence, and its jail if it came over TCP: a remote job always
+ * gets the fence, an open one if it asked for none, for its AF_UNIX rule.
+ * Returns -1 with k->error (the job fails, 126) if either cannot be set
+ * up.
+ */
+static int
+keeper_confine(struct keeper *k)
+{
+	const struct keeper_spec	*s = k->spec;
+	const struct fence		*policy = s->fence;
+	struct fence			*open = NULL;
+
+	if (s->jail != NULL) {
+		if (keeper_jail(k) != 0)
+			goto fail;
+		if (policy == NULL)
+			policy = open = fence_open();
+	}
+	if (policy == NULL)
+		return (0);
+	k->fence = fence_job_create(policy, s->cwd, k->jail, &k->error);
+	fence_free(open);
+	if (k->fence == NULL)
+		goto fail;
+	fence_job_env(k->fence, &k->env);
+	return (0);
+fail:
+	k->error_code = 126;
+	return (-1);
+}
+
 static dead void
 keeper_main(const struct keeper_spec *s, int link)
 {
@@ -670,12 +727,7 @@ keeper_main(const struct keeper_spec *s, int link)
 	k.sig_fd = signalfd(-1, &set, SFD_NONBLOCK|SFD_CLOEXEC);
 	k.listen_fd = keeper_listen(&k);
 	k.env = s->env;
-	if (s->fence != NULL && (k.fence = fence_job_create(s->fence, s->cwd,
-	    &k.error)) != NULL)
-		fence_job_env(k.fence, &k.env);
-	else if (s->fence != NULL)
-		k.error_code = 126;
-	if (k.error == NULL && keeper_start_job(&k) == 0) {
+	if (keeper_confine(&k) == 0 && keeper_start_job(&k) == 0) {
 		n = snprintf(msg, sizeof msg, "pid %ld\n", (long)k.pid);
 		write_all(link, msg, (size_t)n);
 		keeper_loop(&k);
@@ -690,6 +742,10 @@ keeper_main(const struct keeper_spec *s, int link)
 	if (k.fence != NULL) {
 		keeper_fence_stats(&k, 1);
 		fence_job_free(k.fence);
+	}
+	if (s->jail != NULL) {
+		jail_free(k.jail);
+		confine_remove(s->jail->tmp);
 	}
 	keeper_finish(&k);
 	_exit(0);

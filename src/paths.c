@@ -111,3 +111,20 @@ path_job_file(u_int id, const char *name)
 	xasprintf(&s, "%s/j%u/%s", path_jobs(), id, name);
 	return (s);
 }
+
+/*
+ * Whether path lies beneath dir (both absolute and real, without a
+ * trailing slash but "/"): a prefix that ends at a component, never dir
+ * itself.  A NULL dir holds nothing.
+ */
+int
+path_under(const char *path, const char *dir)
+{
+	size_t	 len;
+
+	if (dir == NULL)
+		return (0);
+	len = strcmp(dir, "/") == 0 ? 0 : strlen(dir);
+	return (strncmp(path, dir, len) == 0 && path[len] == '/' &&
+	    strcmp(path, "/") != 0);
+}

@@ -328,8 +328,11 @@ server_setup(const char *fake, char **cause)
 	    LEV_OPT_CLOSE_ON_FREE|LEV_OPT_CLOSE_ON_EXEC, -1, fd);
 	if (l == NULL || evhttp_bind_listener(server_http, l) == NULL)
 		fatalx("evhttp_bind_listener");
-	if (server_tls_addr != NULL && server_tls_start(cause) != 0)
-		return (-1);
+	if (server_tls_addr != NULL) {
+		jail_serve_check();
+		if (server_tls_start(cause) != 0)
+			return (-1);
+	}
 	return (0);
 }
 

@@ -160,7 +160,7 @@ state_row(struct dbstmt *st)
 
 	jobreq_init(&req);
 	o = json_loads(text ? text : "", 0, NULL);
-	if (o == NULL || jobreq_from_json(o, &req, &cause) != 0) {
+	if (o == NULL || jobreq_from_saved(o, &req, &cause) != 0) {
 		log_warnx("%s: job %lld: %s", __func__,
 		    (long long)db_col_int(st, 0), cause ? cause : "bad JSON");
 		free(cause);

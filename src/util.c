@@ -469,6 +469,21 @@ strv_copy(char *const *v)
 	return (c);
 }
 
+/* Appends a copy of s to *v (NULL-terminated) unless it is there. */
+void
+strv_add(char ***v, const char *s)
+{
+	size_t	 n = strv_len(*v), i;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp((*v)[i], s) == 0)
+			return;
+	}
+	*v = xreallocarray(*v, n + 2, sizeof **v);
+	(*v)[n] = xstrdup(s);
+	(*v)[n + 1] = NULL;
+}
+
 void
 strv_free(char **v)
 {

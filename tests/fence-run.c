@@ -166,7 +166,7 @@ main(int argc, char **argv)
 		fatalx("%s", cause);
 	env = strv_copy(environ);
 	if (f != NULL && (f->deny_net || f->nrules != 0)) {
-		if ((fj = fence_job_create(f, dir, &cause)) == NULL)
+		if ((fj = fence_job_create(f, dir, NULL, &cause)) == NULL)
 			fatalx("fence: %s", cause);
 		if (bypass)
 			fence_job_test_bypass(fj);

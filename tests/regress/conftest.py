@@ -72,6 +72,7 @@ class Daemon:
         r = subprocess.run(cmd, env=self.env, capture_output=True, timeout=30)
         assert r.returncode == 0, r.stderr
         self.running = self.pid()
+        self.serve_stderr = r.stderr
         out = r.stdout.decode().strip()
         self.invite = out if out.startswith("gmux remote add ") else None
         return self

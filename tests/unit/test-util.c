@@ -231,6 +231,63 @@ test_jobreq(void)
 	jobreq_clear(&r);
 }
 
+/* "confined" is the daemon's to set: never read from a request. */
+static void
+test_jobreq_confined(void)
+{
+	struct jobreq	 r;
+	json_t		*o;
+	char		*cause = NULL;
+
+	jobreq_init(&r);
+	o = json_loads("{\"argv\":[\"x\"],\"confined\":false}", 0, NULL);
+	CHECK(jobreq_from_json(o, &r, &cause) == -1);
+	CHECK(cause != NULL && strstr(cause, "confined") != NULL);
+	free(cause);
+	cause = NULL;
+	json_decref(o);
+	jobreq_clear(&r);
+
+	/* Saved by the daemon, it comes back as it was. */
+	jobreq_init(&r);
+	o = json_loads("{\"argv\":[\"x\"]}", 0, NULL);
+	CHECK(jobreq_from_json(o, &r, &cause) == 0 && !r.confined);
+	json_decref(o);
+	r.confined = 1;
+	o = jobreq_to_json(&r);
+	jobreq_clear(&r);
+	CHECK(jobreq_from_saved(o, &r, &cause) == 0 && r.confined);
+	json_decref(o);
+	jobreq_clear(&r);
+}
+
+static void
+test_path_under(void)
+{
+	CHECK(path_under("/a/b", "/a"));
+	CHECK(path_under("/a/b/c", "/a"));
+	CHECK(!path_under("/a", "/a"));
+	CHECK(!path_under("/ab", "/a"));
+	CHECK(!path_under("/a", NULL));
+	CHECK(path_under("/usr", "/"));
+	CHECK(!path_under("/", "/"));
+}
+
+static void
+test_strv_add(void)
+{
+	char	**v = NULL;
+
+	strv_add(&v, "a");
+	strv_add(&v, "b");
+	strv_add(&v, "a");
+	CHECK(strv_len(v) == 2);
+	CHECK_STR(v[0], "a");
+	CHECK_STR(v[1], "b");
+	CHECK(v[2] == NULL);
+	strv_free(v);
+}
+
 int
 main(void)
 {
@@ -241,5 +298,8 @@ main(void)
 	RUN(test_frames);
 	RUN(test_fake_cards);
 	RUN(test_jobreq);
+	RUN(test_jobreq_confined);
+	RUN(test_strv_add);
+	RUN(test_path_under);
 	UNIT_EXIT();
 }
