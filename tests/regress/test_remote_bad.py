@@ -293,3 +293,25 @@ def test_a_client_that_stops_reading(make_daemon, make_client):
                   check=0).stdout == b"\0" * 10
     s.close()
     assert serving(d)
+
+
+def test_a_running_jobs_files_are_not_pulled(make_daemon):
+    """A pull walks files the job can still change (swap one for a FIFO
+    under the walk): the host refuses until the job has ended."""
+    d = make_daemon()
+    token = d.serve_tls().split("@")[0]
+    st, j = https_json(d.port, "POST", "/v1/jobs", json.dumps(
+        {"argv": ["sh", "-c", "mkdir out; echo x > out/f; sleep 30"]}
+    ).encode(), token=token)
+    assert st == 201, j
+    jid = j["id"]
+    d.wait_state(jid, "running")
+    globs = b'{"globs":["out/"]}'
+    st, j = https_json(d.port, "POST", "/v1/jobs/%s/pull" % jid, globs,
+                       token=token)
+    assert st == 409 and "ended" in j["error"], (st, j)
+    d.gmux("stop", "--grace", "0", jid, check=0)
+    st, j = https_json(d.port, "POST", "/v1/jobs/%s/pull" % jid, globs,
+                       token=token)
+    assert st == 200 and j["files"] == 1, (st, j)
+    assert serving(d)
