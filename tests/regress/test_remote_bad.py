@@ -315,3 +315,27 @@ def test_a_running_jobs_files_are_not_pulled(make_daemon):
                        token=token)
     assert st == 200 and j["files"] == 1, (st, j)
     assert serving(d)
+
+
+def test_a_submission_is_never_sent_twice(make_client, tmp_path):
+    """The host takes POST /v1/jobs (the job may have started) and the
+    connection drops before its answer: the client must not send it again
+    on a new connection, which could start the job twice."""
+    fake = hostile_run_host(tmp_path, manifest([]), {})
+    posts = []
+
+    def once(path, body):
+        posts.append(body)
+        if len(posts) == 1:
+            raise ConnectionAbortedError("dropped before the answer")
+        return b'{"id":"j1","state":"running"}'
+    fake.routes[("POST", "/v1/jobs")] = (201, once, "application/json")
+    fake.server.handle_error = lambda *a: None
+    try:
+        c = make_client()
+        assert c.add("fake", fake.target).returncode == 0
+        r = c.gmux("run", "--", "true")
+        assert len(posts) == 1, (posts, r)
+        assert r.returncode == 125 and b"connection" in r.stderr, r
+    finally:
+        fake.close()
