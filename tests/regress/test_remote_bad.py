@@ -190,6 +190,30 @@ def test_oversized_uploads_are_refused_with_the_limit(make_daemon,
     assert serving(d)
 
 
+def test_partial_uploads_are_bounded_by_the_store(make_daemon):
+    """Parts of large blobs wait on the host between requests: begun and
+    never finished, they must not hold more than the store's size."""
+    d = make_daemon()
+    d.env["GMUX_BLOB_STORE_SIZE"] = "3M"
+    token = d.serve_tls().split("@")[0]
+    part = b"p" * (1 << 20)
+    codes = []
+    for i in range(8):
+        want = sha(b"%d" % i)
+        st, j = https_json(d.port, "PUT", "/v1/blobs/%s?size=%d&offset=0" %
+                           (want, 2 << 20), part, token=token)
+        codes.append(st)
+    assert codes[0] == 202 and codes[1:] == [413] * 7, codes
+    tmp = os.path.join(d.home, "blobs", "tmp")
+    assert sum(os.path.getsize(os.path.join(tmp, f))
+               for f in os.listdir(tmp)) <= 3 << 20
+    # A blob that fits beside the upload in progress is still taken.
+    st, _ = https_json(d.port, "PUT", "/v1/blobs/" + sha(b"small"),
+                       b"small", token=token)
+    assert st == 201
+    assert serving(d)
+
+
 def test_malformed_frames_from_a_host(make_client, tmp_path):
     junk = frame(1, b"ok\n") + b"\x09\x00\x00\x00\x05hello"
     huge = frame(1, b"ok\n") + b"\x01\xff\xff\xff\xff"
