@@ -700,6 +700,7 @@ struct job {
 	size_t		 link_len;
 	struct event	*ctl_ev;
 	int		 stopping;	/* a stop was asked for */
+	int		 unplaced;	/* lost its place at a restart */
 	int		 log_wd;	/* inotify watch on the log, or -1 */
 	char		*audit;		/* what enforcement found wrong, or NULL */
 	uint64_t	 lost;		/* output bytes its log could not take */
@@ -801,6 +802,7 @@ int		 server_sched_release(struct job *, struct sched_out *);
 int		 server_sched_resize(struct job *, u_int, uint64_t, char **);
 void		 server_sched_tick(void);
 void		 server_sched_restore(void);
+void		 server_sched_resume(void);
 void		 server_sched_card(u_int, u_int *, uint64_t *, u_int *);
 int		 server_sched_where(const struct job *, u_int *, char **);
 

@@ -313,13 +313,13 @@ server_sched_tick(void)
 
 /*
  * After a restart: every job not ended goes back into the scheduler as it
- * was (running ones on their cards), then one pass admits what fits and
- * tells every running job its ceiling again.
+ * was (running ones on their cards).  A queued job that can no longer be
+ * is refused; a running one (its cards are gone, or smaller than it holds)
+ * is marked to be stopped once its keeper is back (server_sched_resume).
  */
 void
 server_sched_restore(void)
 {
-	struct sched_out	 out;
 	struct sched_req	 r;
 	struct sched_run	 run;
 	struct job		*j;
@@ -341,7 +341,31 @@ server_sched_restore(void)
 		log_warnx("%s: %s: %s", __func__, j->name, cause);
 		if (j->state == JOB_QUEUED)
 			server_sched_refused(j, cause);
+		else {
+			j->unplaced = 1;
+			free(j->reason);
+			xasprintf(&j->reason, "stopped after a restart: %s",
+			    cause);
+		}
 		free(cause);
+	}
+}
+
+/*
+ * Once the keepers are back: a running job the scheduler could not take
+ * back holds room nobody accounts for, so it is stopped at once (it ends
+ * failed, with its reason); then one pass admits what fits and tells every
+ * running job its ceiling again.
+ */
+void
+server_sched_resume(void)
+{
+	struct sched_out	 out;
+	struct job		*j;
+
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (j->unplaced && j->state == JOB_RUNNING)
+			job_stop(j, 0, "stopped");
 	}
 	memset(&out, 0, sizeof out);
 	sched_pass(server_sched, clock_ms(), &out);

@@ -316,10 +316,13 @@ server_setup(const char *fake, char **cause)
 	 * The scheduler first knows every job as it was, then the keepers are
 	 * asked: one that ended while no daemon ran then frees its room for
 	 * the queue, and a --requeue victim that died meanwhile is requeued.
+	 * Last, a running job the scheduler could not take back is stopped,
+	 * and one pass admits what fits.
 	 */
 	state_load_jobs();
 	server_sched_restore();
 	server_adopt_keepers();
+	server_sched_resume();
 	if ((fd = server_listen(cause)) == -1)
 		return (-1);
 	server_http = evhttp_new(server_base);
