@@ -1148,11 +1148,14 @@ void		 cumask_release(u_int);
 struct audit_job {
 	u_int		 id;
 	pid_t		 keeper;	/* every process of the job descends */
-	uint64_t	 cap;
+	uint64_t	 cap;		/* on all its cards together; 0: none */
+	uint64_t	 cards;		/* bit i: card i */
+	const uint64_t	*cmem;		/* cap per card index, or NULL */
 };
 struct audit_offender {
 	u_int		 job;
 	pid_t		 pid;		/* 0: the job as a whole */
+	int		 card;		/* the card over its cap, or -1 */
 	int		 stop;		/* to be stopped unless report-only */
 	const char	*why;
 };
