@@ -8,12 +8,11 @@
 
 #include "gmux.h"
 
-static int
-job_listed(const struct job *j, int all)
-{
-	return (all || !job_ended(j));
-}
-
+/*
+ * GET /v1/jobs?all=1: the jobs not ended (all: every one).  Over TCP, only
+ * those the token may act on: another owner's command line, directory and
+ * reasons are not this token's to read (as GET /v1/jobs/ID says 403).
+ */
 void
 api_jobs_list(struct evhttp_request *req, const char *id)
 {
@@ -23,7 +22,7 @@ api_jobs_list(struct evhttp_request *req, const char *id)
 
 	a = json_array();
 	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if (job_listed(j, all))
+		if ((all || !job_ended(j)) && server_tls_may(req, j->owner))
 			json_array_append_new(a, job_to_json(j));
 	}
 	api_reply(req, 200, a);

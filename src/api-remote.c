@@ -256,6 +256,12 @@ api_job_pull(struct evhttp_request *req, const char *id)
 		api_error(req, 403, "%s is %s's", j->name, j->owner);
 		return;
 	}
+	if (!job_ended(j)) {
+		/* Its files may still change, or be swapped under the walk. */
+		api_error(req, 409, "%s is %s: pull once it has ended", j->name,
+		    job_state_name(j->state));
+		return;
+	}
 	work = path_job_file(j->id, "work");
 	if (lstat(work, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		api_error(req, 404, "%s has no synced tree to pull from (it "

@@ -7,7 +7,7 @@
  * registered in the shared region: a GPU process of a job that never
  * registered is an offender, to be reported and stopped (or reported only,
  * by policy).  A job whose processes hold more than its cap by the
- * driver's own count is reported too.
+ * driver's own count is reported too: on each of its cards, and in all.
  */
 
 #include <signal.h>
@@ -41,16 +41,17 @@ audit_owner(pid_t pid, const struct audit_job *jobs, u_int njobs,
 	return (-1);
 }
 
-static void
+static struct audit_offender *
 audit_offend(struct audit_offender **o, u_int *n, u_int job, pid_t pid,
     int stop, const char *why)
 {
 	*o = xreallocarray(*o, *n + 1, sizeof **o);
 	(*o)[*n].job = job;
 	(*o)[*n].pid = pid;
+	(*o)[*n].card = -1;
 	(*o)[*n].stop = stop;
 	(*o)[*n].why = why;
-	(*n)++;
+	return (&(*o)[(*n)++]);
 }
 
 /*
@@ -85,6 +86,58 @@ audit_mem(const struct card_procs *ps, u_int i)
 	return (most);
 }
 
+/* Whether ps lists entry i's process on entry i's card before i. */
+static int
+audit_seen_on_card(const struct card_procs *ps, u_int i)
+{
+	u_int	 k;
+
+	for (k = 0; k < i; k++) {
+		if (ps->v[k].pid == ps->v[i].pid &&
+		    ps->v[k].card == ps->v[i].card)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Reports job (jobs[k]; owner[i] is the job of ps entry i) over its cap on
+ * any one of its cards, by what the driver gives for its processes on that
+ * card, each once.  (The amd-smi versions that give a process's whole VRAM
+ * on every card it opened make this an overcount: the report is only
+ * indicative.)  Returns how many cards it reported.
+ */
+static u_int
+audit_cards(const struct card_procs *ps, const struct audit_job *job, int k,
+    const int *owner, struct audit_offender **out, u_int *n)
+{
+	struct audit_offender	*o;
+	uint64_t		 held, m;
+	u_int			 i, count, c, over = 0;
+
+	for (m = job->cards; job->cmem != NULL && m != 0; m &= m - 1) {
+		c = __builtin_ctzll(m);
+		if (job->cmem[c] == 0)
+			continue;
+		held = count = 0;
+		for (i = 0; i < ps->n; i++) {
+			if (owner[i] != k || ps->v[i].card != (int)c ||
+			    audit_seen_on_card(ps, i))
+				continue;
+			if (ps->v[i].mem != CARD_UNKNOWN)
+				held += ps->v[i].mem;
+			count++;
+		}
+		if (held > job->cmem[c] + count * AUDIT_CONTEXT) {
+			o = audit_offend(out, n, job->id, 0, 0, "holds more "
+			    "than its memory cap by the driver's count");
+			o->card = (int)c;
+			over++;
+		}
+	}
+	return (over);
+}
+
 /*
  * Compares the driver's GPU processes (from cards_procs or the parsers)
  * with the region.  parent gives a process's parent (audit_parent in the
@@ -92,8 +145,10 @@ audit_mem(const struct card_procs *ps, u_int i)
  * the offenders (the caller frees *out): each unregistered GPU process of
  * a job (stop = 1), and a job whose processes hold more than its cap plus
  * a context's worth each (stop = 0: the driver's per-process figures are
- * only indicative).  A process listed on several cards counts once, with
- * its largest figure; one whose memory is not reported counts none.
+ * only indicative), on one of its cards (each card's cap) or else in all
+ * (the sum of its caps).  In all, a process listed on several cards counts
+ * once, with its largest figure; one whose memory is not reported counts
+ * none.
  */
 u_int
 audit_check(const struct card_procs *ps, const struct audit_job *jobs,
@@ -102,16 +157,16 @@ audit_check(const struct card_procs *ps, const struct audit_job *jobs,
 {
 	uint64_t	*held;
 	u_int		*count, i, n = 0;
-	int		 k;
+	int		 k, *owner;
 
 	*out = NULL;
 	held = xcalloc(njobs + 1, sizeof *held);
 	count = xcalloc(njobs + 1, sizeof *count);
+	owner = xcalloc(ps->n + 1, sizeof *owner);
 	for (i = 0; i < ps->n; i++) {
-		if (audit_seen(ps, i))
-			continue;
-		if ((k = audit_owner(ps->v[i].pid, jobs, njobs, parent)) == -1)
-			continue;	/* not a job's: another user, MPS */
+		owner[i] = audit_owner(ps->v[i].pid, jobs, njobs, parent);
+		if (audit_seen(ps, i) || (k = owner[i]) == -1)
+			continue;	/* -1: another user's, MPS */
 		held[k] += audit_mem(ps, i);
 		count[k]++;
 		if (!registered(ps->v[i].pid, NULL))
@@ -119,11 +174,13 @@ audit_check(const struct card_procs *ps, const struct audit_job *jobs,
 			    "GPU process not registered with libgmux");
 	}
 	for (k = 0; k < (int)njobs; k++) {
-		if (jobs[k].cap != 0 &&
+		if (audit_cards(ps, &jobs[k], k, owner, out, &n) == 0 &&
+		    jobs[k].cap != 0 &&
 		    held[k] > jobs[k].cap + count[k] * AUDIT_CONTEXT)
 			audit_offend(out, &n, jobs[k].id, 0, 0,
 			    "holds more than its memory cap by the driver's count");
 	}
+	free(owner);
 	free(held);
 	free(count);
 	return (n);

@@ -5,7 +5,11 @@
  * file (blobs/tmp), is checked against the digest and size it was announced
  * with, and only then renamed into place.  The store is bounded: past its
  * limit the least recently used blobs go, except pinned ones (a job being
- * materialized holds pins).  Last use survives restarts as the blob's
+ * materialized holds pins).  Blobs still arriving count too: each writer
+ * holds room for what it announced (or, size unknown, what it has
+ * written), and writers together never hold more than the limit, so
+ * uploads left half done (a remote's parts wait between requests) cannot
+ * fill the disk.  Last use survives restarts as the blob's
  * mtime, refreshed at most hourly to spare writes.
  *
  * Durability is by verification, not by a flush per blob (a first sync of
@@ -48,6 +52,7 @@ struct cas {
 	int			 dirfd;
 	uint64_t		 limit;
 	uint64_t		 total;
+	uint64_t		 pending;	/* held by writers, <= limit */
 	struct hmap		*map;
 	TAILQ_HEAD(, cas_blob)	 lru;
 	u_int			 seq;
@@ -60,6 +65,7 @@ struct cas_writer {
 	char			 got[DIGEST_HEX];
 	uint64_t		 want_size;
 	uint64_t		 size;
+	uint64_t		 held;		/* its part of pending */
 	int			 fd;
 	char			 tmp[64];
 	struct digest		 d;
@@ -417,15 +423,18 @@ cas_unpin(struct cas *c, const char *digest)
 		b->pins--;
 }
 
-/* Drops least recently used, unpinned blobs until the store fits. */
+/*
+ * Drops least recently used, unpinned blobs until the store, with the room
+ * its writers hold, fits.
+ */
 void
 cas_evict(struct cas *c)
 {
 	struct cas_blob	*b, *next;
 	char		 name[DIGEST_HEX + 4];
 
-	for (b = TAILQ_FIRST(&c->lru); b != NULL && c->total > c->limit;
-	    b = next) {
+	for (b = TAILQ_FIRST(&c->lru); b != NULL &&
+	    c->total + c->pending > c->limit; b = next) {
 		next = TAILQ_NEXT(b, entry);
 		if (b->pins != 0)
 			continue;
@@ -444,6 +453,14 @@ cas_sync(struct cas *c)
 	return (syncfs(c->dirfd));
 }
 
+/* Sets the room w holds in the store to n bytes. */
+static void
+cas_writer_hold(struct cas_writer *w, uint64_t n)
+{
+	w->cas->pending = w->cas->pending - w->held + n;
+	w->held = n;
+}
+
 /*
  * Starts writing a blob.  digest may be NULL (computed: ingesting a file)
  * and size CAS_SIZE_UNKNOWN.  Returns the writer or NULL with *cause.
@@ -458,6 +475,13 @@ cas_writer_create(struct cas *c, const char *digest, uint64_t size,
 		xasprintf(cause, "a blob of %llu bytes is larger than the "
 		    "store's limit of %llu", (unsigned long long)size,
 		    (unsigned long long)c->limit);
+		return (NULL);
+	}
+	if (size != CAS_SIZE_UNKNOWN && size > c->limit - c->pending) {
+		xasprintf(cause, "uploads in progress hold %llu bytes of the "
+		    "store's %llu: no room for %llu more now",
+		    (unsigned long long)c->pending,
+		    (unsigned long long)c->limit, (unsigned long long)size);
 		return (NULL);
 	}
 	w = xcalloc(1, sizeof *w);
@@ -475,6 +499,8 @@ cas_writer_create(struct cas *c, const char *digest, uint64_t size,
 		return (NULL);
 	}
 	digest_init(&w->d);
+	if (size != CAS_SIZE_UNKNOWN)
+		cas_writer_hold(w, size);
 	return (w);
 }
 
@@ -482,11 +508,22 @@ int
 cas_writer_write(struct cas_writer *w, const void *buf, size_t len,
     char **cause)
 {
-	if (w->size + len > w->cas->limit || (w->want_size != CAS_SIZE_UNKNOWN
+	struct cas	*c = w->cas;
+
+	if (w->size + len > c->limit || (w->want_size != CAS_SIZE_UNKNOWN
 	    && w->size + len > w->want_size)) {
 		xasprintf(cause, "blob %.16s is larger than announced",
 		    *w->want ? w->want : "(new)");
 		return (-2);
+	}
+	if (w->want_size == CAS_SIZE_UNKNOWN) {
+		if (len > c->limit - c->pending) {
+			xasprintf(cause, "blob %.16s: uploads in progress hold "
+			    "the store's %llu bytes", *w->want ? w->want :
+			    "(new)", (unsigned long long)c->limit);
+			return (-2);
+		}
+		cas_writer_hold(w, w->size + len);
 	}
 	digest_update(&w->d, buf, len);
 	if (write_all(w->fd, buf, len) == -1) {
@@ -545,6 +582,7 @@ cas_writer_commit(struct cas_writer *w, char **cause)
 	char		 name[DIGEST_HEX + 4];
 	int		 rc = 0;
 
+	cas_writer_hold(w, 0);	/* counted as a blob from here */
 	cas_name(w->got, name, sizeof name);
 	if (cas_has(c, w->got, NULL))
 		unlinkat(c->dirfd, w->tmp, 0);
@@ -581,6 +619,7 @@ cas_writer_abort(struct cas_writer *w)
 {
 	if (w == NULL)
 		return;
+	cas_writer_hold(w, 0);
 	if (w->fd != -1) {
 		close(w->fd);
 		digest_abort(&w->d);

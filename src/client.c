@@ -9,7 +9,9 @@
  * connection per request, closed after its reply; a remote host's
  * connection is kept for the command's next request to it (each new one
  * costs a TLS handshake), and a request that finds its kept connection
- * closed by the host goes again on a new one.
+ * closed by the host goes again on a new one.  Only an idempotent request
+ * may go again: a submission (POST /v1/jobs) always takes a new connection
+ * and is sent once, whatever happens to it.
  */
 
 #include <errno.h>
@@ -226,6 +228,21 @@ client_head(struct client_xfer *x)
 	x->outlen = x->headlen;
 }
 
+/*
+ * May q be sent again when its connection drops before the answer?  Every
+ * route is idempotent but POST /v1/jobs, which starts a job: the host may
+ * have started it already (docs/api.md).
+ */
+static int
+client_idempotent(const struct client_req *q)
+{
+	size_t	 len = strlen("/v1/jobs");
+
+	return (strcmp(q->method, "POST") != 0 ||
+	    strncmp(q->path, "/v1/jobs", len) != 0 ||
+	    (q->path[len] != '\0' && q->path[len] != '?'));
+}
+
 static void
 client_xfer_start(struct client_xfer *x, struct client_req *q, int64_t now)
 {
@@ -245,7 +262,7 @@ client_xfer_start(struct client_xfer *x, struct client_req *q, int64_t now)
 				    strerror(errno));
 			return;
 		}
-	} else if ((x->conn = client_take(t)) != NULL)
+	} else if (client_idempotent(q) && (x->conn = client_take(t)) != NULL)
 		x->reused = 1;
 	else if ((x->conn = conn_open_tcp(t->host, t->port, t->pin,
 	    &x->cause)) == NULL) {
@@ -265,7 +282,8 @@ client_xfer_retry(struct client_xfer *x)
 {
 	const struct target	*t = x->req->target;
 
-	if (!x->failed || !x->reused || x->got != 0)
+	if (!x->failed || !x->reused || x->got != 0 ||
+	    !client_idempotent(x->req))
 		return;
 	log_debug("%s: %s: kept connection closed; again", __func__,
 	    conn_name(x->conn));

@@ -709,6 +709,7 @@ struct job {
 	size_t		 link_len;
 	struct event	*ctl_ev;
 	int		 stopping;	/* a stop was asked for */
+	int		 unplaced;	/* lost its place at a restart */
 	int		 log_wd;	/* inotify watch on the log, or -1 */
 	char		*audit;		/* what enforcement found wrong, or NULL */
 	uint64_t	 lost;		/* output bytes its log could not take */
@@ -811,6 +812,7 @@ int		 server_sched_release(struct job *, struct sched_out *);
 int		 server_sched_resize(struct job *, u_int, uint64_t, char **);
 void		 server_sched_tick(void);
 void		 server_sched_restore(void);
+void		 server_sched_resume(void);
 void		 server_sched_card(u_int, u_int *, uint64_t *, u_int *);
 int		 server_sched_where(const struct job *, u_int *, char **);
 
@@ -1156,11 +1158,14 @@ void		 cumask_release(u_int);
 struct audit_job {
 	u_int		 id;
 	pid_t		 keeper;	/* every process of the job descends */
-	uint64_t	 cap;
+	uint64_t	 cap;		/* on all its cards together; 0: none */
+	uint64_t	 cards;		/* bit i: card i */
+	const uint64_t	*cmem;		/* cap per card index, or NULL */
 };
 struct audit_offender {
 	u_int		 job;
 	pid_t		 pid;		/* 0: the job as a whole */
+	int		 card;		/* the card over its cap, or -1 */
 	int		 stop;		/* to be stopped unless report-only */
 	const char	*why;
 };

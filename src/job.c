@@ -529,6 +529,8 @@ job_record_end(struct job *j, json_t *st)
 		}
 	} else
 		job_lost(j);
+	if (j->unplaced)
+		j->state = JOB_FAILED;	/* stopped for want of a place */
 	if (j->ended == 0)
 		j->ended = clock_ms();
 	if (j->cards != 0)

@@ -74,11 +74,11 @@ server_sched_refused(struct job *j, const char *why)
 	follow_job_ended(j);
 }
 
-static void
+/* Starts an admitted job; -1 if it failed (recorded, still on its cards). */
+static int
 server_sched_start(struct job *j)
 {
-	char			*cause = NULL;
-	struct sched_out	 out;
+	char	*cause = NULL;
 
 	if (job_start(j, &cause) == 0) {
 		/* What it waited for is over. */
@@ -87,7 +87,7 @@ server_sched_start(struct job *j)
 		state_save_job(j);
 		follow_job_info(j);	/* an attached run says it started */
 		follow_job_changed(j);
-		return;
+		return (0);
 	}
 	log_warnx("%s: %s: %s", __func__, j->name, cause);
 	j->state = JOB_FAILED;
@@ -95,11 +95,22 @@ server_sched_start(struct job *j)
 	j->reason = cause;
 	j->ended = clock_ms();
 	state_save_job(j);
+	return (-1);
+}
+
+/* A job that failed to start leaves the scheduler; its room goes back. */
+static void
+server_sched_start_failed(u_int id)
+{
+	struct sched_out	 out;
+	struct job		*j;
+
 	memset(&out, 0, sizeof out);
-	sched_end(server_sched, j->id, clock_ms(), &out);
+	sched_end(server_sched, id, clock_ms(), &out);
 	server_sched_apply(&out);
 	sched_out_free(&out);
-	follow_job_ended(j);
+	if ((j = job_find_id(id)) != NULL)
+		follow_job_ended(j);
 }
 
 static void
@@ -119,13 +130,19 @@ server_sched_terms(struct job *j, const struct sched_decision *d)
 	state_save_job(j);
 }
 
-/* Carries out the decisions in order, then empties out. */
+/*
+ * Carries out the decisions in order, then empties out.  A job that fails
+ * to start leaves the scheduler only after the last of them: they were
+ * decided with it on its cards (a ceiling raised to what was idle beside
+ * it), and what its end decides must come after them, not be overwritten
+ * by them.
+ */
 void
 server_sched_apply(struct sched_out *out)
 {
 	const struct sched_decision	*d;
 	struct job			*j;
-	u_int				 i;
+	u_int				 i, nfailed = 0, *failed = NULL;
 
 	for (i = 0; i < out->n; i++) {
 		d = &out->v[i];
@@ -136,9 +153,13 @@ server_sched_apply(struct sched_out *out)
 		switch (d->act) {
 		case SCHED_ADMIT:
 			server_sched_admit(j, d);
-			if (i + 1 == out->n || out->v[i + 1].act != SCHED_ADMIT ||
-			    out->v[i + 1].job != d->job)
-				server_sched_start(j);
+			if ((i + 1 == out->n || out->v[i + 1].act !=
+			    SCHED_ADMIT || out->v[i + 1].job != d->job) &&
+			    server_sched_start(j) != 0) {
+				failed = xreallocarray(failed, nfailed + 1,
+				    sizeof *failed);
+				failed[nfailed++] = j->id;
+			}
 			break;
 		case SCHED_QUEUE:
 		case SCHED_REQUEUE:
@@ -162,6 +183,9 @@ server_sched_apply(struct sched_out *out)
 		}
 	}
 	sched_out_clear(out);
+	for (i = 0; i < nfailed; i++)
+		server_sched_start_failed(failed[i]);
+	free(failed);
 }
 
 static void
@@ -313,13 +337,13 @@ server_sched_tick(void)
 
 /*
  * After a restart: every job not ended goes back into the scheduler as it
- * was (running ones on their cards), then one pass admits what fits and
- * tells every running job its ceiling again.
+ * was (running ones on their cards).  A queued job that can no longer be
+ * is refused; a running one (its cards are gone, or smaller than it holds)
+ * is marked to be stopped once its keeper is back (server_sched_resume).
  */
 void
 server_sched_restore(void)
 {
-	struct sched_out	 out;
 	struct sched_req	 r;
 	struct sched_run	 run;
 	struct job		*j;
@@ -341,7 +365,31 @@ server_sched_restore(void)
 		log_warnx("%s: %s: %s", __func__, j->name, cause);
 		if (j->state == JOB_QUEUED)
 			server_sched_refused(j, cause);
+		else {
+			j->unplaced = 1;
+			free(j->reason);
+			xasprintf(&j->reason, "stopped after a restart: %s",
+			    cause);
+		}
 		free(cause);
+	}
+}
+
+/*
+ * Once the keepers are back: a running job the scheduler could not take
+ * back holds room nobody accounts for, so it is stopped at once (it ends
+ * failed, with its reason); then one pass admits what fits and tells every
+ * running job its ceiling again.
+ */
+void
+server_sched_resume(void)
+{
+	struct sched_out	 out;
+	struct job		*j;
+
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (j->unplaced && j->state == JOB_RUNNING)
+			job_stop(j, 0, "stopped");
 	}
 	memset(&out, 0, sizeof out);
 	sched_pass(server_sched, clock_ms(), &out);

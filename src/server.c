@@ -149,7 +149,8 @@ server_audit_done(const struct card_procs *ps, void *arg)
 	struct audit_job	*aj = NULL;
 	struct audit_offender	*off = NULL;
 	struct job		*j;
-	u_int			 n = 0, noff, i;
+	u_int			 n = 0, noff, i, c;
+	char			 card[32];
 
 	TAILQ_FOREACH(j, &all_jobs, entry) {
 		if (j->state != JOB_RUNNING || j->cards == 0)
@@ -157,16 +158,25 @@ server_audit_done(const struct card_procs *ps, void *arg)
 		aj = xreallocarray(aj, n + 1, sizeof *aj);
 		aj[n].id = j->id;
 		aj[n].keeper = j->keeper_pid;
-		aj[n].cap = j->mem;
+		aj[n].cards = j->cards;
+		aj[n].cmem = j->cmem;
+		aj[n].cap = j->cmem != NULL ? 0 : j->mem;
+		for (c = 0; j->cmem != NULL && c < server_cards.n; c++) {
+			if (j->cards & (1ULL << c))
+				aj[n].cap += j->cmem[c];
+		}
 		n++;
 	}
 	noff = audit_act(ps, aj, n, server_audit_report_only, &off);
 	for (i = 0; i < noff; i++) {
 		if ((j = job_find_id(off[i].job)) == NULL)
 			continue;
+		*card = '\0';
+		if (off[i].card >= 0)
+			snprintf(card, sizeof card, " (card %d)", off[i].card);
 		free(j->audit);
-		xasprintf(&j->audit, "pid %ld: %s%s", (long)off[i].pid,
-		    off[i].why, off[i].stop && !server_audit_report_only ?
+		xasprintf(&j->audit, "pid %ld: %s%s%s", (long)off[i].pid,
+		    off[i].why, card, off[i].stop && !server_audit_report_only ?
 		    " (stopped)" : "");
 	}
 	free(off);
@@ -316,10 +326,13 @@ server_setup(const char *fake, char **cause)
 	 * The scheduler first knows every job as it was, then the keepers are
 	 * asked: one that ended while no daemon ran then frees its room for
 	 * the queue, and a --requeue victim that died meanwhile is requeued.
+	 * Last, a running job the scheduler could not take back is stopped,
+	 * and one pass admits what fits.
 	 */
 	state_load_jobs();
 	server_sched_restore();
 	server_adopt_keepers();
+	server_sched_resume();
 	if ((fd = server_listen(cause)) == -1)
 		return (-1);
 	server_http = evhttp_new(server_base);

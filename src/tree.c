@@ -214,6 +214,31 @@ tree_pull_leave(const char *path, void *arg)
 	((struct tree_pull_ctx *)arg)->depth--;
 }
 
+/*
+ * Opens the regular file the walk listed as st, or returns -1.  What is
+ * there now may be something else: a process of the job can swap in a
+ * FIFO, whose open would wait for a writer and hold the daemon's loop.  So
+ * the open does not block and follows no link, and the file opened must be
+ * the one listed.
+ */
+static int
+tree_pull_open(int dirfd, const char *name, const struct stat *st)
+{
+	struct stat	 now;
+	int		 fd;
+
+	fd = openat(dirfd, name, O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC);
+	if (fd == -1)
+		return (-1);
+	if (fstat(fd, &now) != 0 || !S_ISREG(now.st_mode) ||
+	    now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
+		log_debug("%s: %s changed since it was listed", __func__, name);
+		close(fd);
+		return (-1);
+	}
+	return (fd);
+}
+
 static int
 tree_pull_entry(int dirfd, const char *name, const char *path,
     const struct stat *st, void *arg, char **cause)
@@ -234,8 +259,8 @@ tree_pull_entry(int dirfd, const char *name, const char *path,
 		ctx->over = 1;
 		return (-1);
 	}
-	if ((fd = openat(dirfd, name, O_RDONLY|O_NOFOLLOW|O_CLOEXEC)) == -1)
-		return (0);	/* gone, or not ours to read */
+	if ((fd = tree_pull_open(dirfd, name, st)) == -1)
+		return (0);	/* gone, changed, or not ours to read */
 	rc = cas_ingest_fd(ctx->cas, fd, digest, &size, cause);
 	close(fd);
 	if (rc != 0)

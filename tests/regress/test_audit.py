@@ -115,3 +115,49 @@ def test_measured_use_reaches_cards_top_and_metrics(daemon, tmp_path):
                l.split()[-1] == "0.37" for l in text.splitlines()), text
     top = daemon.gmux("top", "--once", check=0).stdout.decode()
     assert "37%" in top, top
+
+
+UUID1 = "GPU-77aa0e2a-6b1c-4b6e-9a51-3f0c2d7e8a11"
+
+
+def children(pid):
+    return [int(p) for p in open("/proc/%d/task/%d/children" %
+                                  (pid, pid)).read().split()]
+
+
+def test_a_two_card_job_is_held_to_each_cards_cap(daemon, tmp_path):
+    """A job on two cards has a cap on each: 30G on each of two 40G caps
+    is within them (its first card's cap alone is not the bound), and 50G
+    on the second card is over that card's cap."""
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text((TOOL % (tmp_path, UUID)).replace(
+        'echo "0, %s, NVIDIA H100 80GB HBM3, 81559, 00000000:18:00.0";;' %
+        UUID,
+        'echo "0, %s, NVIDIA H100 80GB HBM3, 81559, 00000000:18:00.0"\n'
+        '    echo "1, %s, NVIDIA H100 80GB HBM3, 81559, '
+        '00000000:19:00.0";;' % (UUID, UUID1)))
+    tool.chmod(0o755)
+    del daemon.env["GMUX_NO_DETECT"]
+    daemon.env["PATH"] = "%s:%s" % (tmp_path, daemon.env["PATH"])
+    daemon.env["GMUX_AUDIT_TICKS"] = "1"
+    daemon.start("--audit-report-only", fake=None)
+    assert len(daemon.json("cards", "--json")) == 2
+    daemon.gmux("run", "-d", "--cards", "2", "--share", "0.5", "--mem",
+                "40G", "--", "sh", "-c", "sleep 60 & sleep 60", check=0)
+    pid = wait_for(lambda: daemon.job("j1").get("pid"), what="pid")
+    kids = wait_for(lambda: (lambda k: k if len(k) == 2 else None)
+                    (children(pid)), what="two processes")
+    apps = tmp_path / "apps"
+    apps.write_text("%d, %s, %d\n%d, %s, %d\n" % (
+        kids[0], UUID, 30 << 10, kids[1], UUID1, 30 << 10))
+    n = scans(tmp_path)
+    wait_for(lambda: scans(tmp_path) >= n + 3, 15, what="three scans")
+    j = daemon.job("j1")
+    assert j["audit"] and "memory cap" not in j["audit"], j
+    apps.write_text("%d, %s, %d\n%d, %s, %d\n" % (
+        kids[0], UUID, 30 << 10, kids[1], UUID1, 50 << 10))
+    j = wait_for(lambda: (lambda j: j if "memory cap" in (j["audit"] or "")
+                          else None)(daemon.job("j1")), 15,
+                 what="the cap report")
+    assert "card 1" in j["audit"], j
+    daemon.gmux("stop", "--grace", "0", "j1", check=0)

@@ -170,3 +170,20 @@ def test_a_reused_keeper_pid_is_not_killed(daemon):
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_running_job_the_scheduler_cannot_take_back_is_stopped(daemon):
+    """After a restart on a smaller card, a running job no longer fits
+    where it runs: left running unknown to the scheduler, its room would
+    be given twice.  It is stopped and ends failed, saying why."""
+    daemon.start(fake="1xH100:80G")
+    daemon.gmux("run", "-d", "--share", "0.5", "--mem", "60G", "--", "sh",
+                "-c", VICTIM, check=0)
+    wait_for(lambda: "run" in log(daemon, "j1"), what="j1 to run")
+    daemon.kill9()
+    daemon.start(fake="1xH100:40G")
+    j = daemon.wait_state("j1", "failed")
+    assert "restart" in j["reason"] and j["exit_code"] in (3, 137), j
+    # Its room is free: a job that wants the whole card runs.
+    daemon.gmux("run", "-d", "--share", "1", "--", "true", check=0)
+    assert daemon.wait_state("j2", "exited")["exit_code"] == 0

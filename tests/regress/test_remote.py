@@ -254,6 +254,28 @@ def test_a_job_of_another_owner_is_not_yours(make_daemon, make_client):
     c.gmux("stop", "--grace", "0", j.decode(), check=0)
 
 
+def test_a_token_lists_only_its_owners_jobs(make_daemon, make_client):
+    """GET /v1/jobs over TCP: a token sees its owner's jobs (their argv,
+    cwd and reasons are the owner's business); the daemon's own user's
+    token and the host's socket see every job."""
+    d, c = host_and_client(make_daemon, make_client)
+    alice, bob = make_client(), make_client()
+    for who, cl in (("alice", alice), ("bob", bob)):
+        line = d.gmux("token", "add", who, check=0).stdout.decode().split()
+        assert cl.add("gpu1", line[-1]).returncode == 0
+    ja = alice.gmux("run", "-d", "--share", "0.25", "--", "sleep", "100",
+                    check=0).stdout.strip().decode().split(":")[-1]
+    jb = bob.gmux("run", "-d", "--share", "0.25", "--", "true",
+                  check=0).stdout.strip().decode().split(":")[-1]
+    d.wait_state(jb, "exited")
+    ids = lambda cl: sorted(j["id"] for j in cl.json("ps", "-a", "--json"))
+    assert ids(bob) == [jb]
+    assert ids(alice) == [ja]
+    assert ids(c) == sorted([ja, jb])
+    assert ids(d) == sorted([ja, jb])
+    d.gmux("stop", "--grace", "0", ja, check=0)
+
+
 def test_a_daemon_here_wins_unless_told_or_named(make_daemon):
     d = make_daemon()
     target = d.serve_tls()

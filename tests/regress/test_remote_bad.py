@@ -190,6 +190,30 @@ def test_oversized_uploads_are_refused_with_the_limit(make_daemon,
     assert serving(d)
 
 
+def test_partial_uploads_are_bounded_by_the_store(make_daemon):
+    """Parts of large blobs wait on the host between requests: begun and
+    never finished, they must not hold more than the store's size."""
+    d = make_daemon()
+    d.env["GMUX_BLOB_STORE_SIZE"] = "3M"
+    token = d.serve_tls().split("@")[0]
+    part = b"p" * (1 << 20)
+    codes = []
+    for i in range(8):
+        want = sha(b"%d" % i)
+        st, j = https_json(d.port, "PUT", "/v1/blobs/%s?size=%d&offset=0" %
+                           (want, 2 << 20), part, token=token)
+        codes.append(st)
+    assert codes[0] == 202 and codes[1:] == [413] * 7, codes
+    tmp = os.path.join(d.home, "blobs", "tmp")
+    assert sum(os.path.getsize(os.path.join(tmp, f))
+               for f in os.listdir(tmp)) <= 3 << 20
+    # A blob that fits beside the upload in progress is still taken.
+    st, _ = https_json(d.port, "PUT", "/v1/blobs/" + sha(b"small"),
+                       b"small", token=token)
+    assert st == 201
+    assert serving(d)
+
+
 def test_malformed_frames_from_a_host(make_client, tmp_path):
     junk = frame(1, b"ok\n") + b"\x09\x00\x00\x00\x05hello"
     huge = frame(1, b"ok\n") + b"\x01\xff\xff\xff\xff"
@@ -293,3 +317,49 @@ def test_a_client_that_stops_reading(make_daemon, make_client):
                   check=0).stdout == b"\0" * 10
     s.close()
     assert serving(d)
+
+
+def test_a_running_jobs_files_are_not_pulled(make_daemon):
+    """A pull walks files the job can still change (swap one for a FIFO
+    under the walk): the host refuses until the job has ended."""
+    d = make_daemon()
+    token = d.serve_tls().split("@")[0]
+    st, j = https_json(d.port, "POST", "/v1/jobs", json.dumps(
+        {"argv": ["sh", "-c", "mkdir out; echo x > out/f; sleep 30"]}
+    ).encode(), token=token)
+    assert st == 201, j
+    jid = j["id"]
+    d.wait_state(jid, "running")
+    globs = b'{"globs":["out/"]}'
+    st, j = https_json(d.port, "POST", "/v1/jobs/%s/pull" % jid, globs,
+                       token=token)
+    assert st == 409 and "ended" in j["error"], (st, j)
+    d.gmux("stop", "--grace", "0", jid, check=0)
+    st, j = https_json(d.port, "POST", "/v1/jobs/%s/pull" % jid, globs,
+                       token=token)
+    assert st == 200 and j["files"] == 1, (st, j)
+    assert serving(d)
+
+
+def test_a_submission_is_never_sent_twice(make_client, tmp_path):
+    """The host takes POST /v1/jobs (the job may have started) and the
+    connection drops before its answer: the client must not send it again
+    on a new connection, which could start the job twice."""
+    fake = hostile_run_host(tmp_path, manifest([]), {})
+    posts = []
+
+    def once(path, body):
+        posts.append(body)
+        if len(posts) == 1:
+            raise ConnectionAbortedError("dropped before the answer")
+        return b'{"id":"j1","state":"running"}'
+    fake.routes[("POST", "/v1/jobs")] = (201, once, "application/json")
+    fake.server.handle_error = lambda *a: None
+    try:
+        c = make_client()
+        assert c.add("fake", fake.target).returncode == 0
+        r = c.gmux("run", "--", "true")
+        assert len(posts) == 1, (posts, r)
+        assert r.returncode == 125 and b"connection" in r.stderr, r
+    finally:
+        fake.close()

@@ -484,6 +484,32 @@ def test_burst_ceiling_rises_and_falls(daemon):
     assert ceil("j1") == {"0": 0.75}
 
 
+def test_a_start_that_fails_leaves_no_stale_ceiling(daemon):
+    """j2 leaves, j3 is admitted and j1's ceiling rises to what is idle
+    beside j3; j3's start fails (its directory cannot be made), so j1's
+    ceiling must end at all that is idle, not at the value decided while
+    j3 was there."""
+    daemon.start()
+    run_d(daemon, "--share", "0.5", "--burst", "--", "sleep", "100")
+    run_d(daemon, "--share", "0.5", "--", "sleep", "100")
+    run_d(daemon, "--share", "0.25", "--", "true")
+    assert daemon.job("j1")["ceilings"] == {"0": 0.5}
+    assert daemon.job("j3")["state"] == "queued"
+    # jobs/ a symlink loop: making jobs/j3 fails (ELOOP) in job_start.
+    jobs_dir = os.path.join(daemon.home, "jobs")
+    os.rename(jobs_dir, jobs_dir + ".real")
+    os.symlink("jobs", jobs_dir)
+    try:
+        daemon.gmux("stop", "--grace", "0", "j2", check=0)
+        j3 = daemon.wait_state("j3", "failed")
+    finally:
+        os.unlink(jobs_dir)
+        os.rename(jobs_dir + ".real", jobs_dir)
+    assert "jobs/j3" in j3["reason"], j3
+    assert daemon.job("j1")["ceilings"] == {"0": 1.0}
+    daemon.gmux("stop", "--grace", "0", "j1", check=0)
+
+
 # -- several cards
 
 

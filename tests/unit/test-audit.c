@@ -83,9 +83,9 @@ test_check(void)
 {
 	struct card_procs	 ps;
 	struct audit_job	 jobs[] = {
-		{ 1, 4000, 4ULL << 30 },
-		{ 2, 4300, 0 },
-		{ 3, 5000, 1ULL << 30 },
+		{ 1, 4000, 4ULL << 30, 0, NULL },
+		{ 2, 4300, 0, 0, NULL },
+		{ 3, 5000, 1ULL << 30, 0, NULL },
 	};
 	struct audit_offender	*o;
 	u_int			 k;
@@ -117,7 +117,7 @@ static void
 test_check_listed_twice(void)
 {
 	struct card_procs	 ps;
-	struct audit_job	 jobs[] = { { 1, 4000, 3ULL << 30 } };
+	struct audit_job	 jobs[] = { { 1, 4000, 3ULL << 30, 0, NULL } };
 	struct audit_offender	*o;
 	u_int			 k;
 
@@ -131,6 +131,49 @@ test_check_listed_twice(void)
 	CHECK(ps.n == 2);
 	k = audit_check(&ps, jobs, 1, fake_parent, fake_registered, &o);
 	CHECK(k == 1 && o[0].pid == 4222 && o[0].stop);
+	free(o);
+	card_procs_free(&ps);
+}
+
+/* One process of the fake tree on gmux card c, holding mem bytes. */
+static void
+proc_on(struct card_procs *ps, pid_t pid, int c, uint64_t mem)
+{
+	struct card_proc	*p = card_procs_add(ps);
+
+	p->pid = pid;
+	p->vendor = VENDOR_NVIDIA;
+	p->card = c;
+	p->vendor_index = c;
+	p->mem = mem;
+}
+
+/*
+ * A job on two cards has a cap on each: within each (though more than
+ * one card's cap in all) it is not reported; over one card's cap it is,
+ * though within its first card's (larger) cap.
+ */
+static void
+test_check_each_card(void)
+{
+	struct card_procs	 ps = { NULL, 0 };
+	uint64_t		 cmem[3] = { 8ULL << 30, 2ULL << 30, 0 };
+	struct audit_job	 jobs[] = {
+		{ 1, 4000, 10ULL << 30, 0x3, cmem },
+	};
+	struct audit_offender	*o;
+	u_int			 k;
+
+	proc_on(&ps, 4101, 0, 7ULL << 30);
+	proc_on(&ps, 4222, 1, 2ULL << 30);
+	k = audit_check(&ps, jobs, 1, fake_parent, fake_registered, &o);
+	CHECK(k == 1 && o[0].pid == 4222 && o[0].stop);
+	free(o);
+	card_procs_free(&ps);
+
+	proc_on(&ps, 4101, 1, 5ULL << 30);
+	k = audit_check(&ps, jobs, 1, fake_parent, fake_registered, &o);
+	CHECK(k == 1 && o[0].pid == 0 && o[0].card == 1 && !o[0].stop);
 	free(o);
 	card_procs_free(&ps);
 }
@@ -246,7 +289,7 @@ test_act(void)
 {
 	struct card_procs	 ps = { NULL, 0 };
 	struct card_proc	*p;
-	struct audit_job	 job = { 7, 0, 0 };
+	struct audit_job	 job = { 7, 0, 0, 0, NULL };
 	struct audit_offender	*o;
 	pid_t			 child;
 	int			 ws = 0;
@@ -294,6 +337,7 @@ main(void)
 	proc_async_init(base);
 	RUN(test_check);
 	RUN(test_check_listed_twice);
+	RUN(test_check_each_card);
 	RUN(test_start);
 	RUN(test_act);
 	RUN(test_parent);

@@ -249,6 +249,56 @@ test_unclean(void)
 	free(dir);
 }
 
+/*
+ * Uploads in progress (a remote's partial blobs wait between requests)
+ * count against the store's bound: together they never hold more than
+ * its limit, whatever each one announces, and their room comes back when
+ * they end.
+ */
+static void
+test_writers_bounded(void)
+{
+	struct cas		*c;
+	struct cas_writer	*w1, *w2, *w3;
+	char			*dir = tpath("b6"), *cause = NULL, buf[600];
+	char			 d1[DIGEST_HEX], d2[DIGEST_HEX];
+
+	c = cas_open(dir, 1000, &cause);
+	memset(buf, 'a', sizeof buf);
+	digest_buf(buf, 600, d1);
+	digest_buf(buf, 300, d2);
+	w1 = cas_writer_create(c, d1, 600, &cause);
+	CHECK(w1 != NULL && cas_writer_write(w1, buf, 100, &cause) == 0);
+	/* 600 + 600 > 1000, though each fits alone. */
+	CHECK(cas_writer_create(c, d1, 600, &cause) == NULL);
+	free(cause);
+	cause = NULL;
+	/* A writer of unknown size counts what it has written. */
+	w3 = cas_writer_create(c, NULL, CAS_SIZE_UNKNOWN, &cause);
+	CHECK(w3 != NULL && cas_writer_write(w3, buf, 300, &cause) == 0);
+	CHECK(cas_writer_write(w3, buf, 200, &cause) == -2);
+	free(cause);
+	cause = NULL;
+	cas_writer_abort(w3);
+	w2 = cas_writer_create(c, d2, 300, &cause);
+	CHECK(w2 != NULL);
+	cas_writer_abort(w2);
+	cas_writer_abort(w1);
+	/* Their room is back. */
+	w1 = cas_writer_create(c, d1, 600, &cause);
+	w2 = cas_writer_create(c, d2, 300, &cause);
+	CHECK(w1 != NULL && w2 != NULL);
+	CHECK(cas_writer_write(w2, buf, 300, &cause) == 0);
+	CHECK(cas_writer_finish(w2, 0, NULL, &cause) == 0);
+	CHECK(cas_writer_commit(w2, &cause) == 0);
+	/* Stored blobs give way to an upload's room: 600 + 300 fit. */
+	CHECK(cas_has(c, d2, NULL) && cas_total(c) == 300);
+	cas_writer_abort(w1);
+	cas_close(c);
+	free(cause);
+	free(dir);
+}
+
 int
 main(void)
 {
@@ -260,6 +310,7 @@ main(void)
 	RUN(test_evict);
 	RUN(test_crash_leftovers);
 	RUN(test_unclean);
+	RUN(test_writers_bounded);
 	if (tmpdir_cleanup() != 0)
 		return (1);
 	UNIT_EXIT();

@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "gmux.h"
@@ -303,6 +305,62 @@ test_pull(void)
 	free(cli);
 }
 
+static volatile int	 swap_stop;
+static char		*swap_a, *swap_b;
+
+/* Swaps pfifo/out/f (a regular file) with pfifo/spare (a FIFO), again
+ * and again, while the pulls run. */
+static void *
+swapper(void *arg)
+{
+	while (!swap_stop)
+		renameat2(AT_FDCWD, swap_a, AT_FDCWD, swap_b, RENAME_EXCHANGE);
+	return (NULL);
+}
+
+/*
+ * A leftover process of the job swaps a listed regular file for a FIFO
+ * between the walk's stat and the open: the open must not wait for a
+ * writer (it would hold the daemon's loop forever), and what is pulled is
+ * only ever the file that was listed.  SIGALRM fails the test if it hangs.
+ */
+static void
+test_pull_fifo_swap(void)
+{
+	struct manifest	 m;
+	struct cas	*c;
+	pthread_t	 t;
+	char		*cause = NULL, *dir = tpath("pfifo");
+	char		*globs[] = { (char *)"out/", NULL };
+	int		 i, ok = 1;
+
+	mkdir_p(T("pfifo/out"), 0755);
+	mkfile("pfifo/out/f", "data", 0644);
+	CHECK(mkfifo(T("pfifo/spare"), 0644) == 0);
+	c = cas_open(T("pfblobs"), 1 << 20, &cause);
+	swap_a = tpath("pfifo/out/f");
+	swap_b = tpath("pfifo/spare");
+	alarm(20);
+	swap_stop = 0;
+	CHECK(pthread_create(&t, NULL, swapper, NULL) == 0);
+	for (i = 0; i < 20000 && ok; i++) {
+		if (tree_pull(c, dir, globs, 1 << 20, &m, &cause) != 0)
+			ok = 0;
+		else if (m.n > 1 || (m.n == 1 && m.v[0].size != 4))
+			ok = 0;
+		manifest_clear(&m);
+	}
+	swap_stop = 1;
+	pthread_join(t, NULL);
+	alarm(0);
+	CHECK(ok);
+	free(cause);
+	free(swap_a);
+	free(swap_b);
+	free(dir);
+	cas_close(c);
+}
+
 int
 main(void)
 {
@@ -312,6 +370,7 @@ main(void)
 	RUN(test_materialize);
 	RUN(test_materialize_hostile);
 	RUN(test_pull);
+	RUN(test_pull_fifo_swap);
 	if (tmpdir_cleanup() != 0)
 		return (1);
 	UNIT_EXIT();
