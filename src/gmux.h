@@ -603,6 +603,7 @@ typedef void (*sched_walk_cb)(const struct sched_req *,
 struct sched	*sched_create(const uint64_t *, u_int, char **);
 void		 sched_free(struct sched *);
 void		 sched_set_age(struct sched *, int64_t);
+char		*sched_refusal(const struct sched *, const struct sched_req *);
 int		 sched_submit(struct sched *, const struct sched_req *, int64_t,
 		     struct sched_out *);
 int		 sched_end(struct sched *, u_int, int64_t, struct sched_out *);
@@ -796,6 +797,8 @@ extern struct sched *server_sched;
 int		 server_sched_init(char **);
 void		 server_sched_apply(struct sched_out *);
 int		 server_sched_submit(struct job *, u_int, int *, char **);
+int		 server_sched_check(struct job *, u_int, int *, char **);
+void		 server_sched_refused(struct job *, const char *);
 int		 server_sched_gone(struct job *);
 int		 server_sched_resize(struct job *, u_int, uint64_t, char **);
 void		 server_sched_tick(void);
@@ -1448,8 +1451,9 @@ void		 api_blobs_post(struct evhttp_request *, const char *);
 void		 api_blob_put(struct evhttp_request *, const char *);
 void		 api_blob_get(struct evhttp_request *, const char *);
 void		 api_job_pull(struct evhttp_request *, const char *);
+struct prepare;
 int		 api_remote_job(struct evhttp_request *, struct jobreq *,
-		     u_int);
+		     u_int, struct prepare **);
 void		 api_remote_job_undo(u_int);
 void		 api_tokens_list(struct evhttp_request *, const char *);
 void		 api_tokens_add(struct evhttp_request *, const char *);
@@ -1515,6 +1519,8 @@ int		 cas_has(const struct cas *, const char *, uint64_t *);
 int		 cas_check(struct cas *, const char *, uint64_t *);
 void		 cas_touch(struct cas *, const char *);
 int		 cas_open_blob(struct cas *, const char *, uint64_t *);
+int		 cas_dup_dirfd(const struct cas *);
+int		 cas_open_at(int, const char *);
 int		 cas_pin(struct cas *, const char *);
 void		 cas_unpin(struct cas *, const char *);
 void		 cas_evict(struct cas *);
@@ -1593,6 +1599,8 @@ int		 remote_host_blob_part(struct cas *, const char *, uint64_t,
 		     uint64_t, const void *, size_t, json_t **, char **);
 int		 remote_host_batch(struct cas *, const void *, size_t,
 		     json_t **, char **);
+int		 remote_host_tree(struct cas *, const char *, struct manifest *,
+		     json_t **, char **);
 int		 remote_host_prepare(struct cas *, const char *, const char *,
 		     json_t **, char **);
 int		 remote_host_pull(struct cas *, const char *, json_t *,
@@ -1629,6 +1637,7 @@ void		 remote_net_io(struct remote_net *, struct remote_io *);
 
 /* run-remote.c (issue 7): gmux run on remote hosts */
 int		 run_remote(json_t *, int, char **);
+void		 run_why(const struct stream *);	/* cmd-run.c */
 /* (end) */
 
 /* remotes.c (issue 7): the client's hosts */
@@ -1720,6 +1729,7 @@ struct manifest {
 };
 void		 manifest_init(struct manifest *);
 void		 manifest_clear(struct manifest *);
+void		 manifest_copy(struct manifest *, const struct manifest *);
 struct mentry	*manifest_add(struct manifest *, char, const char *, u_int,
 		     uint64_t, const char *, const char *);
 void		 manifest_sort(struct manifest *);
@@ -1749,8 +1759,22 @@ char		*statcache_path(const char *);
 /* (end) */
 
 /* tree.c (issue 7): the host's side of moving a tree */
+int		 tree_pin(struct cas *, const struct manifest *, char **);
+void		 tree_unpin(struct cas *, const struct manifest *, size_t);
+int		 tree_materialize_at(int, const struct manifest *, const char *,
+		     const _Atomic int *, char **);
 int		 tree_materialize(struct cas *, const struct manifest *,
 		     const char *, char **);
+/* (end) */
+
+/* prepare.c (issue 7): a remote job's tree, made by a helper thread */
+#define PREPARE_REASON	"preparing its files"
+struct prepare	*prepare_new(struct cas *, struct manifest *, const char *,
+		     char **);
+int		 prepare_submit(struct prepare *, struct job *, u_int, int *,
+		     char **);
+void		 prepare_restore(void);
+void		 prepare_shutdown(void);
 int		 tree_pull(struct cas *, const char *, char *const *, uint64_t,
 		     struct manifest *, char **);
 /* (end) */

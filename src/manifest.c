@@ -69,6 +69,21 @@ manifest_add(struct manifest *m, char type, const char *path, u_int mode,
 	return (e);
 }
 
+/* Makes dst (uninitialized) a copy of src; free it with manifest_clear. */
+void
+manifest_copy(struct manifest *dst, const struct manifest *src)
+{
+	const struct mentry	*e;
+	size_t			 i;
+
+	manifest_init(dst);
+	for (i = 0; i < src->n; i++) {
+		e = &src->v[i];
+		manifest_add(dst, e->type, e->path, e->mode, e->size,
+		    e->type == MENTRY_FILE ? e->digest : NULL, e->target);
+	}
+}
+
 static int
 manifest_cmp(const void *a, const void *b)
 {

@@ -488,57 +488,69 @@ remote_host_batch(struct cas *c, const void *body, size_t len,
 	return (rc);
 }
 
-static int
-remote_host_make(struct cas *c, const struct manifest *m, const char *workdir,
-    char **cause)
-{
-	if (tree_materialize(c, m, workdir, cause) != 0) {
-		confine_remove(workdir);
-		return (500);
-	}
-	return (0);
-}
-
 /*
- * For POST /v1/jobs with "manifest": makes workdir (which must not exist)
- * the job's copy of the tree.  Returns 0, 412 with *cause and *reply (the
- * body to send: what is missing; the client syncs again and retries), or
- * 400/500 with *cause.
+ * For POST /v1/jobs with "manifest": checks that the store holds the whole
+ * tree, and makes m (uninitialized) the manifest to make it from.  Cheap:
+ * a manifest found complete lately is copied, else parsed and its blobs
+ * looked up.  Returns 0, 412 with *cause and *reply (the body to send:
+ * what is missing; the client syncs again and retries), or 400/500 with
+ * *cause.
  */
 int
-remote_host_prepare(struct cas *c, const char *mdigest, const char *workdir,
+remote_host_tree(struct cas *c, const char *mdigest, struct manifest *m,
     json_t **reply, char **cause)
 {
 	const struct manifest	*known;
-	struct manifest		 m;
 	uint64_t		 need;
 	int			 rc;
 
 	*reply = NULL;
-	if ((known = remote_memo_find(c, mdigest)) != NULL)
-		return (remote_host_make(c, known, workdir, cause));
-	if ((rc = remote_host_load(c, mdigest, &m, cause)) == 404) {
+	if ((known = remote_memo_find(c, mdigest)) != NULL) {
+		manifest_copy(m, known);
+		return (0);
+	}
+	if ((rc = remote_host_load(c, mdigest, m, cause)) == 404) {
 		*reply = json_pack("{s:s, s:[s]}", "error", *cause,
 		    "missing", mdigest);
 		return (412);
 	}
 	if (rc != 0)
 		return (rc);
-	if ((*reply = remote_host_missing(c, mdigest, &m, &need, cause)) ==
+	if ((*reply = remote_host_missing(c, mdigest, m, &need, cause)) ==
 	    NULL) {
-		manifest_clear(&m);
+		manifest_clear(m);
 		return (400);
 	}
 	if (json_array_size(json_object_get(*reply, "missing")) != 0) {
 		xasprintf(cause, "blobs of manifest %.16s are missing: sync "
 		    "again", mdigest);
 		json_object_set_new(*reply, "error", json_string(*cause));
-		manifest_clear(&m);
+		manifest_clear(m);
 		return (412);
 	}
 	json_decref(*reply);
 	*reply = NULL;
-	rc = remote_host_make(c, &m, workdir, cause);
+	return (0);
+}
+
+/*
+ * remote_host_tree, then the tree made in workdir (which must not exist)
+ * at once.  (The daemon makes it in a helper thread instead: prepare.c.)
+ * Returns 0, or as remote_host_tree, or 500 with *cause.
+ */
+int
+remote_host_prepare(struct cas *c, const char *mdigest, const char *workdir,
+    json_t **reply, char **cause)
+{
+	struct manifest	 m;
+	int		 rc;
+
+	if ((rc = remote_host_tree(c, mdigest, &m, reply, cause)) != 0)
+		return (rc);
+	if (tree_materialize(c, &m, workdir, cause) != 0) {
+		confine_remove(workdir);
+		rc = 500;
+	}
 	manifest_clear(&m);
 	return (rc);
 }

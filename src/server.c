@@ -290,6 +290,7 @@ server_setup(const char *fake, char **cause)
 	proc_async_init(server_base);
 	follow_init();
 	state_load_jobs();
+	prepare_restore();
 	server_sched_restore();
 	if ((fd = server_listen(cause)) == -1)
 		return (-1);
