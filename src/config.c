@@ -20,6 +20,8 @@ static const char *config_keys[] = {
 	"BLOB_STORE_SIZE",	/* remote runs (issue 7) */
 	"UPLOAD_LIMIT",
 	"PULL_LIMIT",
+	"AUTH_TIMEOUT",
+	"TCP_CONNECTIONS_MAX",
 };
 
 static struct config_entry	*config_entries;

@@ -165,6 +165,15 @@ struct http_resp {
 void		 http_resp_init(struct http_resp *);
 int		 http_resp_feed(struct http_resp *, const char *, size_t,
 		     void (*)(const char *, size_t, void *), void *, char **);
+struct http_head {			/* a request's head, as it arrives */
+	char		*buf;
+	size_t		 len;
+	size_t		 end;		/* its length once whole, else 0 */
+};
+int		 http_head_feed(struct http_head *, const char *, size_t,
+		     size_t, size_t *);
+char		*http_head_get(const struct http_head *, const char *);
+void		 http_head_clear(struct http_head *);
 
 /* client.c: the CLI's side of the API */
 struct client_reply {
@@ -1349,7 +1358,8 @@ void		 tls_identity_free(struct tls_identity *);
 const char	*tls_identity_pin(const struct tls_identity *);
 void		*tls_server_create(const struct tls_identity *, char **);
 void		 tls_server_free(void *);
-struct bufferevent *tls_server_bev(struct event_base *, void *);
+struct bufferevent *tls_server_bev(struct event_base *, void *, void *);
+void		 tls_server_data_free(void (*)(void *));
 struct tls_conn;
 struct tls_conn	*tls_client_open(int, const char *, const char *, char **);
 int		 tls_handshake(struct tls_conn *, char **);
@@ -1441,6 +1451,11 @@ char		*server_tls_owner(struct evhttp_request *);
 int		 server_tls_may(struct evhttp_request *, const char *);
 int		 server_tls_start(char **);
 void		 server_tls_stop(void);
+/* (end) */
+
+/* server-guard.c (issue 7): a TCP connection's limits before its token */
+void		 server_guard_init(void);
+struct bufferevent *server_guard_bev(struct event_base *, void *);
 /* (end) */
 
 /* api-remote.c, api-token.c (issue 7): the routes of remote runs */

@@ -291,21 +291,51 @@ tls_server_free(void *ctx)
 }
 
 /*
- * The evhttp_set_bevcb() callback: every accepted TCP connection gets an
- * OpenSSL bufferevent in the accepting state; evhttp sets its fd.  arg is
- * the context from tls_server_create.
+ * Each server connection may carry the caller's data, freed with the
+ * connection (its SSL) by the function given to tls_server_data_free.
+ */
+static int	  tls_data_index = -1;
+static void	(*tls_data_free)(void *);
+
+static void
+tls_data_exfree(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+    long argl, void *argp)
+{
+	if (ptr != NULL && tls_data_free != NULL)
+		tls_data_free(ptr);
+}
+
+void
+tls_server_data_free(void (*fn)(void *))
+{
+	tls_data_free = fn;
+	if (tls_data_index == -1 && (tls_data_index = SSL_get_ex_new_index(0,
+	    NULL, NULL, NULL, tls_data_exfree)) == -1)
+		fatalx("SSL_get_ex_new_index failed");
+}
+
+/*
+ * For the evhttp_set_bevcb() callback: an accepted TCP connection's OpenSSL
+ * bufferevent, in the accepting state (evhttp sets its fd), with data (see
+ * tls_server_data_free) riding on it.  ctx is from tls_server_create.
+ * Never NULL: evhttp would make a plain socket of it, and serve HTTP
+ * without TLS on the TLS port.
  */
 struct bufferevent *
-tls_server_bev(struct event_base *base, void *arg)
+tls_server_bev(struct event_base *base, void *ctx, void *data)
 {
-	SSL	*ssl;
+	struct bufferevent	*bev;
+	SSL			*ssl;
 
-	if ((ssl = SSL_new(arg)) == NULL) {
-		ERR_clear_error();
-		return (NULL);
-	}
-	return (bufferevent_openssl_socket_new(base, -1, ssl,
-	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE));
+	if ((ssl = SSL_new(ctx)) == NULL)
+		fatalx("SSL_new failed");
+	if (data != NULL)
+		SSL_set_ex_data(ssl, tls_data_index, data);
+	bev = bufferevent_openssl_socket_new(base, -1, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL)
+		fatalx("bufferevent_openssl_socket_new failed");
+	return (bev);
 }
 
 /*

@@ -1,13 +1,18 @@
-"""A remote host under load: it copies a job's tree off its loop (the job
-waits, "preparing its files", and everything else is served meanwhile)."""
+"""A remote host under load and under abuse: it copies a job's tree off its
+loop (the job waits, "preparing its files", and everything else is served
+meanwhile), and it bounds what a connection that has not shown a token can
+cost: the body it may send, the time it may take, how many there are."""
 
 import fcntl
 import hashlib
 import os
+import socket
+import ssl
 import statistics
 import time
 
 from conftest import wait_for
+from remotelib import https_json, rss_kb
 
 
 def big_tree(root, dirs, files=100):
@@ -116,3 +121,104 @@ def test_a_restart_while_preparing_fails_the_job(make_daemon, make_client):
     work = os.path.join(d.home, "jobs", "j2", "work")
     wait_for(lambda: not os.path.exists(work), 20, what="j2's copy to go")
     assert c.gmux("run", "--", "true").returncode == 0
+
+
+def tls_connect(port, timeout=10):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    return ctx.wrap_socket(s)
+
+
+def upload(port, token, total):
+    """PUTs a body of total bytes; returns how many went before the host
+    cut the connection (total if it did not), and the status if any."""
+    t = tls_connect(port)
+    head = "PUT /v1/blobs/%s HTTP/1.1\r\nHost: x\r\n" % ("0" * 64)
+    if token is not None:
+        head += "Authorization: Bearer %s\r\n" % token
+    t.sendall((head + "Content-Length: %d\r\n\r\n" % total).encode())
+    chunk, sent = b"x" * 65536, 0
+    try:
+        while sent < total:
+            sent += t.send(chunk[:total - sent])
+    except (ssl.SSLError, OSError):
+        pass
+    try:
+        reply = t.recv(4096)
+    except (ssl.SSLError, OSError):
+        reply = b""
+    t.close()
+    return sent, reply
+
+
+def serving(d):
+    st, _ = https_json(d.port, "GET", "/v1/version",
+                       token=d.target.split("@")[0])
+    return st == 200 and d.gmux("ps").returncode == 0
+
+
+def test_a_body_without_a_token_is_cut_off(make_daemon):
+    d = make_daemon()
+    token = d.serve_tls().split("@")[0]
+    before = rss_kb(d.pid())
+    for bad in (None, "A" * 43):
+        t = time.monotonic()
+        sent, reply = upload(d.port, bad, 100 << 20)
+        print("100 MB without a good token: cut after %d bytes, %.2f s" %
+              (sent, time.monotonic() - t))
+        assert sent < (16 << 20) and reply == b"", (sent, reply)
+        assert rss_kb(d.pid()) < before + 16 * 1024
+    # A small one gets its 401; a good token may send a large body.
+    st, j = https_json(d.port, "PUT", "/v1/blobs/" + "0" * 64, b"x" * 1000)
+    assert st == 401 and j["error"] == "a token is needed"
+    sent, reply = upload(d.port, token, 20 << 20)
+    assert sent == 20 << 20 and reply.startswith(b"HTTP/1.1 400"), reply
+    assert serving(d)
+
+
+def test_silent_connections_are_dropped_and_capped(make_daemon):
+    d = make_daemon()
+    d.env["GMUX_AUTH_TIMEOUT"] = "1"
+    d.env["GMUX_TCP_CONNECTIONS_MAX"] = "4"
+    d.serve_tls()
+    # Four that say nothing (no TLS handshake, or no request after it).
+    quiet = [socket.create_connection(("127.0.0.1", d.port))
+             for _ in range(2)]
+    quiet += [tls_connect(d.port) for _ in range(2)]
+    # A fifth is cut at once; the host still answers on its socket.
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=5)
+    t = time.monotonic()
+    assert s.recv(100) == b""
+    assert time.monotonic() - t < 0.5
+    s.close()
+    assert d.gmux("ps").returncode == 0
+    # The silent ones go after AUTH_TIMEOUT (1 s here), and the host
+    # serves TLS again.
+    t = time.monotonic()
+    for q in quiet:
+        q.settimeout(5)
+        try:
+            assert q.recv(100) == b""
+        except (ssl.SSLError, ConnectionResetError):
+            pass
+        q.close()
+    took = time.monotonic() - t
+    assert 0.5 < took < 3, took
+    assert serving(d)
+    # A stream that follows a job is trusted: it is not cut after 1 s.
+    c_target = d.target
+    token = c_target.split("@")[0]
+    r = d.gmux("run", "-d", "--", "sh", "-c", "sleep 2; echo late", check=0)
+    jid = r.stdout.decode().strip()
+    t = tls_connect(d.port)
+    t.sendall(("GET /v1/jobs/%s/log?follow=1 HTTP/1.1\r\nHost: x\r\n"
+               "Authorization: Bearer %s\r\n\r\n" % (jid, token)).encode())
+    data = b""
+    while b"late" not in data:
+        chunk = t.recv(65536)
+        assert chunk, data
+        data += chunk
+    t.close()
+
