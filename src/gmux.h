@@ -1722,6 +1722,7 @@ void		 ignore_parse(struct ignore *, const char *, const char *,
 size_t		 ignore_mark(const struct ignore *);
 void		 ignore_truncate(struct ignore *, size_t);
 int		 ignore_match(const struct ignore *, const char *, int);
+void		 ignore_set_fast(int);
 /* (end) */
 
 /* manifest.c (issue 7) */

@@ -38,14 +38,19 @@ mkdirs(const char *dir, const char *name)
 	free(p);
 }
 
+/* Matches path against rules, and checks the fast paths agree with the NFA. */
 static int
 ig(const char *rules, const char *path, int isdir)
 {
 	struct ignore	*i = ignore_create();
-	int		 r;
+	int		 r, slow;
 
 	ignore_parse(i, "", rules, strlen(rules));
 	r = ignore_match(i, path, isdir);
+	ignore_set_fast(0);
+	slow = ignore_match(i, path, isdir);
+	ignore_set_fast(1);
+	CHECK(r == slow);
 	ignore_free(i);
 	return (r);
 }
@@ -86,6 +91,11 @@ test_ignore(void)
 	CHECK(ig("a**b", "axxb", 0) && !ig("a**b", "ax/b", 0));
 	CHECK(!ig("[ab", "[ab", 0) && !ig("a\\", "a\\", 0));
 	CHECK(ig("a[]]b", "a]b", 0) && ig("[a-]x", "-x", 0));
+	/* The plain and the star-suffix rules (compared, not run). */
+	CHECK(ig("/*.txt", "a.txt", 0) && !ig("/*.txt", "d/a.txt", 0));
+	CHECK(!ig("d/*.txt", "d/e/a.txt", 0) && ig("*.txt", ".txt", 0));
+	CHECK(!ig("*.txt", "txt", 0) && !ig("ab", "abc", 0));
+	CHECK(ig("*\\*", "a*", 0) && !ig("*\\*", "ab", 0));
 
 	/* Rules of a .gmuxignore in sub/ apply under sub/ only. */
 	i = ignore_create();
