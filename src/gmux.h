@@ -1751,6 +1751,8 @@ struct mentry	*manifest_add(struct manifest *, char, const char *, u_int,
 void		 manifest_sort(struct manifest *);
 const struct mentry *manifest_find(const struct manifest *, const char *);
 char		*manifest_escape(const char *);
+char		*manifest_escape_to(char *, const char *);
+ssize_t		 manifest_unescape_to(char *, const char *, size_t);
 char		*manifest_unescape(const char *, size_t);
 char		*manifest_format(const struct manifest *, size_t *);
 int		 manifest_link_ok(const char *, const char *);

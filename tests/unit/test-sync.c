@@ -172,12 +172,15 @@ test_manifest(void)
 	manifest_add(&m, MENTRY_LINK, "b c/l", 0777, 10, NULL, "na\nme%/../");
 	manifest_add(&m, MENTRY_FILE, "\xc3\xa9t\xc3\xa9", 0644, 3, D1, NULL);
 	manifest_add(&m, MENTRY_DIR, "empty", 0700, 0, NULL, NULL);
+	manifest_add(&m, MENTRY_FILE, "z", 0, 1234567890123, D1, NULL);
 	manifest_sort(&m);
 	text = manifest_format(&m, &len);
 	CHECK(strlen(text) == len);
 	CHECK(strstr(text, "f 755 3 " D1 " b%20c/na%0Ame%25\n") != NULL);
+	CHECK(strstr(text, "\nf 0 1234567890123 " D1 " z\n") != NULL);
+	CHECK(strncmp(text, "gmux-manifest 1\nd 755 0 - b%20c\n", 32) == 0);
 	CHECK(manifest_parse(text, len, 100, &back, &cause) == 0);
-	CHECK(back.n == 5 && back.bytes == 6);
+	CHECK(back.n == 6 && back.bytes == 6 + 1234567890123);
 	text2 = manifest_format(&back, &len2);
 	CHECK(len == len2 && memcmp(text, text2, len) == 0);
 	e = manifest_find(&back, "b c/l");
