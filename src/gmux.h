@@ -69,6 +69,8 @@ char		*format_size(uint64_t);
 char		*format_share(u_int);
 char		*format_age(int64_t);
 char		*format_duration(int64_t);
+int		 write_file_replace(const char *, const void *, size_t, int,
+		     char **);
 int		 write_file_atomic(const char *, const void *, size_t, int,
 		     char **);
 char		*read_file(const char *, size_t, size_t *, char **);

@@ -324,6 +324,107 @@ test_statcache(void)
 	free(f);
 }
 
+/* The paths of a cache file, in the order they are written. */
+static char *
+cache_order(const char *cache)
+{
+	char	*text, *p, *nl, *out = xstrdup(""), *t, *cause = NULL;
+	size_t	 len;
+
+	if ((text = read_file(cache, 1 << 20, &len, &cause)) == NULL) {
+		free(cause);
+		return (out);
+	}
+	for (p = strchr(text, '\n'); p != NULL && (nl = strchr(p + 1, '\n'))
+	    != NULL; p = nl) {
+		*nl = '\0';
+		if (strncmp(p + 1, "end ", 4) != 0 &&
+		    strrchr(p + 1, ' ') != NULL) {
+			xasprintf(&t, "%s%s,", out, strrchr(p + 1, ' ') + 1);
+			free(out);
+			out = t;
+		}
+	}
+	free(text);
+	return (out);
+}
+
+/*
+ * The cache is written in the order the scan met its entries, and looked
+ * up at a cursor in that order: entries met in another order, added or
+ * gone are still found, and the next save follows the new order.
+ */
+static void
+test_statcache_order(void)
+{
+	struct statcache	*sc;
+	struct stat		 st;
+	char			*dir, *cache, *f, *cause = NULL, *order;
+	const char		*names[] = { "a", "b", "c" }, *again[] = {
+				    "c", "x", "a" };
+	size_t			 hits, misses;
+	int			 i;
+
+	xasprintf(&dir, "%s/sco", tmpdir);
+	xasprintf(&cache, "%s/state/o.cache", tmpdir);
+	mkdirs(tmpdir, "sco");
+	for (i = 0; i < 3; i++)
+		mkfile(dir, names[i], names[i]);
+	mkfile(dir, "x", "x");
+	xasprintf(&f, "%s/a", dir);
+	CHECK(stat(f, &st) == 0);
+	usleep(50000);
+	sc = statcache_load(cache);
+	for (i = 0; i < 3; i++) {
+		CHECK(statcache_get(sc, names[i], &st) == NULL);
+		statcache_hashing(sc);
+		statcache_put(sc, names[i], &st, D1);
+	}
+	CHECK(statcache_save(sc, &cause) == 0);
+	statcache_free(sc);
+	order = cache_order(cache);
+	CHECK_STR(order, "a,b,c,");
+	free(order);
+
+	/* Met again as c, x (new), a; b is gone. */
+	sc = statcache_load(cache);
+	CHECK_STR(statcache_get(sc, "c", &st), D1);
+	CHECK(statcache_get(sc, "x", &st) == NULL);
+	statcache_hashing(sc);
+	statcache_put(sc, "x", &st, D1);
+	CHECK_STR(statcache_get(sc, "a", &st), D1);
+	statcache_counts(sc, &hits, &misses);
+	CHECK(hits == 2 && misses == 1);
+	CHECK(statcache_save(sc, &cause) == 0);
+	statcache_free(sc);
+	order = cache_order(cache);
+	CHECK_STR(order, "c,x,a,");
+	free(order);
+
+	/* The same order again: every lookup a hit, nothing written. */
+	sc = statcache_load(cache);
+	for (i = 0; i < 3; i++)
+		CHECK_STR(statcache_get(sc, again[i], &st), D1);
+	CHECK(statcache_save(sc, &cause) == 0);
+	statcache_free(sc);
+	order = cache_order(cache);
+	CHECK_STR(order, "c,x,a,");
+	free(order);
+
+	/* The last one gone, the rest met in order: it is forgotten. */
+	sc = statcache_load(cache);
+	for (i = 0; i < 2; i++)
+		CHECK_STR(statcache_get(sc, again[i], &st), D1);
+	CHECK(statcache_save(sc, &cause) == 0);
+	statcache_free(sc);
+	order = cache_order(cache);
+	CHECK_STR(order, "c,x,");
+	free(order);
+	free(f);
+	free(dir);
+	free(cache);
+}
+
 static void
 make_tree(const char *root)
 {
@@ -434,6 +535,105 @@ test_scan(void)
 	free(cache);
 }
 
+/* The manifest text of root: with the cache at cache (or none), and with
+ * the ignore rules' fast paths on or off. */
+static char *
+scan_text(const char *root, const char *cache, int fast, size_t *hashed)
+{
+	struct statcache	*sc = NULL;
+	struct manifest		 m;
+	struct sync_stats	 st;
+	char			*cause = NULL, *text;
+	size_t			 len;
+
+	memset(&st, 0, sizeof st);
+	if (cache != NULL)
+		sc = statcache_load(cache);
+	ignore_set_fast(fast);
+	CHECK(sync_scan(root, sc, &m, &st, &cause) == 0);
+	ignore_set_fast(1);
+	if (sc != NULL) {
+		CHECK(statcache_save(sc, &cause) == 0);
+		statcache_free(sc);
+	}
+	text = manifest_format(&m, &len);
+	*hashed = st.hashed;
+	manifest_clear(&m);
+	sync_stats_clear(&st);
+	return (text);
+}
+
+/*
+ * A scan through the stat cache (cold, warm, and warm with its order
+ * broken by files added, gone and changed) makes the same manifest as one
+ * that hashes everything with every ignore rule run through the NFA.
+ */
+static void
+test_scan_same(void)
+{
+	char		*root, *cache, *slow, *fast, *p;
+	const char	*names[] = { "b.c", "a.o", "x.tmp", "abc", "zz",
+			    "gen/k.o", "gen/k.c" };
+	size_t		 i, hashed;
+	int		 d;
+
+	xasprintf(&root, "%s/same", tmpdir);
+	xasprintf(&cache, "%s/state/same.cache", tmpdir);
+	mkdirs(tmpdir, "same");
+	make_tree(root);
+	mkfile(root, ".gmuxignore", "*.log\n*.tmp\nbuild\na?c\n**/gen/*.o\n"
+	    "data/big/\n!keep.log\n");
+	for (d = 0; d < 12; d++) {
+		xasprintf(&p, "d%02d/gen", d);
+		mkdirs(root, p);
+		free(p);
+		for (i = 0; i < nitems(names); i++) {
+			xasprintf(&p, "d%02d/%s", d, names[i]);
+			mkfile(root, p, p);
+			free(p);
+		}
+	}
+	mkdirs(root, "build");
+	mkfile(root, "build/out", "o");
+	mkfile(root, "keep.log", "k");
+	usleep(50000);
+
+	slow = scan_text(root, NULL, 0, &hashed);
+	CHECK(strstr(slow, " keep.log\n") != NULL);
+	CHECK(strstr(slow, "d03/b.c\n") != NULL);
+	CHECK(strstr(slow, "x.tmp") == NULL && strstr(slow, "/abc\n") == NULL);
+	CHECK(strstr(slow, "gen/k.o") == NULL && strstr(slow, "build") ==
+	    NULL);
+	fast = scan_text(root, cache, 1, &hashed);
+	CHECK_STR(fast, slow);
+	free(fast);
+	fast = scan_text(root, cache, 1, &hashed);
+	CHECK_STR(fast, slow);
+	CHECK(hashed == 0);
+	free(fast);
+	free(slow);
+
+	/* Added, gone and changed: the order breaks, the result does not. */
+	mkfile(root, "d05/new.c", "new");
+	mkfile(root, "d00/zz", "changed");
+	xasprintf(&p, "%s/d07/b.c", root);
+	CHECK(unlink(p) == 0);
+	free(p);
+	usleep(50000);
+	slow = scan_text(root, NULL, 0, &hashed);
+	fast = scan_text(root, cache, 1, &hashed);
+	CHECK_STR(fast, slow);
+	CHECK(hashed == 2);
+	free(fast);
+	fast = scan_text(root, cache, 1, &hashed);
+	CHECK_STR(fast, slow);
+	CHECK(hashed == 0);
+	free(fast);
+	free(slow);
+	free(root);
+	free(cache);
+}
+
 struct got {
 	char	 digests[4][DIGEST_HEX];
 	size_t	 lens[4];
@@ -537,7 +737,9 @@ main(void)
 	RUN(test_ignore);
 	RUN(test_manifest);
 	RUN(test_statcache);
+	RUN(test_statcache_order);
 	RUN(test_scan);
+	RUN(test_scan_same);
 	RUN(test_batch);
 	RUN(test_progress);
 	if (tmpdir_cleanup() != 0)
