@@ -22,9 +22,13 @@ digest_sha256(void)
 {
 	if (digest_md != NULL)
 		return (digest_md);
-	/* No openssl.cnf (nothing in it for a digest), and no cleanup at
-	 * exit: freeing OpenSSL's tables costs a CLI command a millisecond. */
-	OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG|OPENSSL_INIT_NO_ATEXIT,
+	/* No openssl.cnf (nothing in it for a digest), no cleanup at exit
+	 * (freeing OpenSSL's tables costs a CLI command a millisecond), and
+	 * not the legacy name tables of every cipher and digest: algorithms
+	 * are fetched from the provider by name, and the first fetch would
+	 * copy all those names into its own map. */
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG|OPENSSL_INIT_NO_ATEXIT|
+	    OPENSSL_INIT_NO_ADD_ALL_CIPHERS|OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
 	    NULL);
 	if ((digest_md = EVP_MD_fetch(NULL, "SHA256", NULL)) == NULL)
 		fatalx("SHA-256 is not available from OpenSSL");
