@@ -1363,7 +1363,8 @@ void		 tls_server_free(void *);
 struct bufferevent *tls_server_bev(struct event_base *, void *, void *);
 void		 tls_server_data_free(void (*)(void *));
 struct tls_conn;
-struct tls_conn	*tls_client_open(int, const char *, const char *, char **);
+struct tls_conn	*tls_client_open(int, const char *, const char *, const char *,
+		     char **);
 int		 tls_handshake(struct tls_conn *, char **);
 int		 tls_want(const struct tls_conn *);
 size_t		 tls_pending(const struct tls_conn *);

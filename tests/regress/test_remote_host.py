@@ -6,6 +6,7 @@ cost: the body it may send, the time it may take, how many there are."""
 import fcntl
 import hashlib
 import os
+import re
 import socket
 import ssl
 import statistics
@@ -222,3 +223,98 @@ def test_silent_connections_are_dropped_and_capped(make_daemon):
         data += chunk
     t.close()
 
+
+def session_file(c, target):
+    """Where the client keeps its TLS session with target's host and pin."""
+    host_port, pin = target.split("@")[1].rsplit("#", 1)
+    host, port = host_port.rsplit(":", 1)
+    key = hashlib.sha256(("%s %s %s" % (host, port, pin)).encode())
+    return os.path.join(c.home, "tls", "sessions", key.hexdigest()[:32])
+
+
+def handshakes(r):
+    return re.findall(rb"tls_handshake: [^:]+:\d+: (\w+)", r.stderr)
+
+
+def test_commands_resume_the_tls_session(make_daemon, make_client):
+    d, c = host_and_client(make_daemon, make_client)
+    path = session_file(c, d.target)
+    r = c.gmux("-v", "ps", check=0)
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
+    r = c.gmux("-v", "run", "--", "echo", "hi", check=0)
+    assert r.stdout == b"hi\n"
+    assert handshakes(r) == [b"session"], r.stderr      # "session resumed"
+    # A restarted host cannot open the old ticket: a full handshake, and
+    # a new session is kept.
+    before = open(path, "rb").read()
+    d.stop()
+    d.start(addr="127.0.0.1:%d" % d.port)
+    r = c.gmux("-v", "ps", check=0)
+    assert handshakes(r) == [b"full"], r.stderr
+    assert open(path, "rb").read() != before
+    assert handshakes(c.gmux("-v", "ps", check=0)) == [b"session"]
+
+
+def plant(c, src_target, dst_target, mode=0o600):
+    """Copies the session kept for src_target to where dst_target's goes."""
+    with open(session_file(c, src_target), "rb") as f:
+        data = f.read()
+    path = session_file(c, dst_target)
+    with open(path, "wb") as f:
+        f.write(data)
+    os.chmod(path, mode)
+    return path, data
+
+
+def test_a_session_of_another_pin_is_never_offered(make_daemon,
+                                                   make_client):
+    d, c = host_and_client(make_daemon, make_client)
+    c.gmux("ps", check=0)
+    # The same host under another pin (as if its key had been replaced),
+    # with this host's real session planted where that pin's would be:
+    # were it offered, the host would take the ticket and show no
+    # certificate.  The client sees the session's certificate is not of
+    # the pin, removes the file and makes a full handshake, which fails.
+    other = make_daemon()
+    wrong = other.serve_tls()
+    bad = d.target.rsplit("#", 1)[0] + "#" + wrong.rsplit("#", 1)[1]
+    assert c.add("gpu2", bad, "--no-check").returncode == 0
+    planted, _ = plant(c, d.target, bad)
+    r = c.gmux("-v", "--remote", "gpu2", "ps")
+    assert r.returncode == 1 and b"impostor" in r.stderr, r
+    assert b"session refused" in r.stderr, r.stderr
+    assert handshakes(r) == [], r.stderr
+    assert not os.path.exists(planted)
+    r = c.gmux("--remote", "gpu2", "ps")
+    assert r.returncode == 1 and b"impostor" in r.stderr
+    assert c.gmux("--remote", "gpu1", "ps").returncode == 0
+    # Another host's session where this host's goes: refused, removed, and
+    # a full handshake keeps a session of this host's there.
+    c.add("gpu3", wrong)
+    c.gmux("--remote", "gpu3", "ps", check=0)
+    path, theirs = plant(c, wrong, d.target)
+    r = c.gmux("-v", "--remote", "gpu1", "ps")
+    assert r.returncode == 0, r
+    assert b"session refused" in r.stderr, r.stderr
+    assert handshakes(r) == [b"full"], r.stderr
+    assert open(path, "rb").read() != theirs
+    assert handshakes(c.gmux("-v", "--remote", "gpu1", "ps")) == [b"session"]
+
+
+def test_a_session_file_others_can_read_is_not_offered(make_daemon,
+                                                       make_client):
+    d, c = host_and_client(make_daemon, make_client)
+    c.gmux("ps", check=0)
+    path = session_file(c, d.target)
+    os.chmod(path, 0o640)
+    r = c.gmux("-v", "ps", check=0)
+    assert handshakes(r) == [b"full"], r.stderr
+    # Nor is one in a directory others can enter: it is made 0700 again
+    # when the next session is kept.
+    os.chmod(os.path.dirname(path), 0o755)
+    os.unlink(path)
+    c.gmux("ps", check=0)
+    assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert handshakes(c.gmux("-v", "ps", check=0)) == [b"session"]
