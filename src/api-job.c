@@ -54,9 +54,10 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 {
 	struct jobreq	 r;
 	struct job	*j;
+	struct prepare	*prep;
 	json_t		*body, *o;
 	char		*cause = NULL, *owner;
-	int		 code;
+	int		 code, rc;
 
 	jobreq_init(&r);
 	if ((body = api_body(req, &cause)) == NULL ||
@@ -73,12 +74,17 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 		api_error(req, 403, "%s", cause);
 		goto out;
 	}
-	if (api_remote_job(req, &r, state_peek_id()) != 0)
+	if (api_remote_job(req, &r, state_peek_id(), &prep) != 0)
 		goto out;
 	owner = api_owner(req);
 	j = job_create(0, owner, &r);
 	free(owner);
-	if (server_sched_submit(j, state_peek_id(), &code, &cause) != 0) {
+	/* A synced tree is copied first, off the loop; then it is submitted. */
+	if (prep != NULL)
+		rc = prepare_submit(prep, j, state_peek_id(), &code, &cause);
+	else
+		rc = server_sched_submit(j, state_peek_id(), &code, &cause);
+	if (rc != 0) {
 		api_error(req, code, "%s", cause);
 		job_free(j);
 		api_remote_job_undo(state_peek_id());
@@ -232,6 +238,7 @@ void
 api_job_log(struct evhttp_request *req, const char *id)
 {
 	struct job	*j;
+	json_t		*info;
 	const char	*from;
 	uint64_t	 off = 0;
 	char		*end;
@@ -250,7 +257,11 @@ api_job_log(struct evhttp_request *req, const char *id)
 		flags |= FOLLOW_LIVE;
 	if (api_query_flag(req, "raw"))
 		flags |= FOLLOW_RAW;
-	follow_start(j, req, off, flags, NULL);
+	/* A job that waits says so first: it may have queued meanwhile. */
+	info = (flags & FOLLOW_LIVE) && j->state == JOB_QUEUED ?
+	    job_info_json(j) : NULL;
+	follow_start(j, req, off, flags, info);
+	json_decref(info);
 }
 
 void

@@ -62,6 +62,7 @@ api_remote_store(char **cause)
 void
 api_remote_close(void)
 {
+	prepare_shutdown();	/* its thread reads the store */
 	cas_close(api_store);
 	api_store = NULL;
 }
@@ -301,21 +302,46 @@ api_env_default(char ***env, const char *name, const char *value)
 }
 
 /*
+ * The job's tree: checked now (412 if blobs are missing), made by the
+ * helper thread (prepare.c).  Returns 0 with *prep, or the status with
+ * *reply and *cause.
+ */
+static int
+api_remote_tree(const char *mdigest, const char *work, struct prepare **prep,
+    json_t **reply, char **cause)
+{
+	struct manifest	 m;
+	struct cas	*c;
+	int		 code;
+
+	if ((c = api_remote_store(cause)) == NULL)
+		return (500);
+	if ((code = remote_host_tree(c, mdigest, &m, reply, cause)) != 0)
+		return (code);
+	*prep = prepare_new(c, &m, work, cause);
+	manifest_clear(&m);
+	return (*prep == NULL ? 500 : 0);
+}
+
+/*
  * For POST /v1/jobs: a request over TCP may not name a directory of the
  * host (cwd); it runs in the tree it synced (manifest), copied under the
  * job's directory as jobs/jN/work, or in an empty one there.  A request
  * from the Unix socket may also name a manifest.  The environment a remote
  * client sends lacks the host's PATH and HOME: they are added.  Returns 0,
- * or -1 once it has replied with the refusal (412 if blobs are missing).
+ * with *prep the work of making the tree if there is one to make (hand it
+ * to prepare_submit), or -1 once it has replied with the refusal (412 if
+ * blobs are missing).
  */
 int
-api_remote_job(struct evhttp_request *req, struct jobreq *r, u_int id)
+api_remote_job(struct evhttp_request *req, struct jobreq *r, u_int id,
+    struct prepare **prep)
 {
 	json_t	*reply = NULL;
 	char	*dir, *work, *cause = NULL;
 	int	 code = 0, tcp = server_tls_request(req);
-	struct cas *c;
 
+	*prep = NULL;
 	if (tcp && r->cwd != NULL) {
 		api_error(req, 400, "cwd: a remote job runs in the tree it "
 		    "synced (manifest), not in a directory of the host");
@@ -334,10 +360,8 @@ api_remote_job(struct evhttp_request *req, struct jobreq *r, u_int id)
 			code = 500;
 			xasprintf(&cause, "%s: %s", work, strerror(errno));
 		}
-	} else if ((c = api_remote_store(&cause)) == NULL)
-		code = 500;
-	else
-		code = remote_host_prepare(c, r->manifest, work, &reply,
+	} else
+		code = api_remote_tree(r->manifest, work, prep, &reply,
 		    &cause);
 	if (code != 0) {
 		api_remote_answer(req, code, reply, cause);

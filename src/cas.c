@@ -402,6 +402,28 @@ cas_check(struct cas *c, const char *digest, uint64_t *size)
 	return (1);
 }
 
+/*
+ * For a helper thread: its own descriptor of the store's directory, and a
+ * blob opened through it.  These touch nothing of the store's memory (the
+ * index, the eviction queue), which the daemon's loop alone owns; a blob
+ * opened this way must be pinned by the loop for as long as it is used,
+ * so that eviction leaves its file in place.
+ */
+int
+cas_dup_dirfd(const struct cas *c)
+{
+	return (fcntl(c->dirfd, F_DUPFD_CLOEXEC, 0));
+}
+
+int
+cas_open_at(int dirfd, const char *digest)
+{
+	char	 name[DIGEST_HEX + 4];
+
+	cas_name(digest, name, sizeof name);
+	return (openat(dirfd, name, O_RDONLY|O_NOFOLLOW|O_CLOEXEC));
+}
+
 /* Pins a blob against eviction; returns -1 if it is not there. */
 int
 cas_pin(struct cas *c, const char *digest)

@@ -10,8 +10,9 @@
  * connection is kept for the command's next request to it (each new one
  * costs a TLS handshake), and a request that finds its kept connection
  * closed by the host goes again on a new one.  Only an idempotent request
- * may go again: a submission (POST /v1/jobs) always takes a new connection
- * and is sent once, whatever happens to it.
+ * may go again: a submission (POST /v1/jobs) takes a kept connection only
+ * if the host has not begun to close it, and is sent once, whatever
+ * happens to it.
  */
 
 #include <errno.h>
@@ -243,6 +244,30 @@ client_idempotent(const struct client_req *q)
 	    (q->path[len] != '\0' && q->path[len] != '?'));
 }
 
+/*
+ * A kept connection for a request that is never sent again: only one with
+ * nothing to read and no hangup.  The host keeps an idle connection an
+ * hour (server-api.c), so within one command a kept one is closed only if
+ * the host went away, which shows here; the race left is reported, not
+ * resent.
+ */
+static struct conn *
+client_take_live(const struct target *t)
+{
+	struct conn	*c;
+	struct pollfd	 pfd;
+
+	if ((c = client_take(t)) == NULL)
+		return (NULL);
+	pfd.fd = conn_fd(c);
+	pfd.events = POLLIN;
+	if (conn_pending(c) == 0 && poll(&pfd, 1, 0) == 0)
+		return (c);
+	log_debug("%s: %s: closing or closed", __func__, conn_name(c));
+	conn_close(c);
+	return (NULL);
+}
+
 static void
 client_xfer_start(struct client_xfer *x, struct client_req *q, int64_t now)
 {
@@ -262,7 +287,8 @@ client_xfer_start(struct client_xfer *x, struct client_req *q, int64_t now)
 				    strerror(errno));
 			return;
 		}
-	} else if (client_idempotent(q) && (x->conn = client_take(t)) != NULL)
+	} else if ((x->conn = client_idempotent(q) ? client_take(t) :
+	    client_take_live(t)) != NULL)
 		x->reused = 1;
 	else if ((x->conn = conn_open_tcp(t->host, t->port, t->pin,
 	    &x->cause)) == NULL) {

@@ -254,7 +254,7 @@ run_detached(json_t *req)
  * Says in one line why the job ended as it did: it never ran (a --timeout,
  * a Ctrl-C while it waited), could not be started, or was preempted.
  */
-static void
+void
 run_why(const struct stream *s)
 {
 	struct client_reply	 r;

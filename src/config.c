@@ -22,6 +22,8 @@ static const char *config_keys[] = {
 	"PULL_LIMIT",
 	"REMOTE_READ",		/* remote jobs' jail */
 	"REMOTE_UNCONFINED",
+	"AUTH_TIMEOUT",
+	"TCP_CONNECTIONS_MAX",
 };
 
 static struct config_entry	*config_entries;

@@ -26,7 +26,8 @@
 
 #define CONFINE_DEPTH	256
 
-static int	confine_no_openat2;
+/* Set once the kernel has no openat2; prepare.c's thread reads it too. */
+static _Atomic int	confine_no_openat2;
 
 /*
  * A path as peers may send it: relative, components neither empty nor "."

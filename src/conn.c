@@ -37,6 +37,7 @@ struct conn {
 	struct addrinfo	*next;		/* the next to try */
 	char		 pin[DIGEST_HEX];
 	char		*name;		/* HOST:PORT, for messages */
+	char		*session;	/* where its TLS session is kept */
 	int		 err;		/* the last address's connect error */
 	int		 blocked;	/* TLS waits for tls_want() */
 };
@@ -91,10 +92,49 @@ conn_tcp_options(int fd)
 static int
 conn_start_tls(struct conn *c, char **cause)
 {
-	if ((c->tls = tls_client_open(c->fd, c->pin, c->name, cause)) == NULL)
+	if ((c->tls = tls_client_open(c->fd, c->pin, c->name, c->session,
+	    cause)) == NULL)
 		return (-1);
 	c->state = CONN_HANDSHAKE;
 	return (0);
+}
+
+/*
+ * Where the TLS session with a host is kept for the next command to resume
+ * (tls.c): one file per host, port and pin, under the state directory.
+ */
+static char *
+conn_session_path(const char *host, u_int port, const char *pin)
+{
+	char	*key, hex[DIGEST_HEX], *path;
+
+	xasprintf(&key, "%s %u %s", host, port, pin);
+	digest_buf(key, strlen(key), hex);
+	free(key);
+	hex[32] = '\0';
+	xasprintf(&path, "%s/tls/sessions/%s", path_home(), hex);
+	return (path);
+}
+
+/*
+ * The addresses of host: a numeric one is read as it is, without
+ * AI_ADDRCONFIG's query of the interfaces (a netlink round trip).
+ */
+static int
+conn_resolve(const char *host, u_int port, struct addrinfo **ai)
+{
+	struct addrinfo	 hints;
+	char		 serv[16];
+
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV|AI_NUMERICHOST;
+	snprintf(serv, sizeof serv, "%u", port);
+	if (getaddrinfo(host, serv, &hints, ai) == 0)
+		return (0);
+	hints.ai_flags = AI_NUMERICSERV|AI_ADDRCONFIG;
+	return (getaddrinfo(host, serv, &hints, ai));
 }
 
 /* Starts a connect to the next address; -1 with *cause when none is left. */
@@ -139,9 +179,7 @@ conn_try_next(struct conn *c, char **cause)
 struct conn *
 conn_open_tcp(const char *host, u_int port, const char *pin, char **cause)
 {
-	struct addrinfo	 hints;
 	struct conn	*c;
-	char		 serv[16];
 	int		 r;
 
 	c = xcalloc(1, sizeof *c);
@@ -151,12 +189,8 @@ conn_open_tcp(const char *host, u_int port, const char *pin, char **cause)
 		xasprintf(&c->name, "[%s]:%u", host, port);
 	else
 		xasprintf(&c->name, "%s:%u", host, port);
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV|AI_ADDRCONFIG;
-	snprintf(serv, sizeof serv, "%u", port);
-	if ((r = getaddrinfo(host, serv, &hints, &c->ai)) != 0) {
+	c->session = conn_session_path(host, port, pin);
+	if ((r = conn_resolve(host, port, &c->ai)) != 0) {
 		xasprintf(cause, "%s: %s", c->name, r == EAI_SYSTEM ?
 		    strerror(errno) : gai_strerror(r));
 		conn_close(c);
@@ -283,5 +317,6 @@ conn_close(struct conn *c)
 	if (c->ai != NULL)
 		freeaddrinfo(c->ai);
 	free(c->name);
+	free(c->session);
 	free(c);
 }

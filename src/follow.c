@@ -245,6 +245,21 @@ follow_written(struct evhttp_connection *evcon, void *arg)
 	follow_pump(f);
 }
 
+/*
+ * Sends a chunk; the next one, and the end, wait until it has gone out.
+ * (Ending a reply while a chunk sent without a callback is still being
+ * written loses the rest: libevent 2.1 then runs the chunk's deferred
+ * write callback as the end's, and starts reading the next request with
+ * the end still in the buffer.)
+ */
+static void
+follow_send(struct follower *f, struct evbuffer *out)
+{
+	f->busy = 1;
+	f->sent = clock_mono_ms();
+	evhttp_send_reply_chunk_with_cb(f->req, out, follow_written, f);
+}
+
 /* Reads what is new in the log and sends the whole frames in it. */
 static ssize_t
 follow_read(struct follower *f, struct evbuffer *out)
@@ -306,11 +321,8 @@ follow_pump(struct follower *f)
 	}
 	if (f->damaged || (n <= 0 && (job_ended(f->job) || !f->follow))) {
 		follow_end(f, out);
-	} else if (evbuffer_get_length(out) > 0) {
-		f->busy = 1;
-		f->sent = clock_mono_ms();
-		evhttp_send_reply_chunk_with_cb(f->req, out, follow_written, f);
-	}
+	} else if (evbuffer_get_length(out) > 0)
+		follow_send(f, out);
 	evbuffer_free(out);
 }
 
@@ -403,7 +415,7 @@ follow_start(struct job *j, struct evhttp_request *req, uint64_t from,
 		fr.len = (uint32_t)strlen(text);
 		fr.data = text;
 		follow_emit(f, out, &fr);
-		evhttp_send_reply_chunk(req, out);
+		follow_send(f, out);
 		evbuffer_free(out);
 		free(text);
 	}
@@ -433,7 +445,7 @@ follow_job_info(struct job *j)
 			continue;
 		out = evbuffer_new();
 		follow_emit(f, out, &fr);
-		evhttp_send_reply_chunk(f->req, out);
+		follow_send(f, out);
 		evbuffer_free(out);
 	}
 	free(text);
@@ -499,10 +511,7 @@ follow_heartbeat(int64_t now)
 				continue;
 			out = evbuffer_new();
 			follow_emit(f, out, &fr);
-			f->busy = 1;
-			f->sent = now;
-			evhttp_send_reply_chunk_with_cb(f->req, out,
-			    follow_written, f);
+			follow_send(f, out);
 			evbuffer_free(out);
 		}
 	}

@@ -69,6 +69,8 @@ char		*format_size(uint64_t);
 char		*format_share(u_int);
 char		*format_age(int64_t);
 char		*format_duration(int64_t);
+int		 write_file_replace(const char *, const void *, size_t, int,
+		     char **);
 int		 write_file_atomic(const char *, const void *, size_t, int,
 		     char **);
 char		*read_file(const char *, size_t, size_t *, char **);
@@ -172,6 +174,15 @@ struct http_resp {
 void		 http_resp_init(struct http_resp *);
 int		 http_resp_feed(struct http_resp *, const char *, size_t,
 		     void (*)(const char *, size_t, void *), void *, char **);
+struct http_head {			/* a request's head, as it arrives */
+	char		*buf;
+	size_t		 len;
+	size_t		 end;		/* its length once whole, else 0 */
+};
+int		 http_head_feed(struct http_head *, const char *, size_t,
+		     size_t, size_t *);
+char		*http_head_get(const struct http_head *, const char *);
+void		 http_head_clear(struct http_head *);
 
 /* client.c: the CLI's side of the API */
 struct client_reply {
@@ -612,6 +623,7 @@ typedef void (*sched_walk_cb)(const struct sched_req *,
 struct sched	*sched_create(const uint64_t *, u_int, char **);
 void		 sched_free(struct sched *);
 void		 sched_set_age(struct sched *, int64_t);
+char		*sched_refusal(const struct sched *, const struct sched_req *);
 int		 sched_submit(struct sched *, const struct sched_req *, int64_t,
 		     struct sched_out *);
 int		 sched_end(struct sched *, u_int, int64_t, struct sched_out *);
@@ -807,6 +819,8 @@ extern struct sched *server_sched;
 int		 server_sched_init(char **);
 void		 server_sched_apply(struct sched_out *);
 int		 server_sched_submit(struct job *, u_int, int *, char **);
+int		 server_sched_check(struct job *, u_int, int *, char **);
+void		 server_sched_refused(struct job *, const char *);
 int		 server_sched_gone(struct job *);
 int		 server_sched_release(struct job *, struct sched_out *);
 int		 server_sched_resize(struct job *, u_int, uint64_t, char **);
@@ -1411,9 +1425,11 @@ void		 tls_identity_free(struct tls_identity *);
 const char	*tls_identity_pin(const struct tls_identity *);
 void		*tls_server_create(const struct tls_identity *, char **);
 void		 tls_server_free(void *);
-struct bufferevent *tls_server_bev(struct event_base *, void *);
+struct bufferevent *tls_server_bev(struct event_base *, void *, void *);
+void		 tls_server_data_free(void (*)(void *));
 struct tls_conn;
-struct tls_conn	*tls_client_open(int, const char *, const char *, char **);
+struct tls_conn	*tls_client_open(int, const char *, const char *, const char *,
+		     char **);
 int		 tls_handshake(struct tls_conn *, char **);
 int		 tls_want(const struct tls_conn *);
 size_t		 tls_pending(const struct tls_conn *);
@@ -1505,6 +1521,11 @@ int		 server_tls_start(char **);
 void		 server_tls_stop(void);
 /* (end) */
 
+/* server-guard.c (issue 7): a TCP connection's limits before its token */
+void		 server_guard_init(void);
+struct bufferevent *server_guard_bev(struct event_base *, void *);
+/* (end) */
+
 /* api-remote.c, api-token.c (issue 7): the routes of remote runs */
 void		 api_remote_close(void);
 void		 api_sync_manifest_get(struct evhttp_request *, const char *);
@@ -1513,8 +1534,9 @@ void		 api_blobs_post(struct evhttp_request *, const char *);
 void		 api_blob_put(struct evhttp_request *, const char *);
 void		 api_blob_get(struct evhttp_request *, const char *);
 void		 api_job_pull(struct evhttp_request *, const char *);
+struct prepare;
 int		 api_remote_job(struct evhttp_request *, struct jobreq *,
-		     u_int);
+		     u_int, struct prepare **);
 void		 api_remote_job_undo(u_int);
 void		 api_tokens_list(struct evhttp_request *, const char *);
 void		 api_tokens_add(struct evhttp_request *, const char *);
@@ -1580,6 +1602,8 @@ int		 cas_has(const struct cas *, const char *, uint64_t *);
 int		 cas_check(struct cas *, const char *, uint64_t *);
 void		 cas_touch(struct cas *, const char *);
 int		 cas_open_blob(struct cas *, const char *, uint64_t *);
+int		 cas_dup_dirfd(const struct cas *);
+int		 cas_open_at(int, const char *);
 int		 cas_pin(struct cas *, const char *);
 void		 cas_unpin(struct cas *, const char *);
 void		 cas_evict(struct cas *);
@@ -1658,6 +1682,8 @@ int		 remote_host_blob_part(struct cas *, const char *, uint64_t,
 		     uint64_t, const void *, size_t, json_t **, char **);
 int		 remote_host_batch(struct cas *, const void *, size_t,
 		     json_t **, char **);
+int		 remote_host_tree(struct cas *, const char *, struct manifest *,
+		     json_t **, char **);
 int		 remote_host_prepare(struct cas *, const char *, const char *,
 		     json_t **, char **);
 int		 remote_host_pull(struct cas *, const char *, json_t *,
@@ -1694,6 +1720,7 @@ void		 remote_net_io(struct remote_net *, struct remote_io *);
 
 /* run-remote.c (issue 7): gmux run on remote hosts */
 int		 run_remote(json_t *, int, char **);
+void		 run_why(const struct stream *);	/* cmd-run.c */
 /* (end) */
 
 /* remotes.c (issue 7): the client's hosts */
@@ -1763,6 +1790,7 @@ void		 ignore_parse(struct ignore *, const char *, const char *,
 size_t		 ignore_mark(const struct ignore *);
 void		 ignore_truncate(struct ignore *, size_t);
 int		 ignore_match(const struct ignore *, const char *, int);
+void		 ignore_set_fast(int);
 /* (end) */
 
 /* manifest.c (issue 7) */
@@ -1785,11 +1813,14 @@ struct manifest {
 };
 void		 manifest_init(struct manifest *);
 void		 manifest_clear(struct manifest *);
+void		 manifest_copy(struct manifest *, const struct manifest *);
 struct mentry	*manifest_add(struct manifest *, char, const char *, u_int,
 		     uint64_t, const char *, const char *);
 void		 manifest_sort(struct manifest *);
 const struct mentry *manifest_find(const struct manifest *, const char *);
 char		*manifest_escape(const char *);
+char		*manifest_escape_to(char *, const char *);
+ssize_t		 manifest_unescape_to(char *, const char *, size_t);
 char		*manifest_unescape(const char *, size_t);
 char		*manifest_format(const struct manifest *, size_t *);
 int		 manifest_link_ok(const char *, const char *);
@@ -1814,8 +1845,22 @@ char		*statcache_path(const char *);
 /* (end) */
 
 /* tree.c (issue 7): the host's side of moving a tree */
+int		 tree_pin(struct cas *, const struct manifest *, char **);
+void		 tree_unpin(struct cas *, const struct manifest *, size_t);
+int		 tree_materialize_at(int, const struct manifest *, const char *,
+		     const _Atomic int *, char **);
 int		 tree_materialize(struct cas *, const struct manifest *,
 		     const char *, char **);
+/* (end) */
+
+/* prepare.c (issue 7): a remote job's tree, made by a helper thread */
+#define PREPARE_REASON	"preparing its files"
+struct prepare	*prepare_new(struct cas *, struct manifest *, const char *,
+		     char **);
+int		 prepare_submit(struct prepare *, struct job *, u_int, int *,
+		     char **);
+void		 prepare_restore(void);
+void		 prepare_shutdown(void);
 int		 tree_pull(struct cas *, const char *, char *const *, uint64_t,
 		     struct manifest *, char **);
 /* (end) */

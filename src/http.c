@@ -232,3 +232,85 @@ http_resp_feed(struct http_resp *r, const char *p, size_t len,
 	}
 	return (r->state == HTTP_DONE);
 }
+
+/*
+ * A request's head as the host sees it arrive, before evhttp parses it
+ * (server-tls.c checks the token there, before any body is read).  Bytes
+ * are fed as they come; the head ends at its first empty line (CRLF or a
+ * bare LF, as evhttp reads lines).  Returns 1 once it has, with *rest the
+ * bytes of data that came after it; 0 while it has not; -1 if more than
+ * max bytes came without an end.
+ */
+int
+http_head_feed(struct http_head *h, const char *data, size_t len,
+    size_t max, size_t *rest)
+{
+	size_t	 i, old = h->len, take = len;
+
+	*rest = 0;
+	if (h->end != 0) {
+		*rest = len;
+		return (1);
+	}
+	if (take > max + 2 - h->len)
+		take = max + 2 - h->len;
+	h->buf = xrealloc(h->buf, h->len + take + 1);
+	memcpy(h->buf + h->len, data, take);
+	h->len += take;
+	h->buf[h->len] = '\0';
+	for (i = old > 2 ? old - 2 : 0; i < h->len && h->end == 0; i++) {
+		if (h->buf[i] != '\n')
+			continue;
+		if (i + 1 < h->len && h->buf[i + 1] == '\n')
+			h->end = i + 2;
+		else if (i + 2 < h->len && h->buf[i + 1] == '\r' &&
+		    h->buf[i + 2] == '\n')
+			h->end = i + 3;
+	}
+	if (h->end != 0) {
+		*rest = len - (h->end - old);
+		return (1);
+	}
+	return (h->len > max ? -1 : 0);
+}
+
+/*
+ * The value of the first header called name in a complete head (spaces
+ * around it trimmed), or NULL.  Allocated.
+ */
+char *
+http_head_get(const struct http_head *h, const char *name)
+{
+	const char	*p, *end, *eol, *v;
+	size_t		 nlen = strlen(name);
+
+	if (h->end == 0)
+		return (NULL);
+	end = h->buf + h->end;
+	if ((p = memchr(h->buf, '\n', h->end)) == NULL)
+		return (NULL);
+	for (p++; p < end; p = eol + 1) {
+		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			break;
+		if ((size_t)(eol - p) <= nlen || p[nlen] != ':' ||
+		    strncasecmp(p, name, nlen) != 0)
+			continue;
+		for (v = p + nlen + 1; v < eol && (*v == ' ' || *v == '\t');
+		    v++)
+			;
+		while (eol > v && (eol[-1] == '\r' || eol[-1] == ' ' ||
+		    eol[-1] == '\t'))
+			eol--;
+		return (xstrndup(v, (size_t)(eol - v)));
+	}
+	return (NULL);
+}
+
+void
+http_head_clear(struct http_head *h)
+{
+	if (h->buf != NULL)
+		explicit_bzero(h->buf, h->len);	/* it may hold a token */
+	free(h->buf);
+	memset(h, 0, sizeof *h);
+}

@@ -53,14 +53,32 @@ struct wm_pat {
 	int		 never;		/* a broken class or escape */
 };
 
+/*
+ * Most rules are a plain name (".git/", ".DS_Store") or a star and a
+ * suffix ("*.pyc"): those are compared directly, without the NFA, which
+ * matters when every file of a large tree is matched against every rule.
+ */
+enum ignore_kind {
+	IGNORE_WILD,		/* the NFA */
+	IGNORE_LITERAL,		/* lit, exactly */
+	IGNORE_SUFFIX,		/* "*" then lit: a name ending in lit */
+};
+
 struct ignore_rule {
 	struct wm_pat	 wm;
 	char		*pattern;
 	char		*base;		/* "" or "dir/sub" (no trailing /) */
+	size_t		 blen;
+	enum ignore_kind kind;
+	char		*lit;		/* LITERAL, SUFFIX: the bytes */
+	size_t		 litlen;
 	int		 negate;
 	int		 dironly;
 	int		 anchored;
 };
+
+/* Off: every rule through the NFA (the tests compare the two ways). */
+static int	ignore_fast = 1;
 
 struct ignore {
 	struct ignore_rule	*v;
@@ -304,6 +322,7 @@ ignore_truncate(struct ignore *ig, size_t n)
 	while (ig->n > n) {
 		ig->n--;
 		wm_free(&ig->v[ig->n].wm);
+		free(ig->v[ig->n].lit);
 		free(ig->v[ig->n].pattern);
 		free(ig->v[ig->n].base);
 	}
@@ -323,6 +342,31 @@ size_t
 ignore_mark(const struct ignore *ig)
 {
 	return (ig->n);
+}
+
+/* Sees whether a compiled pattern is a plain name or a star and a suffix. */
+static void
+ignore_classify(struct ignore_rule *r)
+{
+	const struct wm_pat	*wp = &r->wm;
+	size_t			 i, first;
+
+	r->kind = IGNORE_WILD;
+	if (wp->never || wp->n == 0)
+		return;
+	first = wp->v[0].type == WM_STAR ? 1 : 0;
+	for (i = first; i < wp->n; i++) {
+		if (wp->v[i].type != WM_CHAR || wp->v[i].c == '\0')
+			return;
+	}
+	if (first == 1 && wp->n == 1)
+		return;		/* "*" alone: the NFA will do */
+	r->litlen = wp->n - first;
+	r->lit = xmalloc(r->litlen + 1);
+	for (i = first; i < wp->n; i++)
+		r->lit[i - first] = (char)wp->v[i].c;
+	r->lit[r->litlen] = '\0';
+	r->kind = first ? IGNORE_SUFFIX : IGNORE_LITERAL;
 }
 
 /* Adds one line of a .gmuxignore read in directory base. */
@@ -363,7 +407,9 @@ ignore_add_line(struct ignore *ig, const char *base, const char *s,
 	if ((slash = strchr(r.pattern, '/')) != NULL)
 		r.anchored = 1;
 	r.base = xstrdup(base);
+	r.blen = strlen(base);
 	wm_compile(r.pattern, &r.wm);
+	ignore_classify(&r);
 	if (ig->n == ig->size) {
 		ig->size = ig->size ? ig->size * 2 : 16;
 		ig->v = xreallocarray(ig->v, ig->size, sizeof *ig->v);
@@ -405,33 +451,60 @@ ignore_defaults(struct ignore *ig)
 	}
 }
 
+/* Matches text (len bytes) against r's pattern. */
 static int
-ignore_rule_match(const struct ignore_rule *r, const char *path, int isdir)
+ignore_rule_text(const struct ignore_rule *r, const char *text, size_t len)
 {
-	const char	*rel = path, *name;
-	size_t		 blen = strlen(r->base);
+	switch (ignore_fast ? r->kind : IGNORE_WILD) {
+	case IGNORE_LITERAL:
+		return (len == r->litlen && memcmp(text, r->lit, len) == 0);
+	case IGNORE_SUFFIX:
+		/* The star matches no "/" (text may be a path, anchored). */
+		return (len >= r->litlen && memcmp(text + len - r->litlen,
+		    r->lit, r->litlen) == 0 && memchr(text, '/', len -
+		    r->litlen) == NULL);
+	default:
+		return (wm_run(&r->wm, text));
+	}
+}
+
+/* name is path's last component; len is path's length. */
+static int
+ignore_rule_match(const struct ignore_rule *r, const char *path, size_t len,
+    const char *name, int isdir)
+{
+	const char	*rel = path;
 
 	if (r->dironly && !isdir)
 		return (0);
-	if (blen != 0) {
-		if (strncmp(path, r->base, blen) != 0 || path[blen] != '/')
+	if (r->blen != 0) {
+		if (len <= r->blen || path[r->blen] != '/' ||
+		    memcmp(path, r->base, r->blen) != 0)
 			return (0);
-		rel = path + blen + 1;
+		rel = path + r->blen + 1;
 	}
 	if (r->anchored)
-		return (wm_run(&r->wm, rel));
-	name = strrchr(rel, '/');
-	return (wm_run(&r->wm, name != NULL ? name + 1 : rel));
+		return (ignore_rule_text(r, rel, len - (size_t)(rel - path)));
+	return (ignore_rule_text(r, name, len - (size_t)(name - path)));
+}
+
+/* Tests only: 0 matches every rule with the NFA, as before the fast paths. */
+void
+ignore_set_fast(int on)
+{
+	ignore_fast = on;
 }
 
 /* Returns 1 if path (relative to the top) is ignored. */
 int
 ignore_match(const struct ignore *ig, const char *path, int isdir)
 {
-	size_t	 i;
+	const char	*name = strrchr(path, '/');
+	size_t		 i, len = strlen(path);
 
+	name = name != NULL ? name + 1 : path;
 	for (i = ig->n; i > 0; i--) {
-		if (ignore_rule_match(&ig->v[i - 1], path, isdir))
+		if (ignore_rule_match(&ig->v[i - 1], path, len, name, isdir))
 			return (!ig->v[i - 1].negate);
 	}
 	return (0);

@@ -69,6 +69,21 @@ manifest_add(struct manifest *m, char type, const char *path, u_int mode,
 	return (e);
 }
 
+/* Makes dst (uninitialized) a copy of src; free it with manifest_clear. */
+void
+manifest_copy(struct manifest *dst, const struct manifest *src)
+{
+	const struct mentry	*e;
+	size_t			 i;
+
+	manifest_init(dst);
+	for (i = 0; i < src->n; i++) {
+		e = &src->v[i];
+		manifest_add(dst, e->type, e->path, e->mode, e->size,
+		    e->type == MENTRY_FILE ? e->digest : NULL, e->target);
+	}
+}
+
 static int
 manifest_cmp(const void *a, const void *b)
 {
@@ -76,11 +91,36 @@ manifest_cmp(const void *a, const void *b)
 	    ((const struct mentry *)b)->path));
 }
 
+static int
+manifest_cmp_ptr(const void *a, const void *b)
+{
+	return (strcmp((*(struct mentry *const *)a)->path,
+	    (*(struct mentry *const *)b)->path));
+}
+
+/*
+ * Sorts by path.  Pointers are sorted, then the entries moved once: an
+ * entry is large, and a sort that moved entries would copy each of them
+ * many times.
+ */
 void
 manifest_sort(struct manifest *m)
 {
-	if (m->n > 1)
-		qsort(m->v, m->n, sizeof *m->v, manifest_cmp);
+	struct mentry	**p, *v;
+	size_t		  i;
+
+	if (m->n < 2)
+		return;
+	p = xreallocarray(NULL, m->n, sizeof *p);
+	for (i = 0; i < m->n; i++)
+		p[i] = &m->v[i];
+	qsort(p, m->n, sizeof *p, manifest_cmp_ptr);
+	v = xreallocarray(NULL, m->size, sizeof *v);
+	for (i = 0; i < m->n; i++)
+		v[i] = *p[i];
+	free(p);
+	free(m->v);
+	m->v = v;
 }
 
 /* Returns the entry for path in a sorted manifest, or NULL. */
@@ -101,8 +141,11 @@ manifest_plain(u_char c)
 	return (c > 0x20 && c != 0x7f && c != '%');
 }
 
-/* Appends s escaped to out (which must have room for 3 * strlen + 1). */
-static char *
+/*
+ * Writes s escaped at out (which must have room for 3 * strlen + 1) and
+ * returns the end (its NUL).
+ */
+char *
 manifest_escape_to(char *out, const char *s)
 {
 	static const char	 xd[] = "0123456789ABCDEF";
@@ -143,37 +186,64 @@ hexval(u_char c)
 }
 
 /*
- * Decodes len bytes of escaped text; refuses %00 and malformed escapes.
- * Returns the allocated string or NULL.
+ * Decodes len bytes of escaped text into out (which may be s itself: the
+ * text never grows), NUL-terminated; refuses %00 and malformed escapes.
+ * Returns the decoded length or -1.
  */
-char *
-manifest_unescape(const char *s, size_t len)
+ssize_t
+manifest_unescape_to(char *out, const char *s, size_t len)
 {
-	char	*out, *o;
+	char	*o = out;
 	size_t	 i;
 	int	 h, l;
 
-	o = out = xmalloc(len + 1);
 	for (i = 0; i < len; i++) {
 		if (s[i] != '%') {
 			if (!manifest_plain((u_char)s[i]))
-				goto bad;
+				return (-1);
 			*o++ = s[i];
 			continue;
 		}
 		if (i + 2 >= len)
-			goto bad;
+			return (-1);
 		if ((h = hexval((u_char)s[i + 1])) < 0 ||
 		    (l = hexval((u_char)s[i + 2])) < 0 || (h == 0 && l == 0))
-			goto bad;
+			return (-1);
 		*o++ = (char)(h << 4 | l);
 		i += 2;
 	}
 	*o = '\0';
+	return ((ssize_t)(o - out));
+}
+
+/* The same, allocated; NULL if malformed. */
+char *
+manifest_unescape(const char *s, size_t len)
+{
+	char	*out;
+
+	out = xmalloc(len + 1);
+	if (manifest_unescape_to(out, s, len) == -1) {
+		free(out);
+		return (NULL);
+	}
 	return (out);
-bad:
-	free(out);
-	return (NULL);
+}
+
+/* Writes v in base (8 or 10) at p, as printf would; returns the end. */
+static char *
+manifest_number(char *p, uint64_t v, u_int base)
+{
+	char	 tmp[24];
+	size_t	 n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % base);
+		v /= base;
+	} while (v != 0);
+	while (n > 0)
+		*p++ = tmp[--n];
+	return (p);
 }
 
 /* Returns the manifest's text (NUL-terminated, *len bytes); caller frees. */
@@ -193,9 +263,18 @@ manifest_format(const struct manifest *m, size_t *len)
 	p = stpcpy(p, MANIFEST_MAGIC);
 	for (i = 0; i < m->n; i++) {
 		e = &m->v[i];
-		p += sprintf(p, "%c %o %llu %s ", e->type, e->mode,
-		    (unsigned long long)e->size,
-		    e->type == MENTRY_FILE ? e->digest : "-");
+		*p++ = e->type;
+		*p++ = ' ';
+		p = manifest_number(p, e->mode & 0777, 8);
+		*p++ = ' ';
+		p = manifest_number(p, e->size, 10);
+		*p++ = ' ';
+		if (e->type == MENTRY_FILE) {
+			memcpy(p, e->digest, DIGEST_HEX - 1);
+			p += DIGEST_HEX - 1;
+		} else
+			*p++ = '-';
+		*p++ = ' ';
 		p = manifest_escape_to(p, e->path);
 		if (e->type == MENTRY_LINK) {
 			*p++ = ' ';

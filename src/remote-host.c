@@ -15,6 +15,7 @@
 
 #define REMOTE_GLOBS_MAX	64
 #define REMOTE_MEMO		4
+#define REMOTE_TOUCH_MS		(60 * 1000)	/* blobs kept fresh this long */
 
 /*
  * Manifests lately found complete, so an unchanged tree's GET and its job
@@ -28,10 +29,11 @@ static struct remote_memo {
 	char		 digest[DIGEST_HEX];
 	struct manifest	 m;
 	uint64_t	 used;
+	int64_t		 touched;	/* its blobs last touched, ms */
 } remote_memo[REMOTE_MEMO];
 static uint64_t	 remote_memo_clock;
 
-static const struct manifest *
+static struct remote_memo *
 remote_memo_find(const struct cas *c, const char *mdigest)
 {
 	struct remote_memo	*r;
@@ -42,7 +44,7 @@ remote_memo_find(const struct cas *c, const char *mdigest)
 		if (r->valid && r->generation == cas_generation(c) &&
 		    strcmp(r->digest, mdigest) == 0) {
 			r->used = ++remote_memo_clock;
-			return (&r->m);
+			return (r);
 		}
 	}
 	return (NULL);
@@ -71,6 +73,7 @@ remote_memo_keep(const struct cas *c, const char *mdigest,
 	memcpy(r->digest, mdigest, DIGEST_HEX);
 	r->m = *m;
 	r->used = ++remote_memo_clock;
+	r->touched = clock_ms();	/* remote_host_missing did */
 	manifest_init(m);
 }
 
@@ -83,18 +86,26 @@ remote_host_reply(const char *mdigest, json_t *missing, uint64_t need,
 	    (json_int_t)m->n, "bytes", (json_int_t)m->bytes));
 }
 
-/* The answer for a manifest known complete: nothing to send. */
+/*
+ * The answer for a manifest known complete: nothing to send.  Its blobs
+ * are touched (the last to be evicted), at most once a minute: ten
+ * thousand touches cost an unchanged re-run more than its whole request.
+ */
 static json_t *
 remote_host_complete(struct cas *c, const char *mdigest,
-    const struct manifest *m)
+    struct remote_memo *r)
 {
 	size_t	 i;
+	int64_t	 now = clock_ms();
 
-	for (i = 0; i < m->n; i++) {
-		if (m->v[i].type == MENTRY_FILE)
-			cas_touch(c, m->v[i].digest);
+	if (now - r->touched >= REMOTE_TOUCH_MS) {
+		for (i = 0; i < r->m.n; i++) {
+			if (r->m.v[i].type == MENTRY_FILE)
+				cas_touch(c, r->m.v[i].digest);
+		}
+		r->touched = now;
 	}
-	return (remote_host_reply(mdigest, json_array(), 0, m));
+	return (remote_host_reply(mdigest, json_array(), 0, &r->m));
 }
 
 /*
@@ -252,7 +263,7 @@ int
 remote_host_manifest_get(struct cas *c, uint64_t max_upload,
     const char *mdigest, json_t **reply, char **cause)
 {
-	const struct manifest	*known;
+	struct remote_memo	*known;
 	struct manifest		 m;
 	int			 rc;
 
@@ -488,57 +499,69 @@ remote_host_batch(struct cas *c, const void *body, size_t len,
 	return (rc);
 }
 
-static int
-remote_host_make(struct cas *c, const struct manifest *m, const char *workdir,
-    char **cause)
-{
-	if (tree_materialize(c, m, workdir, cause) != 0) {
-		confine_remove(workdir);
-		return (500);
-	}
-	return (0);
-}
-
 /*
- * For POST /v1/jobs with "manifest": makes workdir (which must not exist)
- * the job's copy of the tree.  Returns 0, 412 with *cause and *reply (the
- * body to send: what is missing; the client syncs again and retries), or
- * 400/500 with *cause.
+ * For POST /v1/jobs with "manifest": checks that the store holds the whole
+ * tree, and makes m (uninitialized) the manifest to make it from.  Cheap:
+ * a manifest found complete lately is copied, else parsed and its blobs
+ * looked up.  Returns 0, 412 with *cause and *reply (the body to send:
+ * what is missing; the client syncs again and retries), or 400/500 with
+ * *cause.
  */
 int
-remote_host_prepare(struct cas *c, const char *mdigest, const char *workdir,
+remote_host_tree(struct cas *c, const char *mdigest, struct manifest *m,
     json_t **reply, char **cause)
 {
-	const struct manifest	*known;
-	struct manifest		 m;
+	struct remote_memo	*known;
 	uint64_t		 need;
 	int			 rc;
 
 	*reply = NULL;
-	if ((known = remote_memo_find(c, mdigest)) != NULL)
-		return (remote_host_make(c, known, workdir, cause));
-	if ((rc = remote_host_load(c, mdigest, &m, cause)) == 404) {
+	if ((known = remote_memo_find(c, mdigest)) != NULL) {
+		manifest_copy(m, &known->m);
+		return (0);
+	}
+	if ((rc = remote_host_load(c, mdigest, m, cause)) == 404) {
 		*reply = json_pack("{s:s, s:[s]}", "error", *cause,
 		    "missing", mdigest);
 		return (412);
 	}
 	if (rc != 0)
 		return (rc);
-	if ((*reply = remote_host_missing(c, mdigest, &m, &need, cause)) ==
+	if ((*reply = remote_host_missing(c, mdigest, m, &need, cause)) ==
 	    NULL) {
-		manifest_clear(&m);
+		manifest_clear(m);
 		return (400);
 	}
 	if (json_array_size(json_object_get(*reply, "missing")) != 0) {
 		xasprintf(cause, "blobs of manifest %.16s are missing: sync "
 		    "again", mdigest);
 		json_object_set_new(*reply, "error", json_string(*cause));
-		manifest_clear(&m);
+		manifest_clear(m);
 		return (412);
 	}
 	json_decref(*reply);
 	*reply = NULL;
-	rc = remote_host_make(c, &m, workdir, cause);
+	return (0);
+}
+
+/*
+ * remote_host_tree, then the tree made in workdir (which must not exist)
+ * at once.  (The daemon makes it in a helper thread instead: prepare.c.)
+ * Returns 0, or as remote_host_tree, or 500 with *cause.
+ */
+int
+remote_host_prepare(struct cas *c, const char *mdigest, const char *workdir,
+    json_t **reply, char **cause)
+{
+	struct manifest	 m;
+	int		 rc;
+
+	if ((rc = remote_host_tree(c, mdigest, &m, reply, cause)) != 0)
+		return (rc);
+	if (tree_materialize(c, &m, workdir, cause) != 0) {
+		confine_remove(workdir);
+		rc = 500;
+	}
 	manifest_clear(&m);
 	return (rc);
 }

@@ -259,25 +259,20 @@ run_follow(const struct remote *rm, json_t *job, char **pulls,
 {
 	struct stream	 s;
 	const char	*id = json_string_value(json_object_get(job, "id"));
-	const char	*state = json_string_value(json_object_get(job,
-			    "state"));
 	char		 ref[64], *path;
 	int		 rc;
 
+	/* A job that waits is told by the stream's first frame. */
 	snprintf(ref, sizeof ref, "%s:%s", rm->name, id);
 	stream_init(&s, ref, STREAM_RUN);
-	if (state != NULL && strcmp(state, "queued") == 0) {
-		fprintf(stderr, "gmux: %s queued on %s%s%s\n", ref, rm->name,
-		    json_is_string(json_object_get(job, "reason")) ? ": " : "",
-		    json_is_string(json_object_get(job, "reason")) ?
-		    json_string_value(json_object_get(job, "reason")) : "");
-		s.waited = 1;
-	}
 	xasprintf(&path, "/v1/jobs/%s/log?from=0&follow=1", ref);
 	rc = stream_run(&s, "GET", path, NULL, 1);
 	free(path);
 	if (rc == 1)
 		return (130);
+	if (rc == 0 && s.ended && (s.exit_code < 0 ||
+	    strcmp(s.state, "preempted") == 0))
+		run_why(&s);
 	if (rc != 0 || !s.ended || s.exit_code < 0)
 		return (RUN_FAILED);
 	if (pulls != NULL && pulls[0] != NULL &&

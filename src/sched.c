@@ -299,6 +299,29 @@ req_check(const struct sched *s, const struct sched_req *r)
 }
 
 /*
+ * Why r would be refused if it came now: malformed, no card could ever
+ * hold it, or no room now with --no-wait.  NULL if it would run or wait.
+ * Pure: what sched_submit would refuse, asked ahead (allocated).
+ */
+char *
+sched_refusal(const struct sched *s, const struct sched_req *r)
+{
+	char		*why, *need;
+	uint64_t	 fit;
+
+	if ((why = req_check(s, r)) != NULL || r->seats == 0 ||
+	    (why = sched_explain_impossible(s, r)) != NULL)
+		return (why);
+	if ((r->flags & JOB_NOWAIT) && sched_card_fit(s, r,
+	    sched_card_eligible(s, r) & ~s->held & s->all, &fit) < r->ncards) {
+		need = sched_explain_need(s, r, ~s->held & s->all);
+		xasprintf(&why, "no room now for %s (--no-wait)", need);
+		free(need);
+	}
+	return (why);
+}
+
+/*
  * A new job: admitted if it fits now in room nobody holds, else queued (or
  * refused with --no-wait), or refused if no card could ever hold it.
  * Returns 0, or -1 if it was refused.
@@ -308,25 +331,17 @@ sched_submit(struct sched *s, const struct sched_req *r, int64_t now,
     struct sched_out *out)
 {
 	struct sched_job	*j;
-	char			*why, *need;
+	char			*why;
 	uint64_t		 fit, elig;
 	u_int			 start = out->n;
 
-	if ((why = req_check(s, r)) != NULL || (r->seats != 0 &&
-	    (why = sched_explain_impossible(s, r)) != NULL)) {
+	if ((why = sched_refusal(s, r)) != NULL) {
 		refuse(out, r->id, why);
 		return (-1);
 	}
 	elig = sched_card_eligible(s, r);
 	if (r->seats != 0 && sched_card_fit(s, r, elig & ~s->held & s->all,
 	    &fit) < r->ncards) {
-		if (r->flags & JOB_NOWAIT) {
-			need = sched_explain_need(s, r, ~s->held & s->all);
-			xasprintf(&why, "no room now for %s (--no-wait)", need);
-			free(need);
-			refuse(out, r->id, why);
-			return (-1);
-		}
 		queue_wait(s, sjob_new(s, r), now, out);
 	} else {
 		j = sjob_new(s, r);

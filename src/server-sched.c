@@ -63,7 +63,7 @@ server_sched_queued(struct job *j, u_int pos, const char *why)
 }
 
 /* It will not run: a request refused, or one that waited too long. */
-static void
+void
 server_sched_refused(struct job *j, const char *why)
 {
 	free(j->reason);
@@ -203,6 +203,56 @@ server_sched_admit(struct job *j, const struct sched_decision *d)
 		j->card = d->card;
 }
 
+/* The job as the scheduler sees it, its card named by uuid found. */
+static int
+server_sched_new(struct job *j, u_int id, struct sched_req *r, int *code,
+    char **cause)
+{
+	struct card	*c;
+
+	if (j->req.card_uuid != NULL) {
+		if ((c = cards_find(&server_cards, j->req.card_uuid)) == NULL) {
+			xasprintf(cause, "card: no card '%s'",
+			    j->req.card_uuid);
+			*code = 422;
+			return (-1);
+		}
+		j->req.card = (int)c->index;
+	}
+	server_sched_req(j, r);
+	r->id = id;
+	return (0);
+}
+
+/* A refusal's status: 422 if no card could ever hold r, else 409. */
+static int
+server_sched_code(const struct sched_req *r)
+{
+	char	*never = sched_explain_impossible(server_sched, r);
+	int	 code = never != NULL ? 422 : 409;
+
+	free(never);
+	return (code);
+}
+
+/*
+ * Would a new job be refused now?  0 if not; else -1 with *code and *cause
+ * as server_sched_submit.  (A remote job asks before its files are copied,
+ * and is submitted once they are.)
+ */
+int
+server_sched_check(struct job *j, u_int id, int *code, char **cause)
+{
+	struct sched_req	 r;
+
+	if (server_sched_new(j, id, &r, code, cause) != 0)
+		return (-1);
+	if ((*cause = sched_refusal(server_sched, &r)) == NULL)
+		return (0);
+	*code = server_sched_code(&r);
+	return (-1);
+}
+
 /*
  * Submits a new job (id 0 until it is kept).  Returns 0 if it runs or
  * waits; -1 if refused, with *cause and *code: 422 if no card could ever
@@ -213,28 +263,16 @@ server_sched_submit(struct job *j, u_int id, int *code, char **cause)
 {
 	struct sched_out	 out;
 	struct sched_req	 r;
-	struct card		*c;
-	char			*never;
 
-	if (j->req.card_uuid != NULL) {
-		if ((c = cards_find(&server_cards, j->req.card_uuid)) == NULL) {
-			xasprintf(cause, "card: no card '%s'", j->req.card_uuid);
-			*code = 422;
-			return (-1);
-		}
-		j->req.card = (int)c->index;
-	}
+	if (server_sched_new(j, id, &r, code, cause) != 0)
+		return (-1);
 	j->submit = clock_ms();
-	server_sched_req(j, &r);
-	r.id = id;
+	r.submit = j->submit;
 	memset(&out, 0, sizeof out);
 	if (sched_submit(server_sched, &r, j->submit, &out) != 0) {
-		never = sched_explain_impossible(server_sched, &r);
-		*code = never != NULL ? 422 : 409;
-		xasprintf(cause, "%s", never != NULL ? never :
-		    out.n > 0 && out.v[out.n - 1].reason != NULL ?
-		    out.v[out.n - 1].reason : "it does not fit now");
-		free(never);
+		*code = server_sched_code(&r);
+		xasprintf(cause, "%s", out.n > 0 && out.v[out.n - 1].reason !=
+		    NULL ? out.v[out.n - 1].reason : "it does not fit now");
 		sched_out_free(&out);
 		return (-1);
 	}

@@ -3,9 +3,11 @@
  * host's own key (tls.c) and the same route table as the Unix socket.
  * Every request that comes this way carries a bearer token: it is checked
  * before the route runs, failures are counted per source and a source
- * that fails too often is refused for a while (429).  The token's owner is
- * the owner of what the request does.  Routes that manage the host itself
- * (tokens, pruning the books) answer only on the Unix socket.
+ * that fails too often is refused for a while (429).  The token's owner
+ * is the owner of what the request does.  Routes that manage the host
+ * itself (tokens, pruning the books) answer only on the Unix socket.  What
+ * a connection may cost before it has shown a good token is bounded by
+ * server-guard.c.
  */
 
 #include <sys/socket.h>
@@ -344,7 +346,9 @@ server_tls_start(char **cause)
 	api_setup(tls_http);
 	evhttp_set_gencb(tls_http, server_tls_dispatch, NULL);
 	evhttp_set_max_body_size(tls_http, TLS_MAX_BODY);
-	evhttp_set_bevcb(tls_http, tls_server_bev, tls_ctx);
+	/* Limits before a token is shown: server-guard.c. */
+	server_guard_init();
+	evhttp_set_bevcb(tls_http, server_guard_bev, tls_ctx);
 	l = evconnlistener_new(server_base, NULL, NULL,
 	    LEV_OPT_CLOSE_ON_FREE|LEV_OPT_CLOSE_ON_EXEC, -1, fd);
 	if (l == NULL || evhttp_bind_listener(tls_http, l) == NULL)

@@ -330,6 +330,7 @@ server_setup(const char *fake, char **cause)
 	 * and one pass admits what fits.
 	 */
 	state_load_jobs();
+	prepare_restore();
 	server_sched_restore();
 	server_adopt_keepers();
 	server_sched_resume();

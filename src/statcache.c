@@ -34,22 +34,39 @@
 #define STATCACHE_MAX	(512 * 1024 * 1024)
 #define STATCACHE_END	"end "
 
+/*
+ * The entries loaded are in one array, their paths in the loaded text
+ * (decoded in place), in the order the scan that saved them saw them: an
+ * unchanged tree is walked in the same order, so each lookup is first
+ * tried at a cursor (the entry after the last one found), and the hash
+ * map (built only on the first miss) is for the rest.  Entries new in
+ * this scan are allocated one by one.
+ */
 struct scentry {
-	char		*path;
+	const char	*path;
 	uint64_t	 dev, ino, size, mode;
 	int64_t		 mtime, ctime;
+	uint32_t	 seen;		/* the order this scan saw it, 0: not */
+	int		 owned;		/* path and entry allocated */
 	char		 digest[DIGEST_HEX];
-	int		 seen;
 };
 
 struct statcache {
-	char		*path;
-	struct hmap	*map;
-	int64_t		 stamp;		/* of the loaded file; 0 if none */
-	int64_t		 newstamp;	/* this scan's, once taken */
-	int		 dirty;
-	size_t		 hits;
-	size_t		 misses;
+	char		 *path;
+	char		 *text;		/* the loaded file */
+	struct scentry	 *v;		/* loaded, in saved order */
+	size_t		  n;
+	size_t		  cursor;	/* the next lookup's first guess */
+	struct scentry	**extra;	/* added by this scan */
+	size_t		  nextra;
+	struct hmap	 *map;		/* every entry, once a lookup missed */
+	struct scentry	 *last;		/* the last one found */
+	uint32_t	  seen;		/* entries seen so far */
+	int64_t		  stamp;	/* of the loaded file; 0 if none */
+	int64_t		  newstamp;	/* this scan's, once taken */
+	int		  dirty;
+	size_t		  hits;
+	size_t		  misses;
 };
 
 static int64_t
@@ -59,23 +76,26 @@ ts_ns(const struct timespec *ts)
 }
 
 static void
-scentry_free(struct scentry *e)
-{
-	free(e->path);
-	free(e);
-}
-
-static void
 statcache_empty(struct statcache *sc)
 {
-	const char	*key;
-	void		*val;
-	size_t		 it = 0;
+	size_t	 i;
 
-	while (hmap_next(sc->map, &it, &key, &val))
-		scentry_free(val);
+	for (i = 0; i < sc->nextra; i++) {
+		free((char *)sc->extra[i]->path);
+		free(sc->extra[i]);
+	}
+	free(sc->extra);
+	sc->extra = NULL;
+	sc->nextra = 0;
+	free(sc->v);
+	sc->v = NULL;
+	sc->n = sc->cursor = 0;
+	free(sc->text);
+	sc->text = NULL;
 	hmap_free(sc->map);
-	sc->map = hmap_create();
+	sc->map = NULL;
+	sc->last = NULL;
+	sc->seen = 0;
 	sc->stamp = 0;
 }
 
@@ -93,36 +113,96 @@ statcache_number(const char *p, const char *end, uint64_t *v)
 	return (p + 1);
 }
 
-/* Parses "DEV INO SIZE MTIME CTIME MODE DIGEST PATH". */
-static struct scentry *
-statcache_line(const char *p, const char *end)
+/*
+ * Parses "DEV INO SIZE MTIME CTIME MODE DIGEST PATH" (p to end, in the
+ * loaded text: the path is decoded where it is).  0 or -1.
+ */
+static int
+statcache_line(char *p, char *end, struct scentry *e)
 {
-	struct scentry		 e, *n;
-	uint64_t		 v[6];
-	int			 i;
+	uint64_t	 v[6];
+	ssize_t		 n;
+	int		 i;
 
-	memset(&e, 0, sizeof e);
+	memset(e, 0, sizeof *e);
 	for (i = 0; i < 6; i++) {
-		if ((p = statcache_number(p, end, &v[i])) == NULL)
-			return (NULL);
+		if ((p = (char *)statcache_number(p, end, &v[i])) == NULL)
+			return (-1);
 	}
 	if (end - p < DIGEST_HEX || p[DIGEST_HEX - 1] != ' ')
-		return (NULL);
-	memcpy(e.digest, p, DIGEST_HEX - 1);
-	if (!digest_valid(e.digest))
-		return (NULL);
+		return (-1);
+	memcpy(e->digest, p, DIGEST_HEX - 1);
+	if (!digest_valid(e->digest))
+		return (-1);
 	p += DIGEST_HEX;
-	if ((e.path = manifest_unescape(p, (size_t)(end - p))) == NULL)
+	if ((n = manifest_unescape_to(p, p, (size_t)(end - p))) <= 0)
+		return (-1);
+	e->path = p;
+	e->dev = v[0];
+	e->ino = v[1];
+	e->size = v[2];
+	e->mtime = (int64_t)v[3];
+	e->ctime = (int64_t)v[4];
+	e->mode = v[5];
+	return (0);
+}
+
+/* Checks the magic and the sum; returns where the entries start. */
+static char *
+statcache_head(struct statcache *sc, char *buf, size_t len)
+{
+	char		*p, *end, *nl;
+	uint64_t	 stamp;
+	char		 sum[DIGEST_HEX];
+	size_t		 tail = sizeof STATCACHE_END - 1 + DIGEST_HEX;
+
+	if (len < sizeof STATCACHE_MAGIC + tail || memcmp(buf, STATCACHE_MAGIC,
+	    sizeof STATCACHE_MAGIC - 1) != 0)
 		return (NULL);
-	e.dev = v[0];
-	e.ino = v[1];
-	e.size = v[2];
-	e.mtime = (int64_t)v[3];
-	e.ctime = (int64_t)v[4];
-	e.mode = v[5];
-	n = xmalloc(sizeof *n);
-	*n = e;
-	return (n);
+	end = buf + len - tail;
+	digest_buf(buf, len - tail, sum);
+	if (memcmp(end, STATCACHE_END, sizeof STATCACHE_END - 1) != 0 ||
+	    memcmp(end + sizeof STATCACHE_END - 1, sum, DIGEST_HEX - 1) != 0 ||
+	    buf[len - 1] != '\n')
+		return (NULL);
+	p = buf + sizeof STATCACHE_MAGIC - 1;
+	if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL || nl == p ||
+	    nl - p > 19)
+		return (NULL);
+	for (stamp = 0; p < nl; p++) {
+		if (*p < '0' || *p > '9')
+			return (NULL);
+		stamp = stamp * 10 + (uint64_t)(*p - '0');
+	}
+	sc->stamp = (int64_t)stamp;
+	return (nl + 1);
+}
+
+/* Parses the text buf (taken: it is freed with sc); 0 or -1. */
+static int
+statcache_take(struct statcache *sc, char *buf, size_t len)
+{
+	char	*p, *end, *nl;
+	size_t	 n = 0, size;
+
+	sc->text = buf;
+	if ((p = statcache_head(sc, buf, len)) == NULL)
+		return (-1);
+	size = len / 64 + 16;	/* a line is longer: grown at most once */
+	sc->v = xreallocarray(NULL, size, sizeof *sc->v);
+	end = buf + len - (sizeof STATCACHE_END - 1 + DIGEST_HEX);
+	for (; p < end; p = nl + 1) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			return (-1);
+		if (n == size) {
+			size = size ? size * 2 : 1024;
+			sc->v = xreallocarray(sc->v, size, sizeof *sc->v);
+		}
+		if (statcache_line(p, nl, &sc->v[n]) != 0)
+			return (-1);
+		sc->n = ++n;
+	}
+	return (0);
 }
 
 /*
@@ -133,41 +213,14 @@ int
 statcache_parse(struct statcache *sc, const char *buf, size_t len,
     char **cause)
 {
-	const char	*p = buf, *end, *nl;
-	struct scentry	*e;
-	uint64_t	 stamp;
-	char		 sum[DIGEST_HEX];
-	size_t		 tail = sizeof STATCACHE_END - 1 + DIGEST_HEX;
+	char	*copy;
 
 	statcache_empty(sc);
-	if (len < sizeof STATCACHE_MAGIC + tail || memcmp(buf, STATCACHE_MAGIC,
-	    sizeof STATCACHE_MAGIC - 1) != 0)
-		goto bad;
-	end = buf + len - tail;
-	digest_buf(buf, len - tail, sum);
-	if (memcmp(end, STATCACHE_END, sizeof STATCACHE_END - 1) != 0 ||
-	    memcmp(end + sizeof STATCACHE_END - 1, sum, DIGEST_HEX - 1) != 0 ||
-	    buf[len - 1] != '\n')
-		goto bad;
-	p += sizeof STATCACHE_MAGIC - 1;
-	if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL || nl == p ||
-	    nl - p > 19)
-		goto bad;
-	for (stamp = 0; p < nl; p++) {
-		if (*p < '0' || *p > '9')
-			goto bad;
-		stamp = stamp * 10 + (uint64_t)(*p - '0');
-	}
-	sc->stamp = (int64_t)stamp;
-	for (p = nl + 1; p < end; p = nl + 1) {
-		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL ||
-		    (e = statcache_line(p, nl)) == NULL)
-			goto bad;
-		if ((e = hmap_put(sc->map, e->path, e)) != NULL)
-			scentry_free(e);	/* a duplicate: later wins */
-	}
-	return (0);
-bad:
+	copy = xmalloc(len + 1);
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	if (statcache_take(sc, copy, len) == 0)
+		return (0);
 	xasprintf(cause, "the stat cache is malformed");
 	statcache_empty(sc);
 	return (-1);
@@ -199,35 +252,67 @@ statcache_load(const char *path)
 
 	sc = xcalloc(1, sizeof *sc);
 	sc->path = xstrdup(path);
-	sc->map = hmap_create();
 	statcache_mkdir(path);
 	if ((buf = read_file(path, STATCACHE_MAX, &len, &cause)) == NULL) {
 		log_debug("%s: %s", __func__, cause);
 		free(cause);
 		return (sc);
 	}
-	if (statcache_parse(sc, buf, len, &cause) != 0) {
-		log_warnx("%s: %s", path, cause);
-		free(cause);
+	if (statcache_take(sc, buf, len) != 0) {
+		log_warnx("%s: the stat cache is malformed", path);
+		statcache_empty(sc);
 	}
-	free(buf);
 	return (sc);
 }
 
 void
 statcache_free(struct statcache *sc)
 {
-	const char	*key;
-	void		*val;
-	size_t		 it = 0;
-
 	if (sc == NULL)
 		return;
-	while (hmap_next(sc->map, &it, &key, &val))
-		scentry_free(val);
-	hmap_free(sc->map);
+	statcache_empty(sc);
 	free(sc->path);
 	free(sc);
+}
+
+/* Every entry in the map: after a lookup that the cursor missed. */
+static void
+statcache_map(struct statcache *sc)
+{
+	size_t	 i;
+
+	sc->map = hmap_create();
+	for (i = 0; i < sc->n; i++)
+		hmap_put(sc->map, sc->v[i].path, &sc->v[i]);	/* later wins */
+	for (i = 0; i < sc->nextra; i++)
+		hmap_put(sc->map, sc->extra[i]->path, sc->extra[i]);
+}
+
+/* The entry for path, or NULL: at the cursor if the order holds. */
+static struct scentry *
+statcache_find(struct statcache *sc, const char *path)
+{
+	struct scentry	*e;
+
+	if (sc->cursor < sc->n && strcmp(sc->v[sc->cursor].path, path) == 0)
+		return (sc->last = &sc->v[sc->cursor++]);
+	/* statcache_put after the statcache_get that missed. */
+	if (sc->last != NULL && strcmp(sc->last->path, path) == 0)
+		return (sc->last);
+	if (sc->map == NULL)
+		statcache_map(sc);
+	if ((e = hmap_get(sc->map, path)) != NULL && !e->owned) {
+		sc->cursor = (size_t)(e - sc->v) + 1;
+		sc->dirty = 1;		/* saved again, in this scan's order */
+	}
+	return (sc->last = e);
+}
+
+static void
+statcache_seen(struct statcache *sc, struct scentry *e)
+{
+	if (e->seen == 0)
+		e->seen = ++sc->seen;
 }
 
 /*
@@ -239,9 +324,9 @@ statcache_get(struct statcache *sc, const char *path, const struct stat *st)
 {
 	struct scentry	*e;
 
-	if ((e = hmap_get(sc->map, path)) == NULL)
+	if ((e = statcache_find(sc, path)) == NULL)
 		goto miss;
-	e->seen = 1;
+	statcache_seen(sc, e);
 	if (e->dev != (uint64_t)st->st_dev || e->ino != (uint64_t)st->st_ino ||
 	    e->size != (uint64_t)st->st_size ||
 	    e->mode != (uint64_t)st->st_mode ||
@@ -291,10 +376,19 @@ void
 statcache_put(struct statcache *sc, const char *path, const struct stat *st,
     const char *digest)
 {
-	struct scentry	*e, *old;
+	struct scentry	*e;
 
-	e = xcalloc(1, sizeof *e);
-	e->path = xstrdup(path);
+	if ((e = statcache_find(sc, path)) == NULL) {
+		e = xcalloc(1, sizeof *e);
+		e->path = xstrdup(path);
+		e->owned = 1;
+		sc->extra = xreallocarray(sc->extra, sc->nextra + 1,
+		    sizeof *sc->extra);
+		sc->extra[sc->nextra++] = e;
+		if (sc->map != NULL)
+			hmap_put(sc->map, e->path, e);
+		sc->last = e;
+	}
 	e->dev = (uint64_t)st->st_dev;
 	e->ino = (uint64_t)st->st_ino;
 	e->size = (uint64_t)st->st_size;
@@ -302,9 +396,7 @@ statcache_put(struct statcache *sc, const char *path, const struct stat *st,
 	e->mtime = ts_ns(&st->st_mtim);
 	e->ctime = ts_ns(&st->st_ctim);
 	memcpy(e->digest, digest, DIGEST_HEX);
-	e->seen = 1;
-	if ((old = hmap_put(sc->map, e->path, e)) != NULL)
-		scentry_free(old);
+	statcache_seen(sc, e);
 	sc->dirty = 1;
 }
 
@@ -315,72 +407,67 @@ statcache_counts(const struct statcache *sc, size_t *hits, size_t *misses)
 	*misses = sc->misses;
 }
 
-/* Writes a temporary file and renames it over path (no fsync: see top). */
-static int
-statcache_replace(const char *path, const char *buf, size_t len,
-    char **cause)
+/* The entries this scan saw, in the order it saw them (allocated). */
+static struct scentry **
+statcache_order(struct statcache *sc)
 {
-	char	*tmp;
-	int	 fd, rc = -1;
+	struct scentry	**o;
+	size_t		  i;
 
-	xasprintf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-	if ((fd = open(tmp, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0600)) == -1)
-		goto out;
-	if (write_all(fd, buf, len) == -1) {
-		close(fd);
-		goto out;
+	o = xcalloc(sc->seen + 1, sizeof *o);
+	for (i = 0; i < sc->n; i++) {
+		if (sc->v[i].seen != 0)
+			o[sc->v[i].seen - 1] = &sc->v[i];
+		else
+			sc->dirty = 1;		/* gone: forgotten */
 	}
-	if (close(fd) == 0 && rename(tmp, path) == 0)
-		rc = 0;
-out:
-	if (rc != 0) {
-		xasprintf(cause, "%s: %s", path, strerror(errno));
-		unlink(tmp);
-	}
-	free(tmp);
-	return (rc);
+	for (i = 0; i < sc->nextra; i++)
+		o[sc->extra[i]->seen - 1] = sc->extra[i];
+	return (o);
+}
+
+/* Appends one entry's line at p; returns the new end. */
+static char *
+statcache_format(char *p, const struct scentry *e)
+{
+	p += sprintf(p, "%llu %llu %llu %lld %lld %llu %s ",
+	    (unsigned long long)e->dev, (unsigned long long)e->ino,
+	    (unsigned long long)e->size, (long long)e->mtime,
+	    (long long)e->ctime, (unsigned long long)e->mode, e->digest);
+	p = manifest_escape_to(p, e->path);
+	*p++ = '\n';
+	return (p);
 }
 
 /*
- * Writes the entries this scan saw (files gone are forgotten), if anything
- * changed.  Returns 0 or -1 with *cause.
+ * Writes the entries this scan saw (files gone are forgotten), in the
+ * order it saw them, if anything changed.  Returns 0 or -1 with *cause.
  */
 int
 statcache_save(struct statcache *sc, char **cause)
 {
-	struct scentry	*e;
-	const char	*key;
-	void		*val;
-	size_t		 it = 0, size = 64 + 80, used;
-	char		*buf, *p, *esc, sum[DIGEST_HEX];
-	int		 rc;
+	struct scentry	**o;
+	size_t		  size = 64 + 80, used, i;
+	char		 *buf, *p, sum[DIGEST_HEX];
+	int		  rc;
 
-	while (hmap_next(sc->map, &it, &key, &val)) {
-		e = val;
-		if (!e->seen)
-			sc->dirty = 1;
-		size += 3 * strlen(e->path) + DIGEST_HEX + 6 * 21 + 2;
-	}
-	if (!sc->dirty)
+	o = statcache_order(sc);
+	if (!sc->dirty) {
+		free(o);
 		return (0);
+	}
+	for (i = 0; i < sc->seen; i++)
+		size += 3 * strlen(o[i]->path) + DIGEST_HEX + 6 * 21 + 2;
 	statcache_stamp(sc);
 	p = buf = xmalloc(size);
 	p += sprintf(p, "%s%lld\n", STATCACHE_MAGIC, (long long)sc->newstamp);
-	for (it = 0; hmap_next(sc->map, &it, &key, &val);) {
-		if (!(e = val)->seen)
-			continue;
-		esc = manifest_escape(e->path);
-		p += sprintf(p, "%llu %llu %llu %lld %lld %llu %s %s\n",
-		    (unsigned long long)e->dev, (unsigned long long)e->ino,
-		    (unsigned long long)e->size, (long long)e->mtime,
-		    (long long)e->ctime, (unsigned long long)e->mode, e->digest,
-		    esc);
-		free(esc);
-	}
+	for (i = 0; i < sc->seen; i++)
+		p = statcache_format(p, o[i]);
+	free(o);
 	used = (size_t)(p - buf);
 	digest_buf(buf, used, sum);
 	used += (size_t)sprintf(p, "%s%s\n", STATCACHE_END, sum);
-	rc = statcache_replace(sc->path, buf, used, cause);
+	rc = write_file_replace(sc->path, buf, used, 0600, cause);
 	free(buf);
 	if (rc == 0)
 		sc->dirty = 0;

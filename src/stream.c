@@ -32,6 +32,8 @@ stream_info_queued(struct stream *s, json_t *o)
 	const char	*why = json_string_value(json_object_get(o, "reason"));
 	json_t		*pos = json_object_get(o, "position");
 
+	if (why != NULL && strcmp(why, PREPARE_REASON) == 0)
+		return;		/* a remote host copies its tree: not a wait */
 	s->waited = 1;
 	if (json_is_integer(pos))
 		fprintf(stderr, "gmux: %s queued at position %lld%s%s\n",

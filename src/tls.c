@@ -9,16 +9,20 @@
  * handshake (the certificate verification callback), so a host that cannot
  * show the pinned key never sees a byte of the request, token included.
  * The client's side is non-blocking (tls_client_open, tls_handshake,
- * tls_read, tls_write), so the CLI polls several hosts at once.
+ * tls_read, tls_write), so the CLI polls several hosts at once.  It
+ * resumes the session of an earlier full handshake where it can, checked
+ * against the pin before it is offered and after it is resumed.
  */
 
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/bufferevent.h>
@@ -31,6 +35,8 @@
 #include <openssl/x509.h>
 
 #include "gmux.h"
+
+#define TLS_SESSION_MAX	(64 * 1024)	/* a session file's size */
 
 struct tls_identity {
 	EVP_PKEY	*key;
@@ -66,6 +72,26 @@ tls_key_pin(EVP_PKEY *key, char *pin)
 	int	 len;
 
 	if ((len = i2d_PUBKEY(key, &der)) <= 0)
+		return (-1);
+	digest_buf(der, (size_t)len, pin);
+	OPENSSL_free(der);
+	return (0);
+}
+
+/*
+ * The same pin, of a certificate's key: its SubjectPublicKeyInfo encoded
+ * again as it came (OpenSSL 3 re-encoding an EVP_PKEY through its encoder
+ * framework costs a client a good part of a millisecond).
+ */
+static int
+tls_cert_pin(X509 *x, char *pin)
+{
+	X509_PUBKEY	*pk;
+	u_char		*der = NULL;
+	int		 len;
+
+	if (x == NULL || (pk = X509_get_X509_PUBKEY(x)) == NULL ||
+	    (len = i2d_X509_PUBKEY(pk, &der)) <= 0)
 		return (-1);
 	digest_buf(der, (size_t)len, pin);
 	OPENSSL_free(der);
@@ -275,6 +301,9 @@ tls_server_create(const struct tls_identity *id, char **cause)
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
 	    SSL_OP_CIPHER_SERVER_PREFERENCE);
+	/* One session ticket a handshake: a client keeps one (tls.c's client
+	 * side).  The keys that seal tickets live and die with the daemon. */
+	SSL_CTX_set_num_tickets(ctx, 1);
 	if (SSL_CTX_use_certificate(ctx, id->cert) != 1 ||
 	    SSL_CTX_use_PrivateKey(ctx, id->key) != 1) {
 		*cause = tls_error("loading the identity");
@@ -291,22 +320,60 @@ tls_server_free(void *ctx)
 }
 
 /*
- * The evhttp_set_bevcb() callback: every accepted TCP connection gets an
- * OpenSSL bufferevent in the accepting state; evhttp sets its fd.  arg is
- * the context from tls_server_create.
+ * Each server connection may carry the caller's data, freed with the
+ * connection (its SSL) by the function given to tls_server_data_free.
+ */
+static int	  tls_data_index = -1;
+static void	(*tls_data_free)(void *);
+
+static void
+tls_data_exfree(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+    long argl, void *argp)
+{
+	if (ptr != NULL && tls_data_free != NULL)
+		tls_data_free(ptr);
+}
+
+void
+tls_server_data_free(void (*fn)(void *))
+{
+	tls_data_free = fn;
+	if (tls_data_index == -1 && (tls_data_index = SSL_get_ex_new_index(0,
+	    NULL, NULL, NULL, tls_data_exfree)) == -1)
+		fatalx("SSL_get_ex_new_index failed");
+}
+
+/*
+ * For the evhttp_set_bevcb() callback: an accepted TCP connection's OpenSSL
+ * bufferevent, in the accepting state (evhttp sets its fd), with data (see
+ * tls_server_data_free) riding on it.  ctx is from tls_server_create.
+ * Never NULL: evhttp would make a plain socket of it, and serve HTTP
+ * without TLS on the TLS port.
  */
 struct bufferevent *
-tls_server_bev(struct event_base *base, void *arg)
+tls_server_bev(struct event_base *base, void *ctx, void *data)
 {
-	SSL	*ssl;
+	struct bufferevent	*bev;
+	SSL			*ssl;
 
-	if ((ssl = SSL_new(arg)) == NULL) {
-		ERR_clear_error();
-		return (NULL);
-	}
-	return (bufferevent_openssl_socket_new(base, -1, ssl,
-	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE));
+	if ((ssl = SSL_new(ctx)) == NULL)
+		fatalx("SSL_new failed");
+	if (data != NULL)
+		SSL_set_ex_data(ssl, tls_data_index, data);
+	bev = bufferevent_openssl_socket_new(base, -1, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL)
+		fatalx("bufferevent_openssl_socket_new failed");
+	return (bev);
 }
+
+struct tls_conn {
+	SSL		*ssl;
+	struct tls_pin	 pin;
+	char		*host;		/* for messages */
+	char		*session;	/* where its session is kept, or NULL */
+	int		 want;		/* POLLIN or POLLOUT */
+};
 
 /*
  * The whole certificate check of a pinned client: the leaf's key must hash
@@ -318,20 +385,19 @@ static int
 tls_pin_verify(X509_STORE_CTX *xs, void *arg)
 {
 	SSL		*ssl;
+	struct tls_conn	*t;
 	struct tls_pin	*p;
-	X509		*leaf = X509_STORE_CTX_get0_cert(xs);
-	EVP_PKEY	*key;
 
 	ssl = X509_STORE_CTX_get_ex_data(xs,
 	    SSL_get_ex_data_X509_STORE_CTX_idx());
-	if (ssl == NULL || (p = SSL_get_app_data(ssl)) == NULL) {
+	if (ssl == NULL || (t = SSL_get_app_data(ssl)) == NULL) {
 		X509_STORE_CTX_set_error(xs, X509_V_ERR_UNSPECIFIED);
 		return (0);
 	}
+	p = &t->pin;
 	p->checked = 1;
 	p->seen[0] = '\0';
-	if (leaf == NULL || (key = X509_get0_pubkey(leaf)) == NULL ||
-	    tls_key_pin(key, p->seen) != 0) {
+	if (tls_cert_pin(X509_STORE_CTX_get0_cert(xs), p->seen) != 0) {
 		ERR_clear_error();
 		X509_STORE_CTX_set_error(xs, X509_V_ERR_UNSPECIFIED);
 		p->mismatch = 1;
@@ -348,6 +414,71 @@ tls_pin_verify(X509_STORE_CTX *xs, void *arg)
 	return (1);
 }
 
+/*
+ * The directory of session files, made 0700 if it is not: a session file
+ * read by someone else would let them answer as the host.  0 if it is ours
+ * and private.
+ */
+static int
+tls_session_dir(const char *path)
+{
+	struct stat	 st;
+	char		*dir, *slash;
+	int		 rc = -1;
+
+	dir = xstrdup(path);
+	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
+		goto out;
+	*slash = '\0';
+	if (mkdir_p(dir, 0700) != 0 || lstat(dir, &st) != 0 ||
+	    !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+		goto out;
+	if ((st.st_mode & 077) != 0 && chmod(dir, 0700) != 0)
+		goto out;
+	rc = 0;
+out:
+	free(dir);
+	return (rc);
+}
+
+/*
+ * A session ticket came after a full handshake, whose certificate showed
+ * the pinned key: it is kept in t->session for the next command to resume.
+ * A resumed session is not written again: its ticket serves until the host
+ * stops taking it (the daemon restarted, or the ticket's lifetime is over),
+ * and then a full handshake brings a new one.  No fsync: a torn file fails
+ * to decode and costs one full handshake.
+ */
+static int
+tls_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	struct tls_conn	*t = SSL_get_app_data(ssl);
+	u_char		*der = NULL;
+	char		*cause = NULL;
+	int		 len;
+
+	if (t == NULL || t->session == NULL || SSL_session_reused(ssl) ||
+	    !t->pin.checked || t->pin.mismatch)
+		return (0);
+	if (tls_session_dir(t->session) != 0) {
+		log_debug("%s: %s: not a private directory", __func__,
+		    t->session);
+		return (0);
+	}
+	if ((len = i2d_SSL_SESSION(sess, &der)) <= 0) {
+		ERR_clear_error();
+		return (0);
+	}
+	if (write_file_replace(t->session, der, (size_t)len, 0600,
+	    &cause) != 0) {
+		log_debug("%s: %s", __func__, cause);
+		free(cause);
+	}
+	OPENSSL_cleanse(der, (size_t)len);
+	OPENSSL_free(der);
+	return (0);	/* OpenSSL keeps its reference */
+}
+
 /* The client context, made once: TLS 1.2 or later, the pin as the check. */
 static SSL_CTX *
 tls_client_ctx(char **cause)
@@ -357,8 +488,11 @@ tls_client_ctx(char **cause)
 	if (ctx != NULL)
 		return (ctx);
 	/* The system's openssl.cnf has nothing to say to a pinned client,
-	 * and reading it costs most of a millisecond per command. */
-	OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG|OPENSSL_INIT_NO_ATEXIT, NULL);
+	 * and reading it costs most of a millisecond per command; nor do the
+	 * legacy name tables of every cipher and digest. */
+	OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG|OPENSSL_INIT_NO_ATEXIT|
+	    OPENSSL_INIT_NO_ADD_ALL_CIPHERS|OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
+	    NULL);
 	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
 		*cause = tls_error("SSL_CTX_new");
 		return (NULL);
@@ -373,24 +507,105 @@ tls_client_ctx(char **cause)
 	SSL_CTX_set_cert_verify_callback(ctx, tls_pin_verify, NULL);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	/* Sessions are kept in files (tls_new_session), not in memory. */
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
+	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, tls_new_session);
 	return (ctx);
 }
 
-struct tls_conn {
-	SSL		*ssl;
-	struct tls_pin	 pin;
-	char		*host;		/* for messages */
-	int		 want;		/* POLLIN or POLLOUT */
-};
+/*
+ * Reads the session file at path: a regular file of ours that no one else
+ * may read (a session's secret lets whoever holds it answer as the host).
+ * Returns it decoded, or NULL.
+ */
+static SSL_SESSION *
+tls_read_session(const char *path)
+{
+	struct stat	 st;
+	SSL_SESSION	*sess = NULL;
+	const u_char	*p;
+	char		*buf = NULL;
+	size_t		 len = 0;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY|O_NOFOLLOW|O_CLOEXEC)) == -1)
+		return (NULL);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid == geteuid() && (st.st_mode & 077) == 0)
+		buf = confine_read_fd(fd, TLS_SESSION_MAX, &len);
+	close(fd);
+	if (buf == NULL)
+		return (NULL);
+	p = (const u_char *)buf;
+	sess = d2i_SSL_SESSION(NULL, &p, (long)len);
+	OPENSSL_cleanse(buf, len);
+	free(buf);
+	ERR_clear_error();
+	return (sess);
+}
+
+/*
+ * Offers the session kept in t->session, if there is a live one whose
+ * certificate shows the pinned key.  One that does not (a file of another
+ * host or pin) is refused and removed: it is never offered.
+ */
+static void
+tls_offer_session(struct tls_conn *t)
+{
+	SSL_SESSION	*sess;
+	char		 pin[DIGEST_HEX];
+
+	if ((sess = tls_read_session(t->session)) == NULL)
+		return;
+	if (tls_cert_pin(SSL_SESSION_get0_peer(sess), pin) != 0 ||
+	    !digest_equal(pin, t->pin.want)) {
+		log_debug("%s: %s: session refused, not of the pinned key",
+		    __func__, t->host);
+		unlink(t->session);
+	} else if (SSL_SESSION_is_resumable(sess) &&
+	    SSL_SESSION_get_time(sess) + SSL_SESSION_get_timeout(sess) >
+	    (long)time(NULL))
+		SSL_set_session(t->ssl, sess);
+	SSL_SESSION_free(sess);
+	ERR_clear_error();
+}
+
+/*
+ * A resumed session shows no certificate.  What it proves is that the host
+ * holds the secret of an earlier session with this client, host and pin,
+ * one whose full handshake showed the pinned key (tls_new_session keeps
+ * no other), or that whoever answers has read our session file (0600 in a
+ * 0700 directory, beside remotes.json and its token, which is worth more).
+ * The session offered was checked against the pin (tls_offer_session);
+ * the one resumed is checked again, as cheap as it is, so that no path
+ * through OpenSSL lets a resumption skip the pin.  0 if it holds.
+ */
+static int
+tls_resumed_ok(struct tls_conn *t)
+{
+	struct tls_pin	*p = &t->pin;
+
+	p->checked = 1;
+	p->mismatch = tls_cert_pin(SSL_get0_peer_certificate(t->ssl),
+	    p->seen) != 0 || !digest_equal(p->seen, p->want);
+	if (p->mismatch && t->session != NULL)
+		unlink(t->session);
+	return (p->mismatch ? -1 : 0);
+}
 
 /*
  * Starts a pinned TLS client on the connected (non-blocking) socket fd;
- * host names the peer in messages and SNI.  Returns the connection (free
- * with tls_close; fd stays the caller's) or NULL with *cause.  The
- * handshake is driven by tls_handshake.
+ * host names the peer in messages and SNI.  session (may be NULL) is the
+ * file where this host's session is kept (0600, named by host, port and
+ * pin): a live one there is offered for resumption, and a new one is
+ * written there.  Returns the connection (free with tls_close; fd stays
+ * the caller's) or NULL with *cause.  The handshake is driven by
+ * tls_handshake.
  */
 struct tls_conn *
-tls_client_open(int fd, const char *pin, const char *host, char **cause)
+tls_client_open(int fd, const char *pin, const char *host,
+    const char *session, char **cause)
 {
 	struct tls_conn	*t;
 	SSL_CTX		*ctx;
@@ -410,8 +625,12 @@ tls_client_open(int fd, const char *pin, const char *host, char **cause)
 		tls_close(t);
 		return (NULL);
 	}
-	SSL_set_app_data(t->ssl, &t->pin);
+	SSL_set_app_data(t->ssl, t);
 	SSL_set_connect_state(t->ssl);
+	if (session != NULL) {
+		t->session = xstrdup(session);
+		tls_offer_session(t);
+	}
 	return (t);
 }
 
@@ -448,7 +667,13 @@ tls_handshake(struct tls_conn *t, char **cause)
 	ERR_clear_error();
 	if ((r = SSL_do_handshake(t->ssl)) == 1) {
 		t->want = POLLIN;
-		return (0);
+		log_debug("%s: %s: %s", __func__, t->host,
+		    SSL_session_reused(t->ssl) ? "session resumed" :
+		    "full handshake");
+		if (!SSL_session_reused(t->ssl) || tls_resumed_ok(t) == 0)
+			return (0);
+		*cause = tls_pin_error(&t->pin, t->host);
+		return (-1);
 	}
 	if (tls_retry(t, r))
 		return (1);
@@ -534,6 +759,7 @@ tls_close(struct tls_conn *t)
 		return;
 	SSL_free(t->ssl);
 	free(t->host);
+	free(t->session);
 	free(t);
 }
 

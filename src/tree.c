@@ -16,17 +16,30 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "gmux.h"
 
+/*
+ * What making one tree needs: the store's directory (a descriptor of the
+ * caller's own), a copy buffer, and a flag that asks it to stop.  Nothing
+ * here touches the store's memory, so a helper thread can make a tree
+ * while the daemon's loop goes on (see prepare.c).
+ */
+struct tree_make {
+	int		 blobfd;
+	char		*buf;
+	const _Atomic int *stop;
+};
+#define TREE_BUF	(128 * 1024)
+
 /* Copies size bytes from src to dst (both at offset 0). */
 static int
-tree_copy(int src, int dst, uint64_t size, char **cause)
+tree_copy(struct tree_make *t, int src, int dst, uint64_t size, char **cause)
 {
-	static char	 buf[128 * 1024];
 	uint64_t	 left = size;
 	ssize_t		 n;
 
@@ -42,9 +55,9 @@ tree_copy(int src, int dst, uint64_t size, char **cause)
 	}
 	errno = 0;
 	while (left > 0) {
-		if ((n = read(src, buf, sizeof buf)) == -1 && errno == EINTR)
+		if ((n = read(src, t->buf, TREE_BUF)) == -1 && errno == EINTR)
 			continue;
-		if (n <= 0 || write_all(dst, buf, (size_t)n) == -1)
+		if (n <= 0 || write_all(dst, t->buf, (size_t)n) == -1)
 			break;
 		left -= (uint64_t)n;
 	}
@@ -78,12 +91,12 @@ tree_parent(int rootfd, const char *path, char **last, int *lastfd,
 }
 
 static int
-tree_file(struct cas *c, int pfd, const char *leaf, const struct mentry *e,
-    char **cause)
+tree_file(struct tree_make *t, int pfd, const char *leaf,
+    const struct mentry *e, char **cause)
 {
 	int	 src, dst, rc;
 
-	if ((src = cas_open_blob(c, e->digest, NULL)) == -1) {
+	if ((src = cas_open_at(t->blobfd, e->digest)) == -1) {
 		xasprintf(cause, "%s: blob %.16s is missing", e->path,
 		    e->digest);
 		return (-1);
@@ -95,7 +108,7 @@ tree_file(struct cas *c, int pfd, const char *leaf, const struct mentry *e,
 		close(src);
 		return (-1);
 	}
-	rc = tree_copy(src, dst, e->size, cause);
+	rc = tree_copy(t, src, dst, e->size, cause);
 	if (rc == 0 && fchmod(dst, e->mode | 0600) != 0) {
 		xasprintf(cause, "%s: %s", e->path, strerror(errno));
 		rc = -1;
@@ -107,8 +120,8 @@ tree_file(struct cas *c, int pfd, const char *leaf, const struct mentry *e,
 
 /* Makes every entry of one kind: links in a second pass, after the rest. */
 static int
-tree_pass(struct cas *c, int rootfd, const struct manifest *m, int links,
-    char **cause)
+tree_pass(struct tree_make *t, int rootfd, const struct manifest *m,
+    int links, char **cause)
 {
 	const struct mentry	*e;
 	const char		*leaf;
@@ -120,12 +133,15 @@ tree_pass(struct cas *c, int rootfd, const struct manifest *m, int links,
 		e = &m->v[i];
 		if ((e->type == MENTRY_LINK) != links)
 			continue;
-		if ((pfd = tree_parent(rootfd, e->path, &last, &lastfd, &leaf))
-		    == -1) {
+		if (t->stop != NULL && atomic_load(t->stop)) {
+			xasprintf(cause, "the host is stopping");
+			rc = -1;
+		} else if ((pfd = tree_parent(rootfd, e->path, &last, &lastfd,
+		    &leaf)) == -1) {
 			xasprintf(cause, "%s: %s", e->path, strerror(errno));
 			rc = -1;
 		} else if (e->type == MENTRY_FILE)
-			rc = tree_file(c, pfd, leaf, e, cause);
+			rc = tree_file(t, pfd, leaf, e, cause);
 		else if ((e->type == MENTRY_DIR ? mkdirat(pfd, leaf, e->mode |
 		    0700) : symlinkat(e->target, pfd, leaf)) != 0 &&
 		    !(e->type == MENTRY_DIR && errno == EEXIST)) {
@@ -139,28 +155,26 @@ tree_pass(struct cas *c, int rootfd, const struct manifest *m, int links,
 	return (rc);
 }
 
-static void
+/* Unpins the blobs of the first n entries of m. */
+void
 tree_unpin(struct cas *c, const struct manifest *m, size_t n)
 {
 	size_t	 i;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && i < m->n; i++) {
 		if (m->v[i].type == MENTRY_FILE)
 			cas_unpin(c, m->v[i].digest);
 	}
 }
 
 /*
- * Makes dir (which must not exist) a copy of the validated manifest m from
- * the store.  The blobs stay pinned while they are copied.  On failure dir
- * may hold part of the tree (remove it with confine_remove).
+ * Pins every blob of m against eviction (in the loop, before a tree is
+ * made from them).  Returns 0, or -1 with *cause (none is left pinned).
  */
 int
-tree_materialize(struct cas *c, const struct manifest *m, const char *dir,
-    char **cause)
+tree_pin(struct cas *c, const struct manifest *m, char **cause)
 {
 	size_t	 i;
-	int	 rootfd, rc = -1;
 
 	for (i = 0; i < m->n; i++) {
 		if (m->v[i].type == MENTRY_FILE && cas_pin(c, m->v[i].digest)
@@ -171,16 +185,58 @@ tree_materialize(struct cas *c, const struct manifest *m, const char *dir,
 			return (-1);
 		}
 	}
+	return (0);
+}
+
+/*
+ * Makes dir (which must not exist) a copy of the validated manifest m,
+ * its blobs read through blobfd (cas_dup_dirfd; the caller has pinned
+ * them).  Safe in a helper thread: see struct tree_make.  Stops early,
+ * failing, once *stop is set (stop may be NULL).  On failure dir may hold
+ * part of the tree (remove it with confine_remove).
+ */
+int
+tree_materialize_at(int blobfd, const struct manifest *m, const char *dir,
+    const _Atomic int *stop, char **cause)
+{
+	struct tree_make	 t;
+	int			 rootfd, rc = -1;
+
 	if (mkdir(dir, 0700) != 0 || (rootfd = open(dir, O_RDONLY|O_DIRECTORY|
 	    O_NOFOLLOW|O_CLOEXEC)) == -1) {
 		xasprintf(cause, "%s: %s", dir, strerror(errno));
-		goto out;
+		return (-1);
 	}
-	if (tree_pass(c, rootfd, m, 0, cause) == 0 &&
-	    tree_pass(c, rootfd, m, 1, cause) == 0)
+	t.blobfd = blobfd;
+	t.buf = xmalloc(TREE_BUF);
+	t.stop = stop;
+	if (tree_pass(&t, rootfd, m, 0, cause) == 0 &&
+	    tree_pass(&t, rootfd, m, 1, cause) == 0)
 		rc = 0;
+	free(t.buf);
 	close(rootfd);
-out:
+	return (rc);
+}
+
+/*
+ * The same, at once, from the store c: its blobs are pinned while they
+ * are copied.
+ */
+int
+tree_materialize(struct cas *c, const struct manifest *m, const char *dir,
+    char **cause)
+{
+	int	 fd, rc;
+
+	if (tree_pin(c, m, cause) != 0)
+		return (-1);
+	if ((fd = cas_dup_dirfd(c)) == -1) {
+		xasprintf(cause, "the blob store: %s", strerror(errno));
+		rc = -1;
+	} else {
+		rc = tree_materialize_at(fd, m, dir, NULL, cause);
+		close(fd);
+	}
 	tree_unpin(c, m, m->n);
 	return (rc);
 }

@@ -328,20 +328,58 @@ out:
 }
 
 /*
+ * Replaces path by a temporary file renamed over it, without the fsyncs of
+ * write_file_atomic: for caches, whose readers check what they read (a
+ * torn file is a miss), and for which a flush per command would cost more
+ * than what they save.  Returns 0 or -1 with *cause.
+ */
+int
+write_file_replace(const char *path, const void *buf, size_t len, int mode,
+    char **cause)
+{
+	char	*tmp;
+	int	 fd, rc = -1;
+
+	xasprintf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	if ((fd = open(tmp, O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, mode)) == -1)
+		goto out;
+	if (write_all(fd, buf, len) == -1) {
+		close(fd);
+		goto out;
+	}
+	if (close(fd) == 0 && rename(tmp, path) == 0)
+		rc = 0;
+out:
+	if (rc != 0) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		unlink(tmp);
+	}
+	free(tmp);
+	return (rc);
+}
+
+/*
  * Reads a whole file of at most max bytes; returns it NUL-terminated (the
  * caller frees it) and its length in *len if len is not NULL.
  */
 char *
 read_file(const char *path, size_t max, size_t *len, char **cause)
 {
-	char	*buf = NULL;
-	size_t	 used = 0, size = 0;
-	ssize_t	 n;
-	int	 fd;
+	struct stat	 st;
+	char		*buf = NULL;
+	size_t		 used = 0, size = 0;
+	ssize_t		 n;
+	int		 fd;
 
 	if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1) {
 		xasprintf(cause, "%s: %s", path, strerror(errno));
 		return (NULL);
+	}
+	/* Sized at once (a large file is not copied as it grows). */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size < max) {
+		size = (size_t)st.st_size + 4096 + 2;
+		buf = xmalloc(size);
 	}
 	for (;;) {
 		if (used + 4096 + 1 > size) {

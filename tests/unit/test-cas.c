@@ -25,9 +25,11 @@ put_str(struct cas *c, const char *s, char *digest)
 static void
 test_digest(void)
 {
-	char	 hex[DIGEST_HEX];
-	u_char	 raw[5] = { 0xfb, 0xff, 0x00, 0x10, 0x7e };
-	char	 b64[16];
+	char		 hex[DIGEST_HEX], long_[DIGEST_HEX + 1], c;
+	const char	 bad[] = "/:`gAF ";
+	u_char		 raw[5] = { 0xfb, 0xff, 0x00, 0x10, 0x7e };
+	char		 b64[16];
+	size_t		 i;
 
 	digest_buf("", 0, hex);
 	CHECK_STR(hex, "e3b0c44298fc1c149afbf4c8996fb924"
@@ -36,9 +38,18 @@ test_digest(void)
 	CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223"
 	    "b00361a396177a9cb410ff61f20015ad");
 	CHECK(digest_valid(hex));
-	hex[3] = 'A';
-	CHECK(!digest_valid(hex));
-	CHECK(!digest_valid("abc"));
+	/* The bytes either side of "0-9" and "a-f", and the length. */
+	for (i = 0; i < sizeof bad - 1; i++) {
+		c = hex[63];
+		hex[63] = bad[i];
+		CHECK(!digest_valid(hex));
+		hex[63] = c;
+	}
+	CHECK(digest_valid(hex));
+	CHECK(!digest_valid("abc") && !digest_valid(""));
+	memcpy(long_, hex, DIGEST_HEX - 1);
+	memcpy(long_ + DIGEST_HEX - 1, "0", 2);
+	CHECK(!digest_valid(long_));
 	base64url_encode(raw, 5, b64);
 	CHECK_STR(b64, "-_8AEH4");
 }

@@ -150,10 +150,49 @@ test_keep_alive(void)
 	    0 && r.close);	/* the body ends with the connection */
 }
 
+/* The host's scan of a request head (server-guard.c), fed in pieces. */
+static void
+test_head(void)
+{
+	struct http_head	 h;
+	const char		*req = "PUT /x HTTP/1.1\r\nHost: x\r\n"
+				    "authorization:  Bearer tok \r\n"
+				    "Content-Length: 3\r\n\r\nabc";
+	size_t			 i, rest = 0, n = strlen(req);
+	char			*v;
+	int			 rc = 0;
+
+	memset(&h, 0, sizeof h);
+	for (i = 0; i < n && rc == 0; i++)
+		rc = http_head_feed(&h, req + i, 1, 1024, &rest);
+	CHECK(rc == 1 && h.end == n - 3 && rest == 0 && i == n - 3);
+	CHECK(http_head_feed(&h, req + i, 3, 1024, &rest) == 1 && rest == 3);
+	v = http_head_get(&h, "Authorization");
+	CHECK_STR(v, "Bearer tok");
+	free(v);
+	CHECK(http_head_get(&h, "Cookie") == NULL);
+	http_head_clear(&h);
+	/* Bare LFs end a head too (evhttp reads them so); a body in the
+	 * same piece is counted as rest. */
+	CHECK(http_head_feed(&h, "GET / HTTP/1.1\nA: b\n\nxyz", 24, 1024,
+	    &rest) == 1 && rest == 3 && h.end == 21);
+	v = http_head_get(&h, "a");
+	CHECK_STR(v, "b");
+	free(v);
+	http_head_clear(&h);
+	/* No end within max: refused. */
+	CHECK(http_head_feed(&h, "GET / HTTP/1.1\r\nX: ", 20, 32, &rest) ==
+	    0);
+	CHECK(http_head_feed(&h, "yyyyyyyyyyyyyyyyyyyy", 20, 32, &rest) ==
+	    -1);
+	http_head_clear(&h);
+}
+
 int
 main(void)
 {
 	RUN(test_content_length);
+	RUN(test_head);
 	RUN(test_keep_alive);
 	RUN(test_chunked);
 	RUN(test_until_close);

@@ -157,6 +157,8 @@ test_queue(void)
 	struct sched		*s = mk(1, 80 * G);
 	struct sched_decision	*d = NULL;
 	struct sched_info	 info;
+	struct sched_req	 r;
+	char			*why;
 
 	CHECK(sub(s, rq(1, 75, 0, 5, 0), 0) == 0);
 	CHECK(sub(s, rq(2, 50, 0, 5, 0), 1) == 0);
@@ -175,7 +177,18 @@ test_queue(void)
 	CHECK((d = dec(SCHED_QUEUE, 0)) != NULL && d->pos == 4);
 	CHECK_STR(d->reason, "waiting for 0.1 of a card (card 0 is held for "
 	    "j2)");
-	/* No-wait refuses instead. */
+	/* No-wait refuses instead; sched_refusal says so ahead, purely. */
+	r = rq(6, 50, 0, 5, JOB_NOWAIT);
+	why = sched_refusal(s, &r);
+	CHECK_STR(why, "no room now for 0.5 of a card (--no-wait)");
+	free(why);
+	r = rq(6, 50, 0, 5, 0);
+	CHECK(sched_refusal(s, &r) == NULL);
+	r = rq(6, 50, 0, 5, 0);
+	r.ncards = 2;
+	CHECK((why = sched_refusal(s, &r)) != NULL);
+	free(why);
+	CHECK(sched_info(s, 6, &info) == -1);
 	CHECK(sub(s, rq(6, 50, 0, 5, JOB_NOWAIT), 5) == -1);
 	CHECK((d = dec(SCHED_REFUSE, 0)) != NULL);
 	CHECK_STR(d->reason, "no room now for 0.5 of a card (--no-wait)");

@@ -38,14 +38,19 @@ mkdirs(const char *dir, const char *name)
 	free(p);
 }
 
+/* Matches path against rules, and checks the fast paths agree with the NFA. */
 static int
 ig(const char *rules, const char *path, int isdir)
 {
 	struct ignore	*i = ignore_create();
-	int		 r;
+	int		 r, slow;
 
 	ignore_parse(i, "", rules, strlen(rules));
 	r = ignore_match(i, path, isdir);
+	ignore_set_fast(0);
+	slow = ignore_match(i, path, isdir);
+	ignore_set_fast(1);
+	CHECK(r == slow);
 	ignore_free(i);
 	return (r);
 }
@@ -86,6 +91,11 @@ test_ignore(void)
 	CHECK(ig("a**b", "axxb", 0) && !ig("a**b", "ax/b", 0));
 	CHECK(!ig("[ab", "[ab", 0) && !ig("a\\", "a\\", 0));
 	CHECK(ig("a[]]b", "a]b", 0) && ig("[a-]x", "-x", 0));
+	/* The plain and the star-suffix rules (compared, not run). */
+	CHECK(ig("/*.txt", "a.txt", 0) && !ig("/*.txt", "d/a.txt", 0));
+	CHECK(!ig("d/*.txt", "d/e/a.txt", 0) && ig("*.txt", ".txt", 0));
+	CHECK(!ig("*.txt", "txt", 0) && !ig("ab", "abc", 0));
+	CHECK(ig("*\\*", "a*", 0) && !ig("*\\*", "ab", 0));
 
 	/* Rules of a .gmuxignore in sub/ apply under sub/ only. */
 	i = ignore_create();
@@ -162,12 +172,15 @@ test_manifest(void)
 	manifest_add(&m, MENTRY_LINK, "b c/l", 0777, 10, NULL, "na\nme%/../");
 	manifest_add(&m, MENTRY_FILE, "\xc3\xa9t\xc3\xa9", 0644, 3, D1, NULL);
 	manifest_add(&m, MENTRY_DIR, "empty", 0700, 0, NULL, NULL);
+	manifest_add(&m, MENTRY_FILE, "z", 0, 1234567890123, D1, NULL);
 	manifest_sort(&m);
 	text = manifest_format(&m, &len);
 	CHECK(strlen(text) == len);
 	CHECK(strstr(text, "f 755 3 " D1 " b%20c/na%0Ame%25\n") != NULL);
+	CHECK(strstr(text, "\nf 0 1234567890123 " D1 " z\n") != NULL);
+	CHECK(strncmp(text, "gmux-manifest 1\nd 755 0 - b%20c\n", 32) == 0);
 	CHECK(manifest_parse(text, len, 100, &back, &cause) == 0);
-	CHECK(back.n == 5 && back.bytes == 6);
+	CHECK(back.n == 6 && back.bytes == 6 + 1234567890123);
 	text2 = manifest_format(&back, &len2);
 	CHECK(len == len2 && memcmp(text, text2, len) == 0);
 	e = manifest_find(&back, "b c/l");
@@ -311,6 +324,118 @@ test_statcache(void)
 	free(f);
 }
 
+/* The paths of a cache file, in the order they are written. */
+static char *
+cache_order(const char *cache)
+{
+	char	*text, *p, *nl, *out = xstrdup(""), *t, *cause = NULL;
+	size_t	 len;
+
+	if ((text = read_file(cache, 1 << 20, &len, &cause)) == NULL) {
+		free(cause);
+		return (out);
+	}
+	for (p = strchr(text, '\n'); p != NULL && (nl = strchr(p + 1, '\n'))
+	    != NULL; p = nl) {
+		*nl = '\0';
+		if (strncmp(p + 1, "end ", 4) != 0 &&
+		    strrchr(p + 1, ' ') != NULL) {
+			xasprintf(&t, "%s%s,", out, strrchr(p + 1, ' ') + 1);
+			free(out);
+			out = t;
+		}
+	}
+	free(text);
+	return (out);
+}
+
+/*
+ * Looks up n paths (each must hit) in the cache and saves it: its paths
+ * must then be want.  Returns 1 if the file was written again.
+ */
+static int
+rescan(const char *cache, const char **paths, int n, const struct stat *st,
+    const char *want)
+{
+	struct statcache	*sc;
+	struct stat		 before, after;
+	char			*cause = NULL, *order;
+	int			 i;
+
+	CHECK(stat(cache, &before) == 0);
+	sc = statcache_load(cache);
+	for (i = 0; i < n; i++)
+		CHECK_STR(statcache_get(sc, paths[i], st), D1);
+	CHECK(statcache_save(sc, &cause) == 0);
+	statcache_free(sc);
+	order = cache_order(cache);
+	CHECK_STR(order, want);
+	free(order);
+	CHECK(stat(cache, &after) == 0);
+	return (before.st_ino != after.st_ino);
+}
+
+/*
+ * The cache is written in the order the scan met its entries, and looked
+ * up at a cursor in that order: entries met in another order, added or
+ * gone are still found, and the next save follows the new order.
+ */
+static void
+test_statcache_order(void)
+{
+	struct statcache	*sc;
+	struct stat		 st;
+	char			*dir, *cache, *f, *cause = NULL, *order;
+	const char		*names[] = { "a", "b", "c" }, *again[] = {
+				    "c", "x", "a" };
+	size_t			 hits, misses;
+	int			 i;
+
+	xasprintf(&dir, "%s/sco", tmpdir);
+	xasprintf(&cache, "%s/state/o.cache", tmpdir);
+	mkdirs(tmpdir, "sco");
+	for (i = 0; i < 3; i++)
+		mkfile(dir, names[i], names[i]);
+	mkfile(dir, "x", "x");
+	xasprintf(&f, "%s/a", dir);
+	CHECK(stat(f, &st) == 0);
+	usleep(50000);
+	sc = statcache_load(cache);
+	for (i = 0; i < 3; i++) {
+		CHECK(statcache_get(sc, names[i], &st) == NULL);
+		statcache_hashing(sc);
+		statcache_put(sc, names[i], &st, D1);
+	}
+	CHECK(statcache_save(sc, &cause) == 0);
+	statcache_free(sc);
+	order = cache_order(cache);
+	CHECK_STR(order, "a,b,c,");
+	free(order);
+
+	/* Met again as c, x (new), a; b is gone. */
+	sc = statcache_load(cache);
+	CHECK_STR(statcache_get(sc, "c", &st), D1);
+	CHECK(statcache_get(sc, "x", &st) == NULL);
+	statcache_hashing(sc);
+	statcache_put(sc, "x", &st, D1);
+	CHECK_STR(statcache_get(sc, "a", &st), D1);
+	statcache_counts(sc, &hits, &misses);
+	CHECK(hits == 2 && misses == 1);
+	CHECK(statcache_save(sc, &cause) == 0);
+	statcache_free(sc);
+	order = cache_order(cache);
+	CHECK_STR(order, "c,x,a,");
+	free(order);
+
+	/* The same order again: every lookup a hit, nothing written. */
+	CHECK(!rescan(cache, again, 3, &st, "c,x,a,"));
+	/* The last one gone, the rest met in order: it is forgotten. */
+	CHECK(rescan(cache, again, 2, &st, "c,x,"));
+	free(f);
+	free(dir);
+	free(cache);
+}
+
 static void
 make_tree(const char *root)
 {
@@ -421,6 +546,112 @@ test_scan(void)
 	free(cache);
 }
 
+/* The manifest text of root: with the cache at cache (or none), and with
+ * the ignore rules' fast paths on or off. */
+static char *
+scan_text(const char *root, const char *cache, int fast, size_t *hashed)
+{
+	struct statcache	*sc = NULL;
+	struct manifest		 m;
+	struct sync_stats	 st;
+	char			*cause = NULL, *text;
+	size_t			 len;
+
+	memset(&st, 0, sizeof st);
+	if (cache != NULL)
+		sc = statcache_load(cache);
+	ignore_set_fast(fast);
+	CHECK(sync_scan(root, sc, &m, &st, &cause) == 0);
+	ignore_set_fast(1);
+	if (sc != NULL) {
+		CHECK(statcache_save(sc, &cause) == 0);
+		statcache_free(sc);
+	}
+	text = manifest_format(&m, &len);
+	*hashed = st.hashed;
+	manifest_clear(&m);
+	sync_stats_clear(&st);
+	return (text);
+}
+
+/*
+ * Scans root twice through the cache: both make the manifest text slow
+ * (freed here), the first hashes first files (SIZE_MAX: any), the second
+ * none.
+ */
+static void
+same_twice(const char *root, const char *cache, char *slow, size_t first)
+{
+	char	*fast;
+	size_t	 hashed;
+	int	 i;
+
+	for (i = 0; i < 2; i++) {
+		fast = scan_text(root, cache, 1, &hashed);
+		CHECK_STR(fast, slow);
+		CHECK(i == 0 ? first == SIZE_MAX || hashed == first :
+		    hashed == 0);
+		free(fast);
+	}
+	free(slow);
+}
+
+/*
+ * A scan through the stat cache (cold, warm, and warm with its order
+ * broken by files added, gone and changed) makes the same manifest as one
+ * that hashes everything with every ignore rule run through the NFA.
+ */
+static void
+test_scan_same(void)
+{
+	char		*root, *cache, *slow, *p;
+	const char	*names[] = { "b.c", "a.o", "x.tmp", "abc", "zz",
+			    "gen/k.o", "gen/k.c" };
+	size_t		 i, hashed;
+	int		 d;
+
+	xasprintf(&root, "%s/same", tmpdir);
+	xasprintf(&cache, "%s/state/same.cache", tmpdir);
+	mkdirs(tmpdir, "same");
+	make_tree(root);
+	mkfile(root, ".gmuxignore", "*.log\n*.tmp\nbuild\na?c\n**/gen/*.o\n"
+	    "data/big/\n!keep.log\n");
+	for (d = 0; d < 12; d++) {
+		xasprintf(&p, "d%02d/gen", d);
+		mkdirs(root, p);
+		free(p);
+		for (i = 0; i < nitems(names); i++) {
+			xasprintf(&p, "d%02d/%s", d, names[i]);
+			mkfile(root, p, p);
+			free(p);
+		}
+	}
+	mkdirs(root, "build");
+	mkfile(root, "build/out", "o");
+	mkfile(root, "keep.log", "k");
+	usleep(50000);
+
+	slow = scan_text(root, NULL, 0, &hashed);
+	CHECK(strstr(slow, " keep.log\n") != NULL);
+	CHECK(strstr(slow, "d03/b.c\n") != NULL);
+	CHECK(strstr(slow, "x.tmp") == NULL && strstr(slow, "/abc\n") == NULL);
+	CHECK(strstr(slow, "gen/k.o") == NULL && strstr(slow, "build") ==
+	    NULL);
+	same_twice(root, cache, slow, SIZE_MAX);
+
+	/* Added, gone and changed: the order breaks, the result does not. */
+	mkfile(root, "d05/new.c", "new");
+	mkfile(root, "d00/zz", "changed");
+	xasprintf(&p, "%s/d07/b.c", root);
+	CHECK(unlink(p) == 0);
+	free(p);
+	usleep(50000);
+	slow = scan_text(root, NULL, 0, &hashed);
+	same_twice(root, cache, slow, 2);
+	free(root);
+	free(cache);
+}
+
 struct got {
 	char	 digests[4][DIGEST_HEX];
 	size_t	 lens[4];
@@ -524,7 +755,9 @@ main(void)
 	RUN(test_ignore);
 	RUN(test_manifest);
 	RUN(test_statcache);
+	RUN(test_statcache_order);
 	RUN(test_scan);
+	RUN(test_scan_same);
 	RUN(test_batch);
 	RUN(test_progress);
 	if (tmpdir_cleanup() != 0)

@@ -120,6 +120,13 @@ srv_handler(struct evhttp_request *req, void *arg)
 	free(cause);
 }
 
+/* Each connection's TLS bufferevent (no guard in this test). */
+static struct bufferevent *
+srv_bev(struct event_base *base, void *ctx)
+{
+	return (tls_server_bev(base, ctx, NULL));
+}
+
 static pid_t
 srv_start(void *ctx, const char *addr, u_short *port)
 {
@@ -142,7 +149,7 @@ srv_start(void *ctx, const char *addr, u_short *port)
 	}
 	base = event_base_new();
 	http = evhttp_new(base);
-	evhttp_set_bevcb(http, tls_server_bev, ctx);
+	evhttp_set_bevcb(http, srv_bev, ctx);
 	evhttp_set_gencb(http, srv_handler, NULL);
 	*port = 0;
 	if ((bs = evhttp_bind_socket_with_handle(http, addr, 0)) != NULL &&
