@@ -484,6 +484,30 @@ cas_writer_hold(struct cas_writer *w, uint64_t n)
 }
 
 /*
+ * Is there room now for a blob of size: not over the store's limit, and
+ * not over what uploads in progress leave of it?  A caller that answers a
+ * client asks first, to tell "too large" (413) from a failure (500).
+ */
+int
+cas_room(const struct cas *c, uint64_t size, char **cause)
+{
+	if (size > c->limit) {
+		xasprintf(cause, "a blob of %llu bytes is larger than the "
+		    "store's limit of %llu", (unsigned long long)size,
+		    (unsigned long long)c->limit);
+		return (-1);
+	}
+	if (size > c->limit - c->pending) {
+		xasprintf(cause, "uploads in progress hold %llu bytes of the "
+		    "store's %llu: no room for %llu more now",
+		    (unsigned long long)c->pending,
+		    (unsigned long long)c->limit, (unsigned long long)size);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
  * Starts writing a blob.  digest may be NULL (computed: ingesting a file)
  * and size CAS_SIZE_UNKNOWN.  Returns the writer or NULL with *cause.
  */
@@ -493,19 +517,8 @@ cas_writer_create(struct cas *c, const char *digest, uint64_t size,
 {
 	struct cas_writer	*w;
 
-	if (size != CAS_SIZE_UNKNOWN && size > c->limit) {
-		xasprintf(cause, "a blob of %llu bytes is larger than the "
-		    "store's limit of %llu", (unsigned long long)size,
-		    (unsigned long long)c->limit);
+	if (size != CAS_SIZE_UNKNOWN && cas_room(c, size, cause) != 0)
 		return (NULL);
-	}
-	if (size != CAS_SIZE_UNKNOWN && size > c->limit - c->pending) {
-		xasprintf(cause, "uploads in progress hold %llu bytes of the "
-		    "store's %llu: no room for %llu more now",
-		    (unsigned long long)c->pending,
-		    (unsigned long long)c->limit, (unsigned long long)size);
-		return (NULL);
-	}
 	w = xcalloc(1, sizeof *w);
 	w->cas = c;
 	if (digest != NULL)

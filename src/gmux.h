@@ -1597,6 +1597,7 @@ void		 cas_close(struct cas *);
 uint64_t	 cas_generation(const struct cas *);
 uint64_t	 cas_total(const struct cas *);
 uint64_t	 cas_limit(const struct cas *);
+int		 cas_room(const struct cas *, uint64_t, char **);
 size_t		 cas_count(const struct cas *);
 int		 cas_has(const struct cas *, const char *, uint64_t *);
 int		 cas_check(struct cas *, const char *, uint64_t *);

@@ -215,11 +215,15 @@ remote_host_manifest_post(struct cas *c, uint64_t max_upload,
 		return (400);
 	digest_buf(body, len, mdigest);
 	rc = remote_host_answer(c, mdigest, &m, max_upload, reply, cause);
-	if (rc == 200 && !cas_has(c, mdigest, NULL) &&
-	    cas_put(c, mdigest, body, len, cause) != 0) {
-		json_decref(*reply);
-		*reply = NULL;
-		rc = 500;
+	if (rc == 200 && !cas_has(c, mdigest, NULL)) {
+		if (cas_room(c, len, cause) != 0)
+			rc = 413;
+		else if (cas_put(c, mdigest, body, len, cause) != 0)
+			rc = 500;
+		if (rc != 200) {
+			json_decref(*reply);
+			*reply = NULL;
+		}
 	}
 	manifest_clear(&m);
 	return (rc);
@@ -297,6 +301,8 @@ remote_host_blob_put(struct cas *c, const char *digest, const void *body,
 	}
 	if (cas_has(c, digest, NULL))
 		return (200);
+	if (cas_room(c, len, cause) != 0)
+		return (413);
 	if ((rc = cas_put(c, digest, body, len, cause)) == 0)
 		return (201);
 	return (rc == -2 ? 400 : 500);
@@ -360,8 +366,10 @@ remote_partial_begin(struct cas *c, struct remote_partial *p,
     const char *digest, uint64_t size, char **cause)
 {
 	remote_partial_drop(p);
-	if ((p->w = cas_writer_create(c, digest, size, cause)) == NULL)
+	if (cas_room(c, size, cause) != 0)
 		return (413);
+	if ((p->w = cas_writer_create(c, digest, size, cause)) == NULL)
+		return (500);
 	memcpy(p->digest, digest, DIGEST_HEX);
 	p->size = size;
 	p->next = 0;
@@ -445,6 +453,8 @@ remote_host_batch_one(const char *digest, const void *data, size_t len,
 
 	if (cas_has(rb->cas, digest, NULL))
 		return (0);
+	if (cas_room(rb->cas, len, cause) != 0)
+		return (rb->status = 413, -1);
 	if ((w = cas_writer_create(rb->cas, digest, len, cause)) == NULL)
 		return (rb->status = 500, -1);
 	if ((rc = cas_writer_write(w, data, len, cause)) != 0)
