@@ -109,8 +109,9 @@ out:
  * PATCH /v1/jobs/ID {"share": F, "mem": SIZE}: grows or shrinks a running
  * job.  Growing must fit now (409 with the reason); shrinking always
  * does.  A queued job keeps its place with its new request (refused only
- * if no card could ever hold it).  Without mem, a job whose cap was the default keeps the default
- * (share x the card's memory) and one with an explicit cap keeps it.
+ * if no card could ever hold it).  Without mem, a job whose cap was the
+ * default keeps the default (share x the card's memory) and one with an
+ * explicit cap keeps it.
  */
 void
 api_job_patch(struct evhttp_request *req, const char *id)

@@ -18,7 +18,7 @@
 #include "../shim/region.h"
 
 #define AUDIT_DEPTH	64		/* parents walked to find the keeper */
-#define AUDIT_CONTEXT	(1ULL << 30)	/* a CUDA context's own memory, roughly */
+#define AUDIT_CONTEXT	(1ULL << 30)	/* a CUDA context's memory, roughly */
 
 static int	 audit_running;		/* a scan is in flight */
 static audit_cb	 audit_done_cb;
@@ -178,7 +178,8 @@ audit_check(const struct card_procs *ps, const struct audit_job *jobs,
 		    jobs[k].cap != 0 &&
 		    held[k] > jobs[k].cap + count[k] * AUDIT_CONTEXT)
 			audit_offend(out, &n, jobs[k].id, 0, 0,
-			    "holds more than its memory cap by the driver's count");
+			    "holds more than its memory cap by the driver's "
+			    "count");
 	}
 	free(owner);
 	free(held);

@@ -120,8 +120,8 @@ ps_long(json_t *a)
 		json_object_foreach(ceil, k, v) {
 			c = format_share((u_int)(json_number_value(v) * 100 +
 			    0.5));
-			xasprintf(&cmd, "%s%s%s:%s", cs ? cs : "", cs ? "," : "",
-			    k, c);
+			xasprintf(&cmd, "%s%s%s:%s", cs ? cs : "",
+			    cs ? "," : "", k, c);
 			free(cs);
 			free(c);
 			cs = cmd;

@@ -182,8 +182,9 @@ enforce_init(struct cards *cs)
 		else {
 			c->enforce.memory = c->enforce.compute = "admission";
 			c->enforce.live_memory = c->enforce.live_compute = 1;
-			why_add(&c->enforce.why, "%s: admission only; %s places "
-			    "the job, nothing caps it", vendor_name(c->vendor),
+			why_add(&c->enforce.why, "%s: admission only; %s "
+			    "places the job, nothing caps it",
+			    vendor_name(c->vendor),
 			    vendor_device_env(c->vendor) ?
 			    vendor_device_env(c->vendor) : "nothing");
 		}
@@ -220,7 +221,8 @@ env_put(char ***envp, const char *name, const char *sep, const char *fmt, ...)
 			break;
 	}
 	if ((*envp)[n] != NULL && sep != NULL && (*envp)[n][len + 1] != '\0')
-		xasprintf(&kv, "%s=%s%s%s", name, value, sep, (*envp)[n] + len + 1);
+		xasprintf(&kv, "%s=%s%s%s", name, value, sep,
+		    (*envp)[n] + len + 1);
 	else
 		xasprintf(&kv, "%s=%s", name, value);
 	free(value);
@@ -298,7 +300,8 @@ enforce_job_env(u_int job, const struct card *c, u_int seats, u_int ceiling,
 	if (ceiling < seats)
 		ceiling = seats;
 	if (mem == 0)
-		mem = seats != 0 ? c->memory / SEATS_PER_CARD * seats : c->memory;
+		mem = seats != 0 ? c->memory / SEATS_PER_CARD * seats :
+		    c->memory;
 	enforce_device_env(c, envp);
 	if (i < ENFORCE_CARDS && caps[i].mps) {
 		mps_pct = ceiling == 0 ? 1 : ceiling;

@@ -258,12 +258,12 @@ read_string(pid_t pid, uint64_t addr, char *buf, size_t size)
 
 /*
  * Reads what a notified call on a path asked: the path (argument patharg;
- * -1: none, "", as for fchmod()) into path (PATH_MAX bytes), and in *dirfd the directory it is relative
- * to, ours: a duplicate of the job's descriptor (argument dirarg), or the
- * thread's working directory if dirarg is -1 or holds AT_FDCWD.  Checked
- * as fence_call_read() does.  Returns 0, an errno to answer with, or -1
- * when the notification is gone; *dirfd, when not -1, is the caller's to
- * close.
+ * -1: none, "", as for fchmod()) into path (PATH_MAX bytes), and in *dirfd
+ * the directory it is relative to, ours: a duplicate of the job's
+ * descriptor (argument dirarg), or the thread's working directory if dirarg
+ * is -1 or holds AT_FDCWD.  Checked as fence_call_read() does.  Returns 0,
+ * an errno to answer with, or -1 when the notification is gone; *dirfd,
+ * when not -1, is the caller's to close.
  */
 int
 fence_call_path(struct fence_tasks *ft, int listener, uint64_t id, pid_t pid,

@@ -5,8 +5,9 @@
  * For an allowed connect it connects a socket of its own, to its own copy
  * of the address, and puts that socket in place of the job's
  * (SECCOMP_IOCTL_NOTIF_ADDFD with SETFD): what is connected is what was
- * checked, whatever the job's memory says by then.  It never answers CONTINUE: the kernel would read the address
- * again, from memory the job controls.
+ * checked, whatever the job's memory says by then.  It never answers
+ * CONTINUE: the kernel would read the address again, from memory the job
+ * controls.
  *
  * The keeper polls two descriptors of it along with its own: the
  * listener, and an epoll set with the rest (the DNS stub's connections,

@@ -470,7 +470,8 @@ fence_unix_meta(struct fence_unix *fu, pid_t pid, int dirfd, const char *path,
 	if (fd == -1)
 		return (errno);
 	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-	if ((n = readlink(p, real, sizeof real - 1)) <= 0 || fstat(fd, &st) != 0)
+	if ((n = readlink(p, real, sizeof real - 1)) <= 0 ||
+	    fstat(fd, &st) != 0)
 		err = EACCES;
 	else {
 		real[n] = '\0';

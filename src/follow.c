@@ -32,14 +32,14 @@
 struct follower {
 	struct job		*job;
 	struct evhttp_request	*req;
-	int			 fd;		/* the log, -1 until it exists */
+	int			 fd;		/* the log, or -1 if none yet */
 	uint64_t		 from;		/* output offset asked for */
 	uint64_t		 skip;		/* output bytes still to skip */
-	char			*buf;		/* read, not yet a whole frame */
+	char			*buf;		/* read, not yet a full frame */
 	size_t			 len;
 	int			 follow;
 	int			 raw;
-	int			 wait_only;	/* no stream: reply when it ends */
+	int			 wait_only;	/* no stream: reply at end */
 	int			 busy;		/* a chunk is on its way out */
 	int			 saw_exit;
 	int			 damaged;	/* the log's framing broke */

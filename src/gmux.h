@@ -106,7 +106,8 @@ int		 path_under(const char *, const char *);
 #define FRAME_STDOUT	1
 #define FRAME_STDERR	2
 #define FRAME_EXIT	3	/* payload: JSON {"exit_code":N,"state":S} */
-#define FRAME_INFO	4	/* payload: JSON, e.g. the job or its queue place */
+/* payload: JSON, e.g. the job or its queue place */
+#define FRAME_INFO	4
 #define FRAME_HDR	5	/* type byte + 4-byte big-endian length */
 #define FRAME_MAX	(1024 * 1024)
 struct frame {
@@ -132,7 +133,7 @@ struct jobreq {
 	uint64_t	  mem;		/* 0: share x card memory */
 	int		  card;		/* -1: any */
 	char		 *card_uuid;	/* pins by UUID when set */
-	u_int		  ncards;	/* cards wanted, default 1 (0 if seats 0) */
+	u_int		  ncards;	/* cards, default 1 (0 if seats 0) */
 	u_int		  priority;	/* 0..9, default 5 */
 	int		  flags;
 	int64_t		  grace_ms;
@@ -188,7 +189,8 @@ void		 http_head_clear(struct http_head *);
 struct client_reply {
 	long		 status;
 	json_t		*body;		/* NULL if not JSON */
-	char		*error;		/* the body's "error", or a transport error */
+	/* the body's "error", or a transport error */
+	char		*error;
 };
 struct client_stream_cbs {
 	int		 (*frame)(const struct frame *, void *);
@@ -282,7 +284,7 @@ extern const struct cmd_entry cmd_help_entry;
 #define STREAM_RUN	1	/* Ctrl-C stops the job; again, detaches */
 #define STREAM_ATTACH	2	/* Ctrl-C detaches */
 struct stream {
-	char		 job[64];	/* learned from the first frame if empty */
+	char		 job[64];	/* if empty, from the first frame */
 	int		 mode;
 	uint64_t	 offset;	/* output bytes shown so far */
 	int		 ended;		/* the exit frame came */
@@ -307,11 +309,13 @@ enum vendor {
 	VENDOR_INTEL,
 };
 struct card_enforce {
-	const char	*memory;	/* "driver", "shim", "admission" or "none" */
-	const char	*compute;	/* "mps", "cu-mask", "pacer", "admission" */
+	/* "driver", "shim", "admission" or "none" */
+	const char	*memory;
+	/* "mps", "cu-mask", "pacer", "admission" */
+	const char	*compute;
 	int		 live_memory;	/* a resize applies at once */
 	int		 live_compute;
-	char		*why;		/* what is missing and why; NULL if nothing */
+	char		*why;		/* what is missing and why, or NULL */
 };
 struct card {
 	u_int		 index;		/* gmux's own, 0..n-1 */
@@ -557,7 +561,8 @@ struct sched_cref {			/* a class as scans read it: dense */
 	u_short		 ncards;
 	u_short		 prio;
 };
-struct sched_cand {			/* a job that may fit, as a pass sees it */
+/* a job that may fit, as a pass sees it */
+struct sched_cand {
 	int64_t		 key;
 	int64_t		 submit;
 	uint64_t	 elig;
@@ -588,7 +593,7 @@ struct sched {
 	u_int		 ncards;
 	uint64_t	 all;		/* mask of every card */
 	uint64_t	 held;		/* cards kept for queued jobs */
-	uint64_t	 dirty;		/* more room for the queue since a pass */
+	uint64_t	 dirty;		/* more queue room since a pass */
 	uint64_t	 pdirty;	/* more room by preemption */
 	uint64_t	 touched;	/* ceilings to recompute */
 	int64_t		 age;		/* ms of waiting per priority level */
@@ -723,8 +728,9 @@ struct job {
 	int		 stopping;	/* a stop was asked for */
 	int		 unplaced;	/* lost its place at a restart */
 	int		 log_wd;	/* inotify watch on the log, or -1 */
-	char		*audit;		/* what enforcement found wrong, or NULL */
-	uint64_t	 lost;		/* output bytes its log could not take */
+	/* what enforcement found wrong, or NULL */
+	char		*audit;
+	uint64_t	 lost;		/* bytes its log could not take */
 	TAILQ_HEAD(, follower) followers;
 	TAILQ_ENTRY(job) entry;
 };
@@ -1161,8 +1167,8 @@ struct cumask_geom {
 	u_int		 xcds;		/* XCDs the mask interleaves over */
 };
 int		 cumask_geometry(const struct card *, struct cumask_geom *);
-int		 cumask_pick(const struct cumask_geom *, const uint64_t *, u_int,
-		     uint64_t *);
+int		 cumask_pick(const struct cumask_geom *, const uint64_t *,
+		     u_int, uint64_t *);
 char		*cumask_format(const uint64_t *);
 char		*cumask_take(u_int, const struct card *, u_int, char **);
 void		 cumask_release(u_int);
@@ -1242,7 +1248,7 @@ struct jail_spec {
 	char		 *work;		/* its tree: read, write, run */
 	char		 *tmp;		/* its TMPDIR and HOME: the same */
 	char		**exec;		/* to read and run: the shim */
-	char		**rw;		/* files to read and write: the region */
+	char		**rw;		/* to read and write: the region */
 	char		**sockets;	/* more dirs of its own: MPS's pipes */
 };
 struct jail	*jail_create(const struct jail_spec *, char **);

@@ -183,7 +183,10 @@ wm_compile(const char *pattern, struct wm_pat *wp)
 		}
 		if (wp->never)
 			return;
-		/* "**" that is not a whole component is a "*"; "**" twice one. */
+		/*
+		 * "**" that is not a whole component is a "*"; "**" twice
+		 * one.
+		 */
 		if (!(wp->n > 0 && t.type == WM_STAR &&
 		    wp->v[wp->n - 1].type == WM_STAR))
 			wp->v[wp->n++] = t;

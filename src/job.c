@@ -414,7 +414,10 @@ job_start(struct job *j, char **cause)
 	state_save_job(j);
 	j->keeper_pid = keeper_spawn(&s, &j->ctl_fd, cause);
 	if (j->keeper_pid != -1) {
-		/* (its keeper's pid is saved with the job's, when it says it) */
+		/*
+		 * (its keeper's pid is saved with the job's, when it says
+		 * it)
+		 */
 		job_watch_link(j);
 		job_account(j, j->started);
 		rc = 0;

@@ -231,7 +231,8 @@ field_from_json(const char *k, json_t *v, struct jobreq *r, char **cause)
 	if (strcmp(k, "burst") == 0)
 		return (flag_from_json(v, k, JOB_BURST, &r->flags, cause));
 	if (strcmp(k, "preemptible") == 0)
-		return (flag_from_json(v, k, JOB_PREEMPTIBLE, &r->flags, cause));
+		return (flag_from_json(v, k, JOB_PREEMPTIBLE, &r->flags,
+		    cause));
 	if (strcmp(k, "requeue") == 0)
 		return (flag_from_json(v, k, JOB_REQUEUE, &r->flags, cause));
 	if (strcmp(k, "no_wait") == 0)
@@ -290,8 +291,8 @@ jobreq_from_json(json_t *o, struct jobreq *r, char **cause)
 	if (r->seats == 0) {
 		if (r->mem != 0 || r->card != -1 || r->card_uuid != NULL ||
 		    (have_cards && r->ncards != 0)) {
-			xasprintf(cause, "share: a job with share 0 has no card "
-			    "(it cannot ask for memory or a card)");
+			xasprintf(cause, "share: a job with share 0 has no "
+			    "card (it cannot ask for memory or a card)");
 			return (-1);
 		}
 		r->ncards = 0;
@@ -326,12 +327,14 @@ jobreq_patch_from_json(json_t *o, struct jobreq *r, char **cause)
 	json_t		*v;
 
 	if (!json_is_object(o) || json_object_size(o) == 0) {
-		xasprintf(cause, "a JSON object with share and/or mem is needed");
+		xasprintf(cause, "a JSON object with share and/or mem is "
+		    "needed");
 		return (-1);
 	}
 	json_object_foreach(o, k, v) {
 		if (strcmp(k, "share") != 0 && strcmp(k, "mem") != 0) {
-			xasprintf(cause, "%s: only share and mem can change", k);
+			xasprintf(cause, "%s: only share and mem can change",
+			    k);
 			return (-1);
 		}
 		if (field_from_json(k, v, r, cause) != 0)

@@ -37,7 +37,8 @@
 
 #define KEEPER_MAX_CONNS	8
 #define KEEPER_DRAIN_MS		200
-#define KEEPER_REAP_MS		10000	/* a dying CUDA process may take seconds */
+/* a dying CUDA process may take seconds */
+#define KEEPER_REAP_MS		10000
 
 struct keeper {
 	const struct keeper_spec *spec;
@@ -55,10 +56,10 @@ struct keeper {
 	int		 error_code;	/* 126 or 127, as a shell would */
 	int64_t		 kill_at;	/* monotonic ms; 0: no stop pending */
 	int64_t		 drain_until;
-	uint64_t	 lost;		/* output bytes the log could not take */
-	char		**env;		/* the job's, with the fence's additions */
-	char		 *path;		/* the command, found in the job's PATH */
-	char		**sh_argv;	/* the same run by /bin/sh (no #! line) */
+	uint64_t	 lost;		/* bytes the log could not take */
+	char		**env;		/* the job's, plus the fence's */
+	char		 *path;		/* the command, found in its PATH */
+	char		**sh_argv;	/* the same by /bin/sh (no #! line) */
 	struct fence_job *fence;	/* NULL: not fenced */
 	struct jail	*jail;		/* a remote job's; NULL: none */
 	int64_t		 fence_stats_at;
@@ -213,7 +214,8 @@ keeper_resolve(struct keeper *k)
 			free(found);
 			return (path);
 		}
-		if (found == NULL && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+		if (found == NULL && stat(path, &st) == 0 &&
+		    S_ISREG(st.st_mode))
 			found = path;
 		else
 			free(path);
@@ -263,7 +265,10 @@ keeper_start_job(struct keeper *k)
 	close(ep[1]);
 	k->out_fd = out[0];
 	k->err_fd = err[0];
-	/* The error pipe closes on a successful exec; a byte means it failed. */
+	/*
+	 * The error pipe closes on a successful exec; a byte means it
+	 * failed.
+	 */
 	while ((n = read(ep[0], &stage, 1)) == -1 && errno == EINTR)
 		;
 	if (k->error == NULL && n == 1 &&
@@ -513,7 +518,8 @@ keeper_loop(struct keeper *k)
 		if (k->fence != NULL)
 			nf = fence_job_pollfds(k->fence,
 			    pfd + 4 + KEEPER_MAX_CONNS);
-		n = poll(pfd, 4 + KEEPER_MAX_CONNS + nf, keeper_poll_timeout(k));
+		n = poll(pfd, 4 + KEEPER_MAX_CONNS + nf,
+		    keeper_poll_timeout(k));
 		if (k->fence != NULL) {
 			/* The job waits on its connects: answer those first. */
 			if (n > 0)
@@ -613,8 +619,9 @@ keeper_finish(struct keeper *k)
 	if (k->lost != 0) {
 		json_object_set_new(st, "output_lost",
 		    json_integer((json_int_t)k->lost));
-		snprintf(msg, sizeof msg, "gmux: %llu bytes of output were lost "
-		    "(the log's disk is full)\n", (unsigned long long)k->lost);
+		snprintf(msg, sizeof msg, "gmux: %llu bytes of output were "
+		    "lost (the log's disk is full)\n",
+		    (unsigned long long)k->lost);
 		keeper_frame(k, FRAME_STDERR, msg, strlen(msg));
 	}
 	text = json_dumps(st, JSON_COMPACT);
@@ -819,7 +826,8 @@ keeper_connect(u_int id)
 	snprintf(sun.sun_path, sizeof sun.sun_path, "/proc/self/fd/%d/ctl",
 	    dfd);
 	fd = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0);
-	if (fd != -1 && connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
+	if (fd != -1 &&
+	    connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
 		close(fd);
 		fd = -1;
 	}

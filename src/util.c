@@ -72,7 +72,10 @@ bad:
 	return (-1);
 }
 
-/* A share is a fraction of a card in [0, 1] in steps of 0.01: 0.25 is 25 seats. */
+/*
+ * A share is a fraction of a card in [0, 1] in steps of 0.01: 0.25 is 25
+ * seats.
+ */
 int
 parse_share(const char *s, u_int *seats, char **cause)
 {
@@ -314,8 +317,8 @@ write_file_atomic(const char *path, const void *buf, size_t len, int mode,
 	dir = xstrdup(path);
 	if ((slash = strrchr(dir, '/')) != NULL) {
 		*slash = '\0';
-		if ((dfd = open(*dir ? dir : "/", O_RDONLY|O_DIRECTORY|O_CLOEXEC))
-		    != -1) {
+		if ((dfd = open(*dir ? dir : "/",
+		    O_RDONLY|O_DIRECTORY|O_CLOEXEC)) != -1) {
 			fsync(dfd);
 			close(dfd);
 		}
@@ -397,7 +400,8 @@ read_file(const char *path, size_t max, size_t *len, char **cause)
 			break;
 		used += (size_t)n;
 		if (used > max) {
-			xasprintf(cause, "%s: larger than %zu bytes", path, max);
+			xasprintf(cause, "%s: larger than %zu bytes", path,
+			    max);
 			goto fail;
 		}
 	}
