@@ -215,16 +215,29 @@ filter_jail(scmp_filter_ctx ctx)
 }
 
 /*
- * Builds the filter (foreign architectures and x32 are killed: libseccomp
- * checks both before any rule) and keeps its BPF, to be loaded by the
- * child with flags libseccomp does not know.
+ * The filters made so far, one per variant (open or not, bypass for the
+ * tests, jailed or not): libseccomp takes about a millisecond to make one,
+ * and every job of a variant gets the same.  The daemon makes a job's
+ * variant before it forks the job's keeper (fence_prepare), which finds
+ * it made.
+ */
+static struct filter_made {
+	struct sock_filter	*prog;
+	u_short			 len;
+} filter_made[2][2][2];
+
+/*
+ * Builds a filter (foreign architectures and x32 are killed: libseccomp
+ * checks both before any rule) into fm, as BPF, to be loaded by the child
+ * with flags libseccomp does not know.
  */
 static int
-filter_build(struct fence_job *fj, char **cause)
+filter_build(struct filter_made *fm, int open, int bypass, int jailed,
+    char **cause)
 {
-	scmp_filter_ctx	 ctx;
-	off_t		 size;
-	int		 fd = -1, rc = -1;
+	scmp_filter_ctx		 ctx;
+	off_t			 size;
+	int			 fd = -1, rc = -1;
 
 	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL) {
 		xasprintf(cause, "seccomp_init failed");
@@ -232,34 +245,70 @@ filter_build(struct fence_job *fj, char **cause)
 	}
 	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
 	    SCMP_ACT_KILL_PROCESS) != 0 ||
-	    filter_socket(ctx, fj->policy->open) != 0 ||
-	    filter_rest(ctx, fj->bypass, fj->jail != NULL,
-	    fj->policy->open) != 0 ||
-	    (fj->jail != NULL && filter_jail(ctx) != 0)) {
+	    filter_socket(ctx, open) != 0 ||
+	    filter_rest(ctx, bypass, jailed, open) != 0 ||
+	    (jailed && filter_jail(ctx) != 0)) {
 		xasprintf(cause, "seccomp: cannot build the filter");
 		goto out;
 	}
 	if ((fd = memfd_create("gmux-fence", MFD_CLOEXEC)) == -1 ||
 	    seccomp_export_bpf(ctx, fd) != 0 ||
 	    (size = lseek(fd, 0, SEEK_END)) <= 0 ||
-	    size % sizeof *fj->prog != 0 ||
-	    size / sizeof *fj->prog > BPF_MAXINSNS) {
+	    size % sizeof *fm->prog != 0 ||
+	    size / sizeof *fm->prog > BPF_MAXINSNS) {
 		xasprintf(cause, "seccomp: cannot export the filter");
 		goto out;
 	}
-	free(fj->prog);
-	fj->prog = xmalloc((size_t)size);
-	fj->proglen = (u_short)(size / sizeof *fj->prog);
-	if (pread(fd, fj->prog, (size_t)size, 0) != size) {
+	fm->prog = xmalloc((size_t)size);
+	if (pread(fd, fm->prog, (size_t)size, 0) != size) {
 		xasprintf(cause, "seccomp: cannot read the filter back");
+		free(fm->prog);
+		fm->prog = NULL;
 		goto out;
 	}
+	fm->len = (u_short)(size / sizeof *fm->prog);
 	rc = 0;
 out:
 	if (fd != -1)
 		close(fd);
 	seccomp_release(ctx);
 	return (rc);
+}
+
+/* Gives fj a copy of its variant's filter, made now if not yet. */
+static int
+filter_get(struct fence_job *fj, char **cause)
+{
+	struct filter_made	*fm;
+	int			 open = fj->policy->open != 0;
+
+	fm = &filter_made[open][fj->bypass != 0][fj->jail != NULL];
+	if (fm->prog == NULL &&
+	    filter_build(fm, open, fj->bypass, fj->jail != NULL, cause) != 0)
+		return (-1);
+	free(fj->prog);
+	fj->prog = xreallocarray(NULL, fm->len, sizeof *fm->prog);
+	memcpy(fj->prog, fm->prog, fm->len * sizeof *fm->prog);
+	fj->proglen = fm->len;
+	return (0);
+}
+
+/*
+ * Makes the filter of a job with this fence (NULL: the open one a jailed
+ * job gets), so that the job's keeper, forked after, finds it made.  A
+ * failure is left for the keeper to meet and report.
+ */
+void
+fence_prepare(const struct fence *policy, int jailed)
+{
+	struct filter_made	*fm;
+	int			 open = policy == NULL || policy->open;
+	char			*cause = NULL;
+
+	fm = &filter_made[open][0][jailed != 0];
+	if (fm->prog == NULL && filter_build(fm, open, 0, jailed, &cause) != 0)
+		log_debug("%s: %s", __func__, cause);
+	free(cause);
 }
 
 /*
@@ -293,7 +342,7 @@ fence_job_create(const struct fence *policy, const char *workdir,
 	    getuid());
 	snprintf(fj->gid_map, sizeof fj->gid_map, "%u %u 1\n", getgid(),
 	    getgid());
-	if (filter_build(fj, cause) != 0)
+	if (filter_get(fj, cause) != 0)
 		goto fail;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET|SOCK_CLOEXEC, 0, fj->sp) != 0) {
 		xasprintf(cause, "socketpair: %s", strerror(errno));
@@ -313,7 +362,7 @@ fence_job_test_bypass(struct fence_job *fj)
 	char	*cause = NULL;
 
 	fj->bypass = 1;
-	if (filter_build(fj, &cause) != 0)
+	if (filter_get(fj, &cause) != 0)
 		fatalx("%s", cause);
 }
 

@@ -1221,6 +1221,7 @@ int		 fence_job_write_stats(struct fence_job *, const char *,
 		     char **);
 void		 fence_job_free(struct fence_job *);
 void		 fence_job_test_bypass(struct fence_job *);
+void		 fence_prepare(const struct fence *, int);
 void		 fence_job_release(struct fence_job *);
 #define FENCE_SYS_FCHMODAT2 452	/* Linux 6.6, newer than some headers */
 #define FENCE_NS_NET	0x1	/* the namespaces a job's child got */

@@ -771,6 +771,9 @@ keeper_spawn(const struct keeper_spec *s, int *link, char **cause)
 	int	 sp[2], fd, sig;
 	pid_t	 pid;
 
+	/* The fence's filter is made once here, not in every keeper. */
+	if (s->fence != NULL || s->jail != NULL)
+		fence_prepare(s->fence, s->jail != NULL);
 	if (socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, sp) == -1) {
 		xasprintf(cause, "socketpair: %s", strerror(errno));
 		return (-1);
