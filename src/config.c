@@ -22,6 +22,7 @@ static const char *config_keys[] = {
 	"PULL_LIMIT",
 	"REMOTE_READ",		/* remote jobs' jail */
 	"REMOTE_UNCONFINED",
+	"REMOTE_LOOPBACK",
 	"AUTH_TIMEOUT",
 	"TCP_CONNECTIONS_MAX",
 };

@@ -454,6 +454,23 @@ fence_match_addr(const struct fence *f, int family, const u_char *addr,
 	return (-1);
 }
 
+/*
+ * Whether a connect to addr (IPv4-mapped addresses already IPv4) lands on
+ * this host's loopback: 127.0.0.0/8, ::1, and the unspecified 0.0.0.0 and
+ * ::, which Linux connects to the host itself.
+ */
+int
+fence_loopback(int family, const u_char *addr)
+{
+	static const u_char	 zero[16];
+
+	if (family == AF_INET)
+		return (addr[0] == 127 || memcmp(addr, zero, 4) == 0);
+	if (family != AF_INET6 || memcmp(addr, zero, 15) != 0)
+		return (0);
+	return (addr[15] == 0 || addr[15] == 1);
+}
+
 static int
 strings_from_json(json_t *a, const char *field, struct fence *f,
     int (*add)(struct fence *, const char *, char **), char **cause)

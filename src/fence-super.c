@@ -6,8 +6,9 @@
  * of the address, and puts that socket in place of the job's
  * (SECCOMP_IOCTL_NOTIF_ADDFD with SETFD): what is connected is what was
  * checked, whatever the job's memory says by then.  It never answers
- * CONTINUE: the kernel would read the address again, from memory the job
- * controls.
+ * CONTINUE to a connect: the kernel would read the address again, from
+ * memory the job controls.  (A jailed job's AF_UNIX bind it does: the
+ * jail, not the supervisor, decides that one.)
  *
  * The keeper polls two descriptors of it along with its own: the
  * listener, and an epoll set with the rest (the DNS stub's connections,
@@ -17,6 +18,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 
@@ -28,6 +30,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,6 +44,7 @@
 
 #define SUPER_MAX_PENDING	1024
 #define SUPER_MAX_DNS		64
+#define SUPER_MAX_PORTS		1024
 
 enum watch_type {
 	W_NAMES,
@@ -74,6 +78,15 @@ struct stub {
 	uint32_t	 events;
 };
 
+/* A TCP address a jailed job bound: its loopback connects may go there. */
+struct port {
+	int		 family;	/* IPv4-mapped addresses as IPv4 */
+	u_char		 addr[16];
+	uint16_t	 port;
+	int		 v6only;
+	ino_t		 ino;		/* the socket: does it still listen? */
+};
+
 struct fence_super {
 	const struct fence	*policy;
 	struct fence_names	*names;
@@ -88,6 +101,9 @@ struct fence_super {
 	u_int			 npending;
 	u_int			 nstubs;
 	struct fence_tasks	*tasks;
+	int			 flags;		/* FENCE_SUPER_* */
+	struct port		*ports;		/* what the job bound */
+	u_int			 nports;
 	uint64_t		 refused;
 	uint64_t		 allowed;
 	uint64_t		 lookups;
@@ -300,6 +316,114 @@ connect_stub(struct fence_super *s, const struct fence_call *c, int type)
 		reply(s, c->id, 0);
 }
 
+/*
+ * Whether the TCP socket ino listens on port now: a port the job bound
+ * and let go may since be a host service's.
+ */
+static int
+port_listening(ino_t ino, uint16_t port)
+{
+	static const char	*files[] = {
+		"/proc/net/tcp", "/proc/net/tcp6"
+	};
+	char			 line[512];
+	FILE			*f;
+	u_int			 i, lport, st;
+	u_long			 inode;
+	int			 found = 0;
+
+	for (i = 0; i < nitems(files) && !found; i++) {
+		if ((f = fopen(files[i], "re")) == NULL)
+			continue;
+		while (!found && fgets(line, sizeof line, f) != NULL) {
+			if (sscanf(line, "%*s %*[0-9A-Fa-f]:%x %*s %x %*s %*s "
+			    "%*s %*s %*s %lu", &lport, &st, &inode) != 3)
+				continue;
+			found = inode == (u_long)ino && lport == port &&
+			    st == 0x0a;		/* TCP_LISTEN */
+		}
+		fclose(f);
+	}
+	return (found);
+}
+
+/*
+ * Whether a loopback address (or the unspecified one) is one the job
+ * bound: the same address, or a wildcard of its family (an IPv6 one
+ * covers IPv4 unless IPV6_V6ONLY), and the socket listens still.
+ */
+static int
+own_port(const struct fence_super *s, int family, const u_char *addr,
+    uint16_t port)
+{
+	static const u_char	 zero[16];
+	const struct port	*p;
+	u_int			 i, len = family == AF_INET ? 4 : 16;
+	int			 any, covers;
+
+	for (i = 0; i < s->nports; i++) {
+		p = &s->ports[i];
+		if (p->port != port)
+			continue;
+		any = memcmp(p->addr, zero, p->family == AF_INET ? 4 : 16) == 0;
+		if (any)
+			covers = p->family == family ||
+			    (p->family == AF_INET6 && !p->v6only);
+		else if (memcmp(addr, zero, len) == 0)
+			covers = 0;	/* the kernel picks: only a wildcard */
+		else
+			covers = p->family == family &&
+			    memcmp(p->addr, addr, len) == 0;
+		if (covers && port_listening(p->ino, port))
+			return (1);
+	}
+	return (0);
+}
+
+/* Remembers the TCP address a jailed job's socket was just bound to. */
+static void
+note_port(struct fence_super *s, const struct fence_call *c)
+{
+	struct fence_call	 b;
+	struct port		 p;
+	struct stat		 st;
+	socklen_t		 len = sizeof b.addr;
+	int			 on = 0;
+
+	if (c->type != SOCK_STREAM)
+		return;
+	memset(&b, 0, sizeof b);
+	memset(&p, 0, sizeof p);
+	if (getsockname(c->sock, (struct sockaddr *)b.addr, &len) != 0 ||
+	    fstat(c->sock, &st) != 0)
+		return;
+	b.alen = len;
+	if (fence_out_target(&b, &p.family, p.addr, &p.port) != 0)
+		return;
+	/* SO_REUSEPORT could share a port with a host service. */
+	len = sizeof on;
+	if (getsockopt(c->sock, SOL_SOCKET, SO_REUSEPORT, &on, &len) == 0 &&
+	    on) {
+		log_debug("%s: port %u: SO_REUSEPORT, not the job's own",
+		    __func__, p.port);
+		return;
+	}
+	len = sizeof on;
+	if (c->domain == AF_INET6 && getsockopt(c->sock, IPPROTO_IPV6,
+	    IPV6_V6ONLY, &on, &len) == 0)
+		p.v6only = on;
+	p.ino = st.st_ino;
+	if (s->nports == SUPER_MAX_PORTS) {
+		memmove(s->ports, s->ports + 1,
+		    (SUPER_MAX_PORTS - 1) * sizeof *s->ports);
+		s->nports--;
+	}
+	s->ports = xreallocarray(s->ports, s->nports + 1, sizeof *s->ports);
+	s->ports[s->nports++] = p;
+	log_debug("%s: pid %d fd %d: port %u", __func__, (int)c->pid, c->fd,
+	    p.port);
+}
+
 static void
 connect_inet(struct fence_super *s, const struct fence_call *c)
 {
@@ -327,6 +451,15 @@ connect_inet(struct fence_super *s, const struct fence_call *c)
 	ok = s->policy->open || (!s->policy->deny_net &&
 	    (fence_match_addr(s->policy, family, addr, port) != -1 ||
 	    fence_names_allows(s->names, family, addr, port)));
+	/*
+	 * A jailed job's TCP to the host's loopback: only to what it bound
+	 * itself, whatever its fence (its client allowed, not the host's
+	 * operator).  The host's resolver (127.0.0.53) stays as it was.
+	 */
+	if (ok && (s->flags & FENCE_SUPER_NOLOOP) && c->type == SOCK_STREAM &&
+	    port != 53 && fence_loopback(family, addr) &&
+	    !own_port(s, family, addr, port))
+		ok = 0;
 	if (!ok && port == 53 && c->type == SOCK_STREAM)
 		connect_stub(s, c, SOCK_STREAM);
 	else if (!ok)
@@ -382,17 +515,46 @@ do_connect(struct fence_super *s, const struct fence_call *c)
 		reply(s, c->id, EAFNOSUPPORT);
 }
 
+/*
+ * A jailed job's AF_UNIX bind goes on as the job's own call: Landlock holds
+ * it to the job's directories (we, outside the jail, would bind anywhere).
+ * No decision rests on it: should the job swap in another socket first,
+ * that one binds unrecorded, and only the job's own connects suffer.
+ */
+static void
+bind_continue(struct fence_super *s, uint64_t id)
+{
+	struct seccomp_notif_resp	 r;
+
+	memset(&r, 0, sizeof r);
+	r.id = id;
+	r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_SEND, &r) != 0)
+		log_debug("%s: %llu: %s", __func__, (unsigned long long)id,
+		    strerror(errno));
+}
+
+/*
+ * Binds the job's socket (our duplicate) for it; a jailed job's TCP
+ * address is remembered, for its loopback connects.
+ */
 static void
 do_bind(struct fence_super *s, const struct fence_call *c)
 {
 	const struct sockaddr	*sa = (const void *)c->addr;
 	int			 err;
 
+	if (c->domain == AF_UNIX && (s->flags & FENCE_SUPER_JAIL)) {
+		bind_continue(s, c->id);
+		return;
+	}
 	if (sa->sa_family == AF_UNIX && c->domain == AF_UNIX)
 		err = fence_unix_bind(s->local, c);
-	else if (bind(c->sock, sa, c->alen) == 0)
+	else if (bind(c->sock, sa, c->alen) == 0) {
 		err = 0;
-	else
+		if (s->flags & FENCE_SUPER_NOLOOP)
+			note_port(s, c);
+	} else
 		err = errno;
 	reply(s, c->id, err);
 }
@@ -678,16 +840,18 @@ fence_super_dispatch(struct fence_super *s, const struct pollfd *pfd,
  * Returns the supervisor of a job's listener (which it now owns), or NULL
  * with a cause.  policy and names stay the caller's and must outlive it.
  * dirs (NULL-ended, or NULL) are more directories than workdir whose
- * sockets the job may connect to.
+ * sockets the job may connect to.  flags are FENCE_SUPER_*.
  */
 struct fence_super *
 fence_super_create(const struct fence *policy, struct fence_names *names,
-    const char *workdir, char *const *dirs, int listener, char **cause)
+    const char *workdir, char *const *dirs, int listener, int flags,
+    char **cause)
 {
 	struct fence_super	*s;
 
 	s = xcalloc(1, sizeof *s);
 	s->tasks = fence_tasks_create();
+	s->flags = flags;
 	s->policy = policy;
 	s->names = names;
 	s->listener = listener;
@@ -774,5 +938,6 @@ fence_super_free(struct fence_super *s)
 	close(s->listener);
 	fence_tasks_free(s->tasks);
 	fence_unix_free(s->local);
+	free(s->ports);
 	free(s);
 }

@@ -126,13 +126,14 @@ filter_socket(scmp_filter_ctx ctx, int open)
 }
 
 /*
- * Everything but socket().  A jailed job binds by itself: Landlock holds
- * its AF_UNIX binds to its own directories, which it may connect in
- * anyway (the supervisor, outside the jail, would bind anywhere).  An
- * open fence lets UDP datagrams go where they are addressed.
+ * Everything but socket().  Binds go to the supervisor too: it binds a
+ * fenced job's sockets, and a jailed job's TCP ones (to learn the ports
+ * the job's loopback connects may go to), and lets a jailed job's AF_UNIX
+ * binds go on as its own (Landlock holds them to its own directories).
+ * An open fence lets UDP datagrams go where they are addressed.
  */
 static int
-filter_rest(scmp_filter_ctx ctx, int bypass, int jailed, int open)
+filter_rest(scmp_filter_ctx ctx, int bypass, int open)
 {
 	static const int	 refused[] = {
 		SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter),
@@ -149,8 +150,7 @@ filter_rest(scmp_filter_ctx ctx, int bypass, int jailed, int open)
 	if (!bypass)
 		rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY,
 		    SCMP_SYS(connect), 0);
-	if (!jailed)
-		rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(bind), 0);
+	rc |= seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(bind), 0);
 	if (!open)
 		rc |= seccomp_rule_add(ctx, no, SCMP_SYS(sendto), 2,
 		    SCMP_CMP(4, SCMP_CMP_NE, 0, 0),
@@ -246,7 +246,7 @@ filter_build(struct filter_made *fm, int open, int bypass, int jailed,
 	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
 	    SCMP_ACT_KILL_PROCESS) != 0 ||
 	    filter_socket(ctx, open) != 0 ||
-	    filter_rest(ctx, bypass, jailed, open) != 0 ||
+	    filter_rest(ctx, bypass, open) != 0 ||
 	    (jailed && filter_jail(ctx) != 0)) {
 		xasprintf(cause, "seccomp: cannot build the filter");
 		goto out;
@@ -317,7 +317,9 @@ fence_prepare(const struct fence *policy, int jailed)
  * remote job's fence is in its jail (NULL: none, which must outlive it):
  * the jail's Landlock domain replaces the fence's own (it handles TCP
  * connects too), the job gets an IPC namespace where it can, binds its
- * sockets itself, and may connect to those in the jail's directories.
+ * AF_UNIX sockets itself, may connect to those in the jail's directories,
+ * and to the host's loopback only where it bound (unless the host's
+ * operator set REMOTE_LOOPBACK=1).
  * Returns NULL with a cause; the caller frees the result.
  */
 struct fence_job *
@@ -604,15 +606,21 @@ take_listener(struct fence_job *fj)
 int
 fence_job_start(struct fence_job *fj, char **cause)
 {
-	int	 lfd;
+	int	 lfd, flags = 0;
 
 	if ((lfd = take_listener(fj)) == -1) {
 		xasprintf(cause, "the job's fence was not installed");
 		return (-1);
 	}
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (fj->jail != NULL) {
+		flags = FENCE_SUPER_JAIL;
+		if (!jail_loopback(fj->jail))
+			flags |= FENCE_SUPER_NOLOOP;
+	}
 	fj->super = fence_super_create(fj->policy, fj->names, fj->workdir,
-	    fj->jail != NULL ? jail_sockets(fj->jail) : NULL, lfd, cause);
+	    fj->jail != NULL ? jail_sockets(fj->jail) : NULL, lfd, flags,
+	    cause);
 	return (fj->super == NULL ? -1 : 0);
 }
 

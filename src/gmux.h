@@ -1251,10 +1251,12 @@ struct jail_spec {
 	char		**exec;		/* to read and run: the shim */
 	char		**rw;		/* to read and write: the region */
 	char		**sockets;	/* more dirs of its own: MPS's pipes */
+	int		  loopback;	/* REMOTE_LOOPBACK: host loopback */
 };
 struct jail	*jail_create(const struct jail_spec *, char **);
 int		 jail_ruleset(const struct jail *);
 char *const	*jail_sockets(const struct jail *);
+int		 jail_loopback(const struct jail *);
 void		 jail_free(struct jail *);
 void		 jail_spec_clear(struct jail_spec *);
 int		 jail_ready(char **);
@@ -1335,6 +1337,7 @@ int		 fence_check(const struct fence *, char **);
 int		 fence_rule_port(const struct fence_rule *, uint16_t);
 int		 fence_match_addr(const struct fence *, int, const u_char *,
 		     uint16_t);
+int		 fence_loopback(int, const u_char *);
 int		 fence_from_json(json_t *, struct fence **, char **);
 void		 fence_to_json(const struct fence *, json_t *);
 char		*fence_text(const struct fence *);
@@ -1402,10 +1405,12 @@ int		 fence_call_path(struct fence_tasks *, int, uint64_t, pid_t,
 /* (end) */
 
 /* fence-super.c (issue 6): the supervisor, outside the job */
+#define FENCE_SUPER_JAIL	0x1	/* jailed: binds AF_UNIX by itself */
+#define FENCE_SUPER_NOLOOP	0x2	/* host loopback: its own ports only */
 struct fence_super;
 struct fence_super *fence_super_create(const struct fence *,
 		     struct fence_names *, const char *, char *const *, int,
-		     char **);
+		     int, char **);
 u_int		 fence_super_pollfds(const struct fence_super *,
 		     struct pollfd *);
 void		 fence_super_dispatch(struct fence_super *,

@@ -39,6 +39,7 @@
 struct jail {
 	int		 ruleset;	/* files, TCP connects, scopes */
 	char		**sockets;	/* where it may connect: its dirs */
+	int		  loopback;	/* the host's loopback is open to it */
 };
 
 /*
@@ -195,6 +196,7 @@ jail_create(const struct jail_spec *s, char **cause)
 	}
 	b.abi = abi;
 	b.j = xcalloc(1, sizeof *b.j);
+	b.j->loopback = s->loopback;
 	b.j->ruleset = landlock_ruleset(abi, LANDLOCK_FS|LANDLOCK_NET|
 	    LANDLOCK_SCOPE);
 	if (b.j->ruleset == -1) {
@@ -222,6 +224,16 @@ char *const *
 jail_sockets(const struct jail *j)
 {
 	return (j->sockets);
+}
+
+/*
+ * Whether the job may connect to the host's loopback as its fence allows
+ * (the operator's REMOTE_LOOPBACK=1), not only to what it bound itself.
+ */
+int
+jail_loopback(const struct jail *j)
+{
+	return (j->loopback);
 }
 
 void

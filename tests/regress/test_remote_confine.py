@@ -94,6 +94,38 @@ def listen_here(name):
     s.listen(1)
     connect(name)
 
+def tcp(host, port):
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    s.settimeout(5)
+    s.connect((host, int(port)))
+    s.close()
+
+def own_listener(host, port, dial):
+    """Listens on host:port (0: any), and a child process connects to it
+    through dial (the address it connects to)."""
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    s.bind((host, int(port)))
+    s.listen(1)
+    s.settimeout(10)
+    port = s.getsockname()[1]
+    r = subprocess.run([sys.executable, __file__, json.dumps(
+        [["dial", "tcp", dial, port]])], check=True, stdout=subprocess.PIPE)
+    got = json.loads(r.stdout)["dial"]
+    if got != "ok":
+        raise OSError(getattr(errno, got, 0), got)
+    c, _ = s.accept()
+    c.close()
+    s.close()
+
+def let_go(host):
+    """Listens on a port, closes it, then connects there."""
+    s = socket.socket(socket.AF_INET)
+    s.bind((host, 0))
+    s.listen(1)
+    port = s.getsockname()[1]
+    s.close()
+    tcp(host, port)
+
 def multiprocess():
     import multiprocessing
     with multiprocessing.get_context("spawn").Pool(2) as p:
@@ -127,14 +159,16 @@ def probe_remote(c, checks, *flags):
         f.write(PROBE)
     r = c.gmux("run", *flags, "--", PY, "probe.py", json.dumps(checks))
     assert r.returncode == 0, r
+    assert r.stdout, r
     return json.loads(r.stdout)
 
 
-def probe_local(d, checks, cwd):
+def probe_local(d, checks, cwd, *flags):
     path = os.path.join(cwd, "probe.py")
     with open(path, "w") as f:
         f.write(PROBE)
-    r = subprocess.run([GMUX, "run", "--", PY, path, json.dumps(checks)],
+    r = subprocess.run([GMUX, "run", *flags, "--", PY, path,
+                        json.dumps(checks)],
                        env=d.env, cwd=cwd, capture_output=True, timeout=60)
     assert r.returncode == 0, r
     return json.loads(r.stdout)
@@ -421,3 +455,105 @@ def test_a_home_remote_jobs_may_read_refuses_them(make_daemon, make_client):
     finally:
         shm.stop()
         subprocess.run(["rm", "-rf", shm.home])
+
+
+def host_listener():
+    """A service of the host's on its loopback, IPv4 and IPv6 (::1, ::,
+    127.0.0.0/8, ::ffff:127.0.0.1 all land on it); non-blocking, so a
+    connection that got through shows."""
+    s = socket.socket(socket.AF_INET6)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.bind(("::", 0))
+    s.listen(16)
+    s.setblocking(False)
+    return s, s.getsockname()[1]
+
+
+def accepted(s):
+    n = 0
+    while True:
+        try:
+            s.accept()[0].close()
+            n += 1
+        except BlockingIOError:
+            return n
+
+
+def test_a_remote_job_cannot_reach_the_hosts_loopback(make_daemon,
+                                                      make_client, tmp_path):
+    d, c = host_and_client(make_daemon, make_client)
+    srv, port = host_listener()
+    dests = ["127.0.0.1", "127.0.0.2", "0.0.0.0", "::1", "::",
+             "::ffff:127.0.0.1"]
+    checks = [[h, "tcp", h, port] for h in dests]
+    # The control: a local job that allows it gets through.
+    here = tmp_path / "local"
+    here.mkdir()
+    got = probe_local(d, checks[:1], str(here), "--allow",
+                      "127.0.0.1:%d" % port)
+    assert got == {"127.0.0.1": "ok"}, got
+    assert accepted(srv) == 1
+    # A remote job that asked for no fence: refused, every spelling.
+    got = probe_remote(c, checks)
+    assert got == {h: "ECONNREFUSED" for h in dests}, got
+    st = c.json("ps", "-a", "--json")[0]["fence_stats"]
+    assert st["refused"] == len(dests) and st["fence"] == "open", st
+    # Nor does its client's --allow open it: the client is not the host's
+    # operator.
+    got = probe_remote(c, checks[:1] + checks[3:4], "--allow",
+                       "127.0.0.1:%d" % port, "--allow", "::1")
+    assert got == {"127.0.0.1": "ECONNREFUSED", "::1": "ECONNREFUSED"}, got
+    assert accepted(srv) == 0
+    srv.close()
+
+
+def test_a_remote_job_reaches_what_it_listens_on(make_daemon, make_client):
+    d, c = host_and_client(make_daemon, make_client)
+    checks = [
+        ["127.0.0.1:PORT", "own_listener", "127.0.0.1", free_port(),
+         "127.0.0.1"],
+        ["127.0.0.1:0", "own_listener", "127.0.0.1", 0, "127.0.0.1"],
+        ["0.0.0.0:0", "own_listener", "0.0.0.0", 0, "127.0.0.1"],
+        ["[::]:0", "own_listener", "::", 0, "127.0.0.1"],
+        ["[::1]:0", "own_listener", "::1", 0, "::1"],
+        ["torchrun --standalone", "run", PY, "-c",
+         "import socket, subprocess, sys\n"
+         "s = socket.create_server(('localhost', 0))\n"
+         "p = s.getsockname()[1]\n"
+         "subprocess.run([sys.executable, '-c', 'import socket; "
+         "socket.create_connection((\"localhost\", %d))' % p], "
+         "check=True)\n"],
+        ["one it let go", "let_go", "127.0.0.1"],
+        # Its netlink binds (getifaddrs) the supervisor does too.
+        ["netlink", "run", PY, "-c", "import socket\n"
+         "assert socket.if_nameindex()\n"
+         "socket.getaddrinfo('localhost', 80, "
+         "flags=socket.AI_ADDRCONFIG)\n"],
+    ]
+    got = probe_remote(c, checks)
+    want = {e[0]: "ok" for e in checks}
+    want["one it let go"] = "ECONNREFUSED"
+    assert got == want, got
+    st = c.json("ps", "-a", "--json")[0]["fence_stats"]
+    assert st["refused"] >= 1 and st["last_refused"].startswith(
+        "127.0.0.1:"), st
+
+
+def test_the_hosts_operator_may_open_loopback(make_daemon, make_client):
+    d = make_daemon()
+    d.env["GMUX_REMOTE_LOOPBACK"] = "1"
+    d, c = host_and_client(lambda: d, make_client)
+    srv, port = host_listener()
+    got = probe_remote(c, [["127.0.0.1", "tcp", "127.0.0.1", port],
+                           ["::1", "tcp", "::1", port]])
+    assert got == {"127.0.0.1": "ok", "::1": "ok"}, got
+    assert c.json("ps", "-a", "--json")[0]["confined"]
+    assert accepted(srv) == 2
+    # Any other value is no.
+    d = make_daemon()
+    d.env["GMUX_REMOTE_LOOPBACK"] = "yes"
+    d, c = host_and_client(lambda: d, make_client)
+    got = probe_remote(c, [["127.0.0.1", "tcp", "127.0.0.1", port]])
+    assert got == {"127.0.0.1": "ECONNREFUSED"}, got
+    assert accepted(srv) == 0
+    srv.close()

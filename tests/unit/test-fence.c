@@ -108,6 +108,33 @@ test_match(void)
 	fence_free(f);
 }
 
+/* Host loopback, as a remote job's connect sees it (mapped: IPv4). */
+static void
+test_loopback(void)
+{
+	static const struct {
+		const char	*addr;
+		int		 loop;
+	} t[] = {
+		{ "127.0.0.1", 1 }, { "127.255.255.254", 1 }, { "0.0.0.0", 1 },
+		{ "::1", 1 }, { "::", 1 }, { "126.255.255.255", 0 },
+		{ "128.0.0.1", 0 }, { "10.0.0.1", 0 }, { "::2", 0 },
+		{ "1::1", 0 }, { "fe80::1", 0 }, { "0.0.0.1", 0 },
+	};
+	u_char	 a[16];
+	u_int	 i;
+	int	 family;
+
+	for (i = 0; i < nitems(t); i++) {
+		family = fence_parse_addr(t[i].addr, a);
+		CHECK(family != 0);
+		if (fence_loopback(family, a) != t[i].loop)
+			fprintf(stderr, "%s: loopback is not %d\n", t[i].addr,
+			    t[i].loop);
+		CHECK(fence_loopback(family, a) == t[i].loop);
+	}
+}
+
 static void
 test_add_host(void)
 {
@@ -250,6 +277,7 @@ main(void)
 	RUN(test_allow_forms);
 	RUN(test_allow_errors);
 	RUN(test_match);
+	RUN(test_loopback);
 	RUN(test_add_host);
 	RUN(test_json);
 	RUN(test_json_errors);
