@@ -52,6 +52,7 @@ int		 xvasprintf(char **, const char *, va_list);
 /* log.c */
 void		 log_open(int, const char *);
 void		 log_close(void);
+void		 log_child(void);
 int		 log_level(void);
 void		 log_debug(const char *, ...) printflike(1, 2);
 void		 log_info(const char *, ...) printflike(1, 2);

@@ -799,6 +799,7 @@ keeper_spawn(const struct keeper_spec *s, int *link, char **cause)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
+		log_child();
 		if (dup2(sp[1], 3) == -1)
 			_exit(1);
 		closefrom(4);

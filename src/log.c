@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +36,25 @@ log_close(void)
 {
 	if (log_file != NULL)
 		fclose(log_file);
+	log_file = NULL;
+}
+
+/*
+ * In a forked child that closes every descriptor above 2 and goes on
+ * logging (a keeper): the log file, if any, becomes its stderr, where it
+ * logs from then on.  Kept as it was, the FILE would name a closed
+ * descriptor whose number the child gives to something else (the job's
+ * log, its link to the daemon), and a log line would land there.  What
+ * the parent had buffered is dropped, not written twice.
+ */
+void
+log_child(void)
+{
+	if (log_file == NULL)
+		return;
+	__fpurge(log_file);
+	dup2(fileno(log_file), STDERR_FILENO);
+	fclose(log_file);
 	log_file = NULL;
 }
 

@@ -212,3 +212,26 @@ def test_a_job_does_not_inherit_what_the_daemon_ignores(make_daemon):
     # the classic signals (1-31); 32 and up are glibc's and the runner's
     assert r.returncode == 0, r.stderr
     assert int(r.stdout.split()[1], 16) & 0x7fffffff == 0, r.stdout
+
+
+def test_a_keepers_log_lines_go_to_the_daemons_log(make_daemon):
+    # A detached daemon logs to gmux.log through a descriptor its keepers
+    # close; a keeper logging (here its fence refusing connects, at -v)
+    # wrote into whatever took that number, and the job's output was lost.
+    d = make_daemon()
+    d.start("-v")
+    prog = ("import socket\n"
+            "for p in (1, 2, 3):\n"
+            "    try:\n"
+            "        socket.create_connection(('127.0.0.1', p))\n"
+            "    except OSError as e:\n"
+            "        print('refused', p, e.errno)\n"
+            "print('after')\n")
+    r = d.gmux("run", "--allow", "127.0.0.1:9", "--", "python3", "-c", prog,
+               timeout=30)
+    assert r.returncode == 0, r
+    assert r.stdout == b"refused 1 111\nrefused 2 111\nrefused 3 111\n" \
+        b"after\n", r
+    assert b"connection lost" not in r.stderr
+    with open(os.path.join(d.home, "gmux.log"), "rb") as f:
+        assert b"refused" in f.read()
