@@ -41,12 +41,13 @@
 
 #define FENCE_AF_LIMIT	64	/* families above are refused wholesale */
 
+struct filter_made;
+
 struct fence_job {
 	struct fence		*policy;
 	char			*workdir;
 	struct fence_names	*names;
-	struct sock_filter	*prog;
-	u_short			 proglen;
+	struct filter_made	*filter;	/* made once, shared */
 	int			 sp[2];		/* carries the listener out */
 	int			 landlock;	/* the kernel's ABI, 0: none */
 	const struct jail	*jail;		/* a remote job's; NULL: none */
@@ -219,7 +220,7 @@ filter_jail(scmp_filter_ctx ctx)
  * tests, jailed or not): libseccomp takes about a millisecond to make one,
  * and every job of a variant gets the same.  The daemon makes a job's
  * variant before it forks the job's keeper (fence_prepare), which finds
- * it made.
+ * it made.  They live as long as the process; jobs point at them.
  */
 static struct filter_made {
 	struct sock_filter	*prog;
@@ -275,7 +276,7 @@ out:
 	return (rc);
 }
 
-/* Gives fj a copy of its variant's filter, made now if not yet. */
+/* Points fj at its variant's filter, made now if not yet. */
 static int
 filter_get(struct fence_job *fj, char **cause)
 {
@@ -286,10 +287,7 @@ filter_get(struct fence_job *fj, char **cause)
 	if (fm->prog == NULL &&
 	    filter_build(fm, open, fj->bypass, fj->jail != NULL, cause) != 0)
 		return (-1);
-	free(fj->prog);
-	fj->prog = xreallocarray(NULL, fm->len, sizeof *fm->prog);
-	memcpy(fj->prog, fm->prog, fm->len * sizeof *fm->prog);
-	fj->proglen = fm->len;
+	fj->filter = fm;
 	return (0);
 }
 
@@ -531,8 +529,8 @@ fence_job_child(struct fence_job *fj)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		child_fail("no_new_privs");
 	child_landlock(fj);
-	prog.len = fj->proglen;
-	prog.filter = fj->prog;
+	prog.len = fj->filter->len;
+	prog.filter = fj->filter->prog;
 	lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
 	    SECCOMP_FILTER_FLAG_NEW_LISTENER|
 	    SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
@@ -736,7 +734,6 @@ fence_job_free(struct fence_job *fj)
 		close(fj->sp[1]);
 	fence_free(fj->policy);
 	free(fj->workdir);
-	free(fj->prog);
 	free(fj->text);
 	free(fj);
 }
