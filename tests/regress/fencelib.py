@@ -33,11 +33,37 @@ PY = "/usr/bin/python3"
 NOBODY = 65534
 
 
-def tool(name: str) -> str:
-    """The path of a test program built next to the gmux binary."""
+def _build() -> Path:
+    """Where the binaries the job's user runs are: the build directory, or,
+    when running as root in a checkout that nobody may enter (a clone
+    under a 0700 directory, as mktemp -d makes), a copy of what the fence
+    tests run (gmux, its preload library, fence-run and fence-escape) in
+    a directory that nobody can reach."""
     gmux = os.environ.get("GMUX")
     build = Path(gmux).parent if gmux else REPO / "build"
-    path = build / "tests" / name
+    if os.geteuid() != 0 or all(p.stat().st_mode & 0o001
+                                for p in [build, *build.parents]):
+        return build
+    if "copy" not in _build_copy:
+        copy = Path(tempfile.mkdtemp(prefix="gmux-fence-build-", dir="/tmp"))
+        (copy / "tests").mkdir()
+        for name in ("gmux", "libgmux.so", "tests/fence-run",
+                     "tests/fence-escape"):
+            if (build / name).exists():
+                shutil.copy2(build / name, copy / name)
+        for d in (copy, copy / "tests"):
+            d.chmod(0o755)
+        atexit.register(shutil.rmtree, copy, ignore_errors=True)
+        _build_copy["copy"] = copy
+    return _build_copy["copy"]
+
+
+_build_copy: dict = {}
+
+
+def tool(name: str) -> str:
+    """The path of a test program built next to the gmux binary."""
+    path = _build() / "tests" / name
     if not path.exists():
         raise RuntimeError(f"{path} is missing: run make")
     return str(path)
@@ -71,8 +97,7 @@ _daemon: dict = {}
 
 
 def _gmux() -> str:
-    gmux = os.environ.get("GMUX")
-    return gmux if gmux else str(REPO / "build" / "gmux")
+    return str(_build() / "gmux")
 
 
 def _stop_daemon() -> None:
