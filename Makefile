@@ -178,6 +178,9 @@ SRCS += src/conn.c src/hosts.c src/server-tls.c src/api-remote.c
 SRCS += src/api-token.c src/cmd-remote.c src/cmd-token.c
 SRCS += src/remote-net.c src/run-remote.c src/prepare.c src/server-guard.c
 
+# -- seams
+SRCS += src/job-state.c
+
 # -- remote jobs' jail
 SRCS += src/landlock.c src/jail.c
 BENCHES += $(O)/bench/jail-start

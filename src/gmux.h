@@ -737,9 +737,6 @@ struct job {
 };
 TAILQ_HEAD(jobs, job);
 extern struct jobs all_jobs;
-const char	*job_state_name(enum job_state);
-int		 job_state_from_name(const char *, enum job_state *);
-int		 job_ended(const struct job *);
 struct job	*job_find(const char *);
 struct job	*job_find_id(u_int);
 struct job	*job_create(u_int, const char *, struct jobreq *);
@@ -754,6 +751,16 @@ void		 job_requeue(struct job *);
 json_t		*job_to_json(const struct job *);
 json_t		*job_info_json(const struct job *);
 void		 job_free(struct job *);
+
+/* job-state.c: the one place a job's state changes */
+#define JOB_QUIET	0x1	/* its followers are told later (job_tell) */
+const char	*job_state_name(enum job_state);
+int		 job_state_from_name(const char *, enum job_state *);
+int		 job_ended(const struct job *);
+void		 job_set_state(struct job *, enum job_state, int);
+void		 job_save(const struct job *);
+void		 job_tell(struct job *);
+void		 job_restore_state(struct job *, const char *);
 
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {
@@ -829,7 +836,8 @@ int		 server_sched_submit(struct job *, u_int, int *, char **);
 int		 server_sched_check(struct job *, u_int, int *, char **);
 void		 server_sched_refused(struct job *, const char *);
 int		 server_sched_gone(struct job *);
-int		 server_sched_release(struct job *, struct sched_out *);
+int		 server_sched_release(struct job *, enum job_state,
+		     struct sched_out *);
 int		 server_sched_resize(struct job *, u_int, uint64_t, char **);
 void		 server_sched_tick(void);
 void		 server_sched_restore(void);
