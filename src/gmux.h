@@ -847,30 +847,59 @@ int		 server_sched_where(const struct job *, u_int *, char **);
 
 /* server-api.c: the route table and request helpers */
 struct evhttp;
+/*
+ * Who a request is and how it came, resolved once where it is dispatched
+ * and handed to every handler: the one place tenants and a cluster's
+ * proxied requests read it from.
+ */
+enum api_transport {
+	API_UNIX,		/* the daemon's socket */
+	API_TCP,		/* another machine, with a token */
+};
+struct api_who {
+	enum api_transport transport;
+	const char	*owner;		/* whom it acts as; valid during it */
+	int		 admin;		/* may act on every owner's jobs */
+	int		 confined;	/* its paths and jobs are confined */
+	int		 proxied;	/* relayed by a cluster peer (none yet) */
+};
+void		 api_dispatch(struct evhttp_request *, const struct api_who *);
+const char	*api_me(void);
+int		 api_may(const struct api_who *, const char *);
 void		 api_setup(struct evhttp *);
 json_t		*api_body(struct evhttp_request *, char **);
 void		 api_reply(struct evhttp_request *, int, json_t *);
 void		 api_error(struct evhttp_request *, int, const char *, ...)
 		     printflike(3, 4);
-void		 api_dispatch(struct evhttp_request *, void *);
 const char	*api_query(struct evhttp_request *, const char *);
 int		 api_query_flag(struct evhttp_request *, const char *);
-char		*api_owner(struct evhttp_request *);
 
 /* api-job.c, api-card.c: the handlers */
-void		 api_jobs_list(struct evhttp_request *, const char *);
-void		 api_jobs_create(struct evhttp_request *, const char *);
-void		 api_job_get(struct evhttp_request *, const char *);
-void		 api_job_stop(struct evhttp_request *, const char *);
-void		 api_job_log(struct evhttp_request *, const char *);
-void		 api_job_patch(struct evhttp_request *, const char *);
-void		 api_job_explain(struct evhttp_request *, const char *);
-void		 api_cards_list(struct evhttp_request *, const char *);
+void		 api_jobs_list(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_jobs_create(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_stop(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_log(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_patch(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_explain(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_cards_list(struct evhttp_request *, const char *,
+		     const struct api_who *);
 double		 card_util(const struct card *, u_int);
-void		 api_version(struct evhttp_request *, const char *);
-void		 api_usage(struct evhttp_request *, const char *);
-void		 api_usage_prune(struct evhttp_request *, const char *);
-void		 api_metrics(struct evhttp_request *, const char *);
+void		 api_version(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_usage(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_usage_prune(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_metrics(struct evhttp_request *, const char *,
+		     const struct api_who *);
 
 /* sched.c (issue 3: queue, preemption, burst, resize) */
 /* sched-queue.c: the queue, in order and in classes of equal requests */
@@ -1535,9 +1564,6 @@ void		 conn_close(struct conn *);
 extern const char *server_tls_addr;
 struct tokens	*server_tls_tokens(char **);
 char		*server_tls_invite(const char *);
-int		 server_tls_request(struct evhttp_request *);
-char		*server_tls_owner(struct evhttp_request *);
-int		 server_tls_may(struct evhttp_request *, const char *);
 int		 server_tls_start(char **);
 void		 server_tls_stop(void);
 /* (end) */
@@ -1549,19 +1575,28 @@ struct bufferevent *server_guard_bev(struct event_base *, void *);
 
 /* api-remote.c, api-token.c (issue 7): the routes of remote runs */
 void		 api_remote_close(void);
-void		 api_sync_manifest_get(struct evhttp_request *, const char *);
-void		 api_sync_manifest_post(struct evhttp_request *, const char *);
-void		 api_blobs_post(struct evhttp_request *, const char *);
-void		 api_blob_put(struct evhttp_request *, const char *);
-void		 api_blob_get(struct evhttp_request *, const char *);
-void		 api_job_pull(struct evhttp_request *, const char *);
+void		 api_sync_manifest_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_sync_manifest_post(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_blobs_post(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_blob_put(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_blob_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_pull(struct evhttp_request *, const char *,
+		     const struct api_who *);
 struct prepare;
-int		 api_remote_job(struct evhttp_request *, struct jobreq *,
-		     u_int, struct prepare **);
+int		 api_remote_job(struct evhttp_request *, const struct api_who *,
+		     struct jobreq *, u_int, struct prepare **);
 void		 api_remote_job_undo(u_int);
-void		 api_tokens_list(struct evhttp_request *, const char *);
-void		 api_tokens_add(struct evhttp_request *, const char *);
-void		 api_token_revoke(struct evhttp_request *, const char *);
+void		 api_tokens_list(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_tokens_add(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_token_revoke(struct evhttp_request *, const char *,
+		     const struct api_who *);
 /* (end) */
 
 /* hosts.c (issue 7): where a command goes, local or remote */
