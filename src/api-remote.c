@@ -331,8 +331,9 @@ api_remote_tree(const char *mdigest, const char *work, struct prepare **prep,
 
 /*
  * For POST /v1/jobs: a confined request (over TCP) may not name a
- * directory of the host (cwd); it runs in the tree it synced (manifest), copied under the
- * job's directory as jobs/jN/work, or in an empty one there.  A request
+ * directory of the host (cwd); it runs in the tree it synced (manifest),
+ * copied under the job's directory as jobs/jN/work, or in an empty one
+ * there.  A request
  * from the Unix socket may also name a manifest.  The environment a remote
  * client sends lacks the host's PATH and HOME: they are added.  Returns 0,
  * with *prep the work of making the tree if there is one to make (hand it

@@ -863,7 +863,8 @@ struct api_who {
 	int		 confined;	/* its paths and jobs are confined */
 	int		 proxied;	/* relayed by a cluster peer (none yet) */
 };
-void		 api_dispatch(struct evhttp_request *, const struct api_who *);
+void		 api_dispatch(struct evhttp_request *,
+		     const struct api_who *);
 const char	*api_me(void);
 int		 api_may(const struct api_who *, const char *);
 void		 api_setup(struct evhttp *);
