@@ -861,7 +861,7 @@ struct api_who {
 	const char	*owner;		/* whom it acts as; valid during it */
 	int		 admin;		/* may act on every owner's jobs */
 	int		 confined;	/* its paths and jobs are confined */
-	int		 proxied;	/* relayed by a cluster peer (none yet) */
+	int		 proxied;	/* relayed by a cluster peer (0 yet) */
 };
 void		 api_dispatch(struct evhttp_request *,
 		     const struct api_who *);
