@@ -77,7 +77,7 @@ $(O)/bench/%: bench/%.c src/gmux.h $(O)/libgmuxcore.a
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
 
 # -- ledger (issue 4)
-SRCS += src/hash.c src/ledger.c src/ledger-interval.c src/ledger-chain.c
+SRCS += src/ledger.c src/ledger-interval.c src/ledger-chain.c
 SRCS += src/ledger-query.c
 SRCS += src/usage.c src/metrics.c src/top.c src/api-usage.c
 SRCS += src/cmd-usage.c src/cmd-top.c

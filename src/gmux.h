@@ -969,13 +969,25 @@ char		*sched_explain_impossible(const struct sched *,
 		     const struct sched_req *);
 /* (end) */
 
-/* hash.c (issue 4): SHA-256 without OpenSSL's headers */
-#define HASH_LEN	32
-#define HASH_HEX_LEN	64
-void		 hash_sha256(const void *, size_t, u_char *);
-void		 hash_hex(const u_char *, char *);
-int		 hash_from_hex(const char *, u_char *);
-/* (end) */
+/* digest.c: SHA-256, hex, constant-time comparison, random bytes */
+#define DIGEST_LEN	32
+#define DIGEST_HEX	65	/* 64 hex digits and a NUL */
+struct digest {
+	void		*ctx;
+};
+void		 digest_init(struct digest *);
+void		 digest_update(struct digest *, const void *, size_t);
+void		 digest_final(struct digest *, char *);
+void		 digest_abort(struct digest *);
+void		 digest_bytes(const void *, size_t, u_char *);
+void		 digest_buf(const void *, size_t, char *);
+int		 digest_from_hex(const char *, u_char *);
+int		 digest_fd(int, char *, uint64_t *, char **);
+int		 digest_valid(const char *);
+int		 digest_equal(const char *, const char *);
+void		 hex_encode(const u_char *, size_t, char *);
+void		 random_bytes(void *, size_t);
+void		 base64url_encode(const u_char *, size_t, char *);
 
 /* ledger.c (issue 4) */
 /* The books: one row per job, card and span of unchanged terms. */
@@ -1015,7 +1027,7 @@ struct ledger {
 	u_int		 nopen;
 	int64_t		 last_tick;
 	int64_t		 head_seq;
-	u_char		 head_hash[HASH_LEN];
+	u_char		 head_hash[DIGEST_LEN];
 	int		 swept;		/* the first tick has run */
 	int		 batch;		/* inside ledger_begin */
 
@@ -1465,8 +1477,8 @@ void		 fence_super_free(struct fence_super *);
 struct tls_identity;
 struct bufferevent;
 struct tls_pin {
-	char		 want[65];	/* the pinned key's SHA-256, hex */
-	char		 seen[65];	/* what the host showed */
+	char		 want[DIGEST_HEX];	/* the pinned key's SHA-256 */
+	char		 seen[DIGEST_HEX];	/* what the host showed */
 	int		 checked;	/* the check ran */
 	int		 mismatch;	/* and failed */
 };
@@ -1494,7 +1506,7 @@ char		*tls_pin_error(const struct tls_pin *, const char *);
 struct token {
 	char		*id;		/* "t1" */
 	char		*owner;
-	char		 hash[65];	/* SHA-256 of the token, hex */
+	char		 hash[DIGEST_HEX];	/* SHA-256 of the token, hex */
 	int64_t		 created;	/* ms */
 	int		 revoked;
 };
@@ -1537,7 +1549,7 @@ struct target {
 	char		*token;
 	char		*host;		/* no brackets */
 	u_int		 port;
-	char		 pin[65];
+	char		 pin[DIGEST_HEX];
 };
 int		 target_parse(const char *, struct target *, char **);
 void		 target_clear(struct target *);
@@ -1614,24 +1626,6 @@ int		 hosts_stream(const char *, const char *, json_t *,
 		     const struct client_stream_cbs *, struct client_reply *);
 /* (end) */
 
-/* digest.c (issue 7) */
-#define DIGEST_LEN	32
-#define DIGEST_HEX	65	/* 64 hex digits and a NUL */
-struct digest {
-	void		*ctx;
-};
-void		 digest_init(struct digest *);
-void		 digest_update(struct digest *, const void *, size_t);
-void		 digest_final(struct digest *, char *);
-void		 digest_abort(struct digest *);
-void		 digest_buf(const void *, size_t, char *);
-int		 digest_fd(int, char *, uint64_t *, char **);
-int		 digest_valid(const char *);
-int		 digest_equal(const char *, const char *);
-void		 hex_encode(const u_char *, size_t, char *);
-void		 random_bytes(void *, size_t);
-void		 base64url_encode(const u_char *, size_t, char *);
-/* (end) */
 
 /* hmap.c (issue 7) */
 struct hmap;
@@ -1861,7 +1855,7 @@ struct mentry {
 	uint64_t	 size;
 	u_int		 mode;		/* permission bits */
 	char		 type;
-	char		 digest[65];	/* files only */
+	char		 digest[DIGEST_HEX];	/* files only */
 };
 struct manifest {
 	struct mentry	*v;
