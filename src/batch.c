@@ -18,6 +18,8 @@
 
 #define BATCH_MAGIC	"gmux-batch 1\n"
 
+static char	*batch_reserve(struct batch *, size_t);
+
 void
 batch_init(struct batch *b)
 {
@@ -35,7 +37,7 @@ batch_clear(struct batch *b)
 }
 
 /* Makes room for len more bytes; returns where they go. */
-char *
+static char *
 batch_reserve(struct batch *b, size_t len)
 {
 	while (b->len + len > b->size) {

@@ -244,12 +244,6 @@ dns_conn_create(int fd, int stream)
 	return (c);
 }
 
-int
-dns_conn_fd(const struct dns_conn *c)
-{
-	return (c->fd);
-}
-
 /* Whether answers wait to be written (the caller then watches for out). */
 int
 dns_conn_pending(const struct dns_conn *c)

@@ -132,7 +132,7 @@ fence_parse_addr(const char *s, u_char *addr)
  * its case and drops one trailing dot.  A name whose last label is all
  * digits is a mistyped address, not a name.
  */
-int
+static int
 fence_check_name(char *name, char **cause)
 {
 	size_t	 len = strlen(name), label = 0, i;
@@ -375,7 +375,7 @@ bad:
 }
 
 /* Returns the first rule naming name, or NULL. */
-const struct fence_rule *
+static const struct fence_rule *
 fence_find_name(const struct fence *f, const char *name)
 {
 	u_int	 i;

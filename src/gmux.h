@@ -51,7 +51,6 @@ int		 xvasprintf(char **, const char *, va_list);
 
 /* log.c */
 void		 log_open(int, const char *);
-void		 log_close(void);
 void		 log_child(void);
 int		 log_level(void);
 void		 log_debug(const char *, ...) printflike(1, 2);
@@ -77,7 +76,6 @@ int		 write_file_atomic(const char *, const void *, size_t, int,
 char		*read_file(const char *, size_t, size_t *, char **);
 int		 mkdir_p(const char *, int);
 int		 set_nonblock(int);
-int		 set_cloexec(int);
 ssize_t		 write_all(int, const void *, size_t);
 char		*strv_join(char *const *, const char *);
 char		*strtrim(char *);
@@ -93,7 +91,6 @@ int64_t		 clock_mono_ms(void);
 void		 clock_set_test(int64_t);
 
 /* paths.c */
-void		 paths_init(void);
 const char	*path_home(void);
 const char	*path_socket(void);
 const char	*path_db(void);
@@ -243,7 +240,6 @@ struct cmd_entry {
 	int		 hidden;
 	int		 here;		/* this machine only: no --remote */
 };
-extern const struct cmd_entry *cmd_table[];
 const struct cmd_entry *cmd_find(const char *);
 void		 cmd_print_help(const struct cmd_entry *, FILE *);
 void		 cmd_print_usage(FILE *);
@@ -300,7 +296,6 @@ struct stream {
 void		 stream_init(struct stream *, const char *, int);
 int		 stream_run(struct stream *, const char *, const char *,
 		     json_t *, int);
-int		 stream_interrupt(void *);
 
 /* card.c: what the host has */
 enum vendor {
@@ -391,8 +386,6 @@ void		 card_usages_free(struct card_usages *);
 
 /* card-tool.c: running the vendors' tools */
 typedef void	(*card_tool_cb)(char *, char *, void *);
-int		 card_tool_found(const char *);
-char		*card_tool_run(char *const *, char **);
 int		 card_tool_output(char *const *, char **, char **);
 int		 card_tool_cards(char *const *,
 		     int (*)(const char *, struct cards *, char **),
@@ -461,7 +454,6 @@ struct jail_spec;
 void		 enforce_jail_paths(uint64_t, struct jail_spec *);
 void		 enforce_tick(const struct cards *,
 		     void (*)(const struct card_procs *, void *), void *);
-json_t		*enforce_history(void);
 
 /* sched.c: pure scheduling policy; no I/O (the interface: top of sched.c) */
 #define SCHED_CARDS_MAX	64		/* a host's cards fit in a uint64_t */
@@ -675,12 +667,9 @@ void		 db_close(struct db *);
 int		 db_exec(struct db *, const char *, char **);
 struct dbstmt	*db_prepare(struct db *, const char *);
 void		 db_bind_int(struct dbstmt *, int, int64_t);
-void		 db_bind_double(struct dbstmt *, int, double);
 void		 db_bind_text(struct dbstmt *, int, const char *);
-void		 db_bind_null(struct dbstmt *, int);
 int		 db_step(struct dbstmt *);	/* 1 row, 0 done, -1 error */
 int64_t		 db_col_int(struct dbstmt *, int);
-double		 db_col_double(struct dbstmt *, int);
 const char	*db_col_text(struct dbstmt *, int);
 int		 db_col_null(struct dbstmt *, int);
 void		 db_reset(struct dbstmt *);
@@ -743,7 +732,6 @@ struct job	*job_create(u_int, const char *, struct jobreq *);
 void		 job_set_id(struct job *, u_int);
 int		 job_start(struct job *, char **);
 int		 job_stop(struct job *, int64_t, const char *);
-void		 job_finish(struct job *);
 void		 job_adopt(struct job *);
 void		 job_account(struct job *, int64_t);
 void		 job_set_terms(struct job *, u_int, u_int, uint64_t);
@@ -785,7 +773,6 @@ u_int		 state_next_id(void);
 u_int		 state_peek_id(void);
 void		 state_save_job(const struct job *);
 void		 state_load_jobs(void);
-struct db	*state_database(void);
 void		 state_delete_job(u_int);
 
 /* config.c: the daemon's settings, KEY=VALUE */
@@ -801,7 +788,6 @@ const char	*config_get(const char *);
 u_int		 config_uint(const char *, u_int, u_int, u_int);
 
 /* retention.c: finished jobs are forgotten after JOB_RETENTION_DAYS */
-u_int		 retention_prune(int64_t);
 void		 retention_tick(void);
 
 /* follow.c: streaming a job's log to clients */
@@ -816,7 +802,6 @@ void		 follow_job_ended(struct job *);
 void		 follow_job_info(struct job *);
 void		 follow_init(void);
 void		 follow_heartbeat(int64_t);
-int		 follow_seek(int, uint64_t, off_t *, uint64_t *);
 
 /* server.c: the daemon */
 struct event_base;
@@ -826,7 +811,6 @@ extern int	 server_audit_report_only;
 extern struct ledger *server_ledger;
 extern int64_t	 server_started;
 int		 server_main(const char *, int);
-void		 server_tick(void);
 
 /* server-sched.c: the daemon's side of the scheduler */
 extern struct sched *server_sched;
@@ -1121,7 +1105,6 @@ struct usage {
 	u_int		 nrows;
 	struct usage_row total;		/* key "total"; jobs counted once */
 };
-const char	*usage_by_name(enum usage_by);
 int		 usage_by_from_name(const char *, enum usage_by *, char **);
 int		 usage_parse_time(const char *, int64_t, int64_t *, char **);
 int		 usage_parse_window(const char *, const char *, int64_t,
@@ -1248,7 +1231,6 @@ pid_t		 audit_parent(pid_t);
 int		 audit_start(const struct cards *, audit_cb, void *);
 u_int		 audit_act(const struct card_procs *, const struct audit_job *,
 		     u_int, int, struct audit_offender **);
-void		 audit_enforce(const struct audit_offender *, u_int, int);
 /* (end) */
 
 /* fence.c (issue 6): the network fence around one job */
@@ -1266,7 +1248,6 @@ u_int		 fence_job_pollfds(const struct fence_job *, struct pollfd *);
 void		 fence_job_dispatch(struct fence_job *, const struct pollfd *,
 		     u_int);
 int		 fence_job_done(const struct fence_job *);
-uint64_t	 fence_job_refused(const struct fence_job *);
 json_t		*fence_job_stats(const struct fence_job *);
 int		 fence_job_write_stats(struct fence_job *, const char *,
 		     char **);
@@ -1341,7 +1322,6 @@ int		 dns_parse_query(const u_char *, size_t, struct dns_question *,
 size_t		 dns_answer(const u_char *, size_t, u_char *, size_t,
 		     dns_lookup_cb, void *);
 struct dns_conn	*dns_conn_create(int, int);
-int		 dns_conn_fd(const struct dns_conn *);
 int		 dns_conn_read(struct dns_conn *, dns_lookup_cb, void *);
 int		 dns_conn_write(struct dns_conn *);
 int		 dns_conn_pending(const struct dns_conn *);
@@ -1379,11 +1359,9 @@ struct fence	*fence_open(void);
 void		 fence_free(struct fence *);
 struct fence	*fence_copy(const struct fence *);
 int		 fence_parse_addr(const char *, u_char *);
-int		 fence_check_name(char *, char **);
 int		 fence_parse_allow(const char *, struct fence_rule *, char **);
 int		 fence_allow(struct fence *, const char *, char **);
 int		 fence_add_host(struct fence *, const char *, char **);
-const struct fence_rule *fence_find_name(const struct fence *, const char *);
 int		 fence_check(const struct fence *, char **);
 int		 fence_rule_port(const struct fence_rule *, uint16_t);
 int		 fence_match_addr(const struct fence *, int, const u_char *,
@@ -1499,7 +1477,6 @@ size_t		 tls_pending(const struct tls_conn *);
 ssize_t		 tls_read(struct tls_conn *, void *, size_t);
 ssize_t		 tls_write(struct tls_conn *, const void *, size_t);
 void		 tls_close(struct tls_conn *);
-char		*tls_pin_error(const struct tls_pin *, const char *);
 /* (end) */
 
 /* token.c (issue 7) */
@@ -1555,7 +1532,6 @@ int		 target_parse(const char *, struct target *, char **);
 void		 target_clear(struct target *);
 char		*target_format(const struct target *);
 char		*target_hostport(const struct target *);
-char		*target_url(const struct target *, const char *);
 /* (end) */
 
 /* conn.c (issue 7): a connection to the local daemon or a remote host */
@@ -1618,7 +1594,6 @@ void		 hosts_choose(int, const char *);
 int		 hosts_remote(void);
 int		 hosts_names_remote(const char *);
 u_int		 hosts_candidates(const struct remote **, u_int);
-u_int		 hosts_count(void);
 int		 hosts_fixed(void);
 int		 hosts_call(const char *, const char *, json_t *,
 		     struct client_reply *);
@@ -1658,8 +1633,6 @@ int		 cas_dup_dirfd(const struct cas *);
 int		 cas_open_at(int, const char *);
 int		 cas_pin(struct cas *, const char *);
 void		 cas_unpin(struct cas *, const char *);
-void		 cas_evict(struct cas *);
-int		 cas_sync(struct cas *);
 struct cas_writer *cas_writer_create(struct cas *, const char *, uint64_t,
 		     char **);
 int		 cas_writer_write(struct cas_writer *, const void *, size_t,
@@ -1798,7 +1771,6 @@ struct remote_room {
 	u_int		 ncards;
 };
 char		*remotes_path(void);
-int		 remote_name_valid(const char *);
 int		 remotes_load(struct remotes *, const char *, char **);
 int		 remotes_save(const struct remotes *, char **);
 void		 remotes_clear(struct remotes *);
@@ -1870,10 +1842,8 @@ struct mentry	*manifest_add(struct manifest *, char, const char *, u_int,
 		     uint64_t, const char *, const char *);
 void		 manifest_sort(struct manifest *);
 const struct mentry *manifest_find(const struct manifest *, const char *);
-char		*manifest_escape(const char *);
 char		*manifest_escape_to(char *, const char *);
 ssize_t		 manifest_unescape_to(char *, const char *, size_t);
-char		*manifest_unescape(const char *, size_t);
 char		*manifest_format(const struct manifest *, size_t *);
 int		 manifest_link_ok(const char *, const char *);
 int		 manifest_parse(const char *, size_t, size_t, struct manifest *,
@@ -1927,7 +1897,6 @@ struct batch {
 typedef int (*batch_cb)(const char *, const void *, size_t, void *, char **);
 void		 batch_init(struct batch *);
 void		 batch_clear(struct batch *);
-char		*batch_reserve(struct batch *, size_t);
 char		*batch_add(struct batch *, const char *, size_t);
 int		 batch_parse(const void *, size_t, size_t, batch_cb, void *,
 		     char **);

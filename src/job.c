@@ -576,7 +576,7 @@ job_requeue(struct job *j)
  * The keeper is gone.  If it did not say how the job ended, its status
  * file does.
  */
-void
+static void
 job_finish(struct job *j)
 {
 	json_t	*st;

@@ -163,17 +163,6 @@ manifest_escape_to(char *out, const char *s)
 	return (out);
 }
 
-/* Returns s escaped as in manifests; the caller frees it. */
-char *
-manifest_escape(const char *s)
-{
-	char	*out;
-
-	out = xmalloc(strlen(s) * 3 + 1);
-	manifest_escape_to(out, s);
-	return (out);
-}
-
 static int
 hexval(u_char c)
 {
@@ -217,7 +206,7 @@ manifest_unescape_to(char *out, const char *s, size_t len)
 }
 
 /* The same, allocated; NULL if malformed. */
-char *
+static char *
 manifest_unescape(const char *s, size_t len)
 {
 	char	*out;

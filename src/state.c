@@ -53,13 +53,6 @@ state_close(void)
 	state_db = NULL;
 }
 
-/* Returns the database for other files' tables (the ledger's, ...). */
-struct db *
-state_database(void)
-{
-	return (state_db);
-}
-
 static void
 state_load_next(void)
 {

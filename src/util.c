@@ -450,12 +450,6 @@ set_nonblock(int fd)
 	return (fcntl(fd, F_SETFL, fl | O_NONBLOCK));
 }
 
-int
-set_cloexec(int fd)
-{
-	return (fcntl(fd, F_SETFD, FD_CLOEXEC));
-}
-
 /* Trims blanks (and CR, LF) at both ends of s, in place; returns the start. */
 char *
 strtrim(char *s)
