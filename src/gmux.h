@@ -78,6 +78,9 @@ int		 mkdir_p(const char *, int);
 int		 set_nonblock(int);
 ssize_t		 write_all(int, const void *, size_t);
 char		*strv_join(char *const *, const char *);
+struct evbuffer;
+struct evbuffer	*buf_new(void);
+char		*buf_finish(struct evbuffer *, size_t *);
 char		*strtrim(char *);
 void		 strv_free(char **);
 void		 strv_add(char ***, const char *);
@@ -1842,7 +1845,7 @@ struct mentry	*manifest_add(struct manifest *, char, const char *, u_int,
 		     uint64_t, const char *, const char *);
 void		 manifest_sort(struct manifest *);
 const struct mentry *manifest_find(const struct manifest *, const char *);
-char		*manifest_escape_to(char *, const char *);
+void		 manifest_escape_buf(struct evbuffer *, const char *);
 ssize_t		 manifest_unescape_to(char *, const char *, size_t);
 char		*manifest_format(const struct manifest *, size_t *);
 int		 manifest_link_ok(const char *, const char *);
@@ -1889,15 +1892,15 @@ int		 tree_pull(struct cas *, const char *, char *const *, uint64_t,
 
 /* batch.c (issue 7): many small blobs in one body */
 struct batch {
-	char		*data;
-	size_t		 len;
-	size_t		 size;
-	u_int		 n;
+	struct evbuffer	*buf;
+	u_int		 n;		/* records */
 };
 typedef int (*batch_cb)(const char *, const void *, size_t, void *, char **);
 void		 batch_init(struct batch *);
 void		 batch_clear(struct batch *);
-char		*batch_add(struct batch *, const char *, size_t);
+int		 batch_add_fd(struct batch *, const char *, int, size_t);
+const char	*batch_data(struct batch *, size_t *);
+size_t		 batch_len(const struct batch *);
 int		 batch_parse(const void *, size_t, size_t, batch_cb, void *,
 		     char **);
 /* (end) */
