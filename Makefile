@@ -194,7 +194,7 @@ UNITS = $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/%)
 
 all: $(O)/gmux
 
-$(O)/%.o: %.c src/gmux.h
+$(O)/%.o: %.c src/gmux.h $(wildcard src/*-int.h)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
@@ -249,7 +249,7 @@ FUZZ_SRCS = $(wildcard tests/fuzz/fuzz-*.c)
 FUZZERS = $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_LIB = $(O)/fuzz/libgmuxcore.a
 
-$(O)/fuzz/%.o: %.c src/gmux.h
+$(O)/fuzz/%.o: %.c src/gmux.h $(wildcard src/*-int.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "card-int.h"
 
 static int	card_tool_ms = CARD_TOOL_TIMEOUT_MS;
 

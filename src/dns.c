@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #define DNS_HDR		12
 #define DNS_T_A		1

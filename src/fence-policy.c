@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #define FENCE_MAX_SPEC	300
 

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #define FENCE_AF_LIMIT	64	/* families above are refused wholesale */
 

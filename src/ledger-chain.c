@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "ledger-int.h"
 
 #define LEDGER_CHAIN_TAG	"gmux-ledger-1"
 #define LEDGER_ROW_COLS	"seq, job, owner, card, vendor, model, seats, " \

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "ledger-int.h"
 
 #define LEDGER_MAX_MEM	(1ULL << 50)
 #define LEDGER_LO_MASK	((1LL << LEDGER_LO_BITS) - 1)
