@@ -78,6 +78,8 @@ job_save(const struct job *j)
 void
 job_tell(struct job *j)
 {
+	if (TAILQ_EMPTY(&j->followers))
+		return;		/* (a -d submission: no info to build) */
 	if (job_ended(j))
 		follow_job_ended(j);
 	else {
