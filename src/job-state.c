@@ -91,9 +91,11 @@ job_tell(struct job *j)
 
 /*
  * Moves a job to state s (or keeps it there with what else changed), logs
- * it, saves it and tells its followers.  With JOB_QUIET the followers are
- * told later by the caller's job_tell(): a job recorded as running before
- * its keeper exists has nothing for them to read yet.
+ * it, saves it, then tells its followers: what they are told is on disk,
+ * so a daemon killed in between never contradicts it after a restart.
+ * With JOB_QUIET the followers are told later by the caller's job_tell():
+ * a job recorded as running before its keeper exists has nothing for them
+ * to read yet.
  */
 void
 job_set_state(struct job *j, enum job_state s, int flags)
@@ -104,9 +106,9 @@ job_set_state(struct job *j, enum job_state s, int flags)
 	log_debug("%s: %s %s -> %s%s%s", __func__, j->name,
 	    job_state_name(was), job_state_name(s), j->reason != NULL ?
 	    ": " : "", j->reason != NULL ? j->reason : "");
+	job_save(j);
 	if (~flags & JOB_QUIET)
 		job_tell(j);
-	job_save(j);
 }
 
 /*

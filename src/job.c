@@ -531,11 +531,9 @@ job_record_end(struct job *j, json_t *st)
 		return;
 	}
 	/*
-	 * Its clients first, then the records (job_set_state tells, then
-	 * saves): what they are told is already true in memory, and the
-	 * keeper's status file covers a crash before the records are
-	 * written.  The caller's environment (secrets, maybe) is no longer
-	 * needed, and is not written again.
+	 * Its books close, then the records and its clients (job_set_state),
+	 * then what its room lets start.  The caller's environment (secrets,
+	 * maybe) is no longer needed, and is not written again.
 	 */
 	job_account_end(j, j->ended);
 	strv_free(j->req.env);
