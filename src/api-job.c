@@ -74,6 +74,11 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 		api_error(req, 403, "%s", cause);
 		goto out;
 	}
+	if (r.confined && fence_has_unix(r.fence)) {
+		api_error(req, 400, "allow: unix: names a socket of this "
+		    "host's, which a remote job may not reach");
+		goto out;
+	}
 	if (api_remote_job(req, &r, state_peek_id(), &prep) != 0)
 		goto out;
 	owner = api_owner(req);

@@ -1307,8 +1307,10 @@ struct fence_rule {
 	u_int		 prefix;	/* leading bits that must match */
 	uint16_t	 port_lo;	/* 0: any port */
 	uint16_t	 port_hi;
+	char		*path;		/* unix:PATH (family AF_UNIX); or NULL */
 	char		*text;		/* the canonical spelling */
 };
+#define FENCE_UNIX_PATH_MAX	108	/* sun_path */
 struct fence_pin {			/* --add-host NAME=ADDR */
 	char		*name;
 	int		 family;
@@ -1335,6 +1337,7 @@ int		 fence_allow(struct fence *, const char *, char **);
 int		 fence_add_host(struct fence *, const char *, char **);
 const struct fence_rule *fence_find_name(const struct fence *, const char *);
 int		 fence_check(const struct fence *, char **);
+int		 fence_has_unix(const struct fence *);
 int		 fence_rule_port(const struct fence_rule *, uint16_t);
 int		 fence_match_addr(const struct fence *, int, const u_char *,
 		     uint16_t);
@@ -1374,7 +1377,9 @@ struct fence_call {			/* a notified connect or bind */
 	int		 cloexec;	/* and FD_CLOEXEC */
 };
 struct fence_unix;
-struct fence_unix *fence_unix_create(const char *, char *const *);
+#define FENCE_UNIX_OWNDIRS	0x1	/* jailed: its directories' sockets */
+struct fence_unix *fence_unix_create(const char *, char *const *,
+		     const struct fence *, int);
 int		 fence_unix_connect(struct fence_unix *,
 		     const struct fence_call *, int *, int *);
 int		 fence_unix_bind(struct fence_unix *,
