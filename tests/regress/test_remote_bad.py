@@ -368,3 +368,50 @@ def test_a_submission_is_never_sent_twice(make_client, tmp_path):
         assert r.returncode == 125 and b"connection" in r.stderr, r
     finally:
         fake.close()
+
+
+def hold_connections(port, n, source):
+    """n idle TCP connections to port from source, as a peer with no
+    token would hold them (no TLS handshake, nothing sent)."""
+    held = []
+    for _ in range(n):
+        held.append(socket.create_connection(("127.0.0.1", port),
+                                             source_address=(source, 0)))
+    return held
+
+
+def still_open(held):
+    n = 0
+    for s in held:
+        try:
+            if s.recv(1, socket.MSG_DONTWAIT) != b"":
+                n += 1
+        except BlockingIOError:
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
+def test_a_tokenless_peer_cannot_fill_the_tls_port(make_daemon, make_client):
+    """300 idle connections from one peer, more than TCP_CONNECTIONS_MAX:
+    the peer keeps TCP_ANON_PER_SOURCE of them, and a client with a token
+    (from another address, or from the same one) still gets its runs
+    through."""
+    d = make_daemon()
+    target = d.serve_tls()
+    c = make_client()
+    assert c.add("gpu1", target).returncode == 0
+    for source in ("127.0.0.2", "127.0.0.1"):
+        held = hold_connections(d.port, 300, source)
+        try:
+            time.sleep(0.5)
+            for _ in range(3):
+                r = c.gmux("run", "--", "true", timeout=30)
+                assert r.returncode == 0, r
+            assert c.gmux("ps").returncode == 0
+            assert still_open(held) <= 8
+        finally:
+            for s in held:
+                s.close()
+    assert serving(d)
