@@ -178,6 +178,10 @@ SRCS += src/conn.c src/hosts.c src/server-tls.c src/api-remote.c
 SRCS += src/api-token.c src/cmd-remote.c src/cmd-token.c
 SRCS += src/remote-net.c src/run-remote.c src/prepare.c src/server-guard.c
 
+# -- remote uploads, per owner (issue 11)
+SRCS += src/remote-want.c
+$(O)/src/remote-host.o $(O)/src/remote-want.o: src/remote-int.h
+
 # -- remote jobs' jail
 SRCS += src/landlock.c src/jail.c
 BENCHES += $(O)/bench/jail-start

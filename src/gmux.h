@@ -1691,16 +1691,17 @@ int		 remote_pull(const struct remote_io *, const char *,
 /* (end) */
 
 /* remote-host.c (issue 7): the host's side of the sync routes */
-int		 remote_host_manifest_post(struct cas *, uint64_t,
-		     const void *, size_t, json_t **, char **);
-int		 remote_host_manifest_get(struct cas *, uint64_t, const char *,
-		     json_t **, char **);
-int		 remote_host_blob_put(struct cas *, const char *, const void *,
-		     size_t, char **);
-int		 remote_host_blob_part(struct cas *, const char *, uint64_t,
+int		 remote_host_manifest_post(struct cas *, const char *,
 		     uint64_t, const void *, size_t, json_t **, char **);
-int		 remote_host_batch(struct cas *, const void *, size_t,
+int		 remote_host_manifest_get(struct cas *, const char *, uint64_t,
+		     const char *, json_t **, char **);
+int		 remote_host_blob_put(struct cas *, const char *, const char *,
+		     const void *, size_t, char **);
+int		 remote_host_blob_part(struct cas *, const char *,
+		     const char *, uint64_t, uint64_t, const void *, size_t,
 		     json_t **, char **);
+int		 remote_host_batch(struct cas *, const char *, const void *,
+		     size_t, json_t **, char **);
 int		 remote_host_tree(struct cas *, const char *, struct manifest *,
 		     json_t **, char **);
 int		 remote_host_prepare(struct cas *, const char *, const char *,
