@@ -240,9 +240,13 @@ run_detached(json_t *req)
 {
 	struct client_reply	 r;
 	const char		*id;
+	int			 rc;
 
-	if (client_call("POST", "/v1/jobs", req, &r) != 0 ||
-	    client_ok(&r, "run") != 0) {
+	/* Why, said without -v: a request that got no reply too. */
+	rc = client_call("POST", "/v1/jobs", req, &r);
+	if (client_ok(&r, "run") != 0 || rc != 0) {
+		if (rc != 0 && r.error == NULL)
+			fprintf(stderr, "gmux run: the request failed\n");
 		client_reply_clear(&r);
 		return (RUN_FAILED);
 	}

@@ -235,3 +235,12 @@ def test_a_keepers_log_lines_go_to_the_daemons_log(make_daemon):
     assert b"connection lost" not in r.stderr
     with open(os.path.join(d.home, "gmux.log"), "rb") as f:
         assert b"refused" in f.read()
+
+
+def test_run_without_a_daemon_says_why(daemon):
+    """run -d with no daemon and no host exited 125 saying nothing."""
+    for args in (["run", "--", "true"], ["run", "-d", "--", "true"]):
+        r = daemon.gmux(*args)
+        assert r.returncode == 125, r
+        assert b"no gmux daemon serves" in r.stderr, r
+        assert len(r.stderr.splitlines()) == 1, r
