@@ -13,6 +13,7 @@
 #define JOBREQ_MAX_ARGS	4096
 #define JOBREQ_MAX_ENV	8192
 #define JOBREQ_MAX_STR	(128 * 1024)
+#define JOBREQ_MAX_STR_TEXT	"128 KiB"
 
 void
 jobreq_init(struct jobreq *r)
@@ -37,14 +38,32 @@ jobreq_clear(struct jobreq *r)
 	jobreq_init(r);
 }
 
+/* Whether s may not be an entry of a string array, and why. */
+static int
+strv_bad(json_t *s, int need_eq, const char **why)
+{
+	if (!json_is_string(s))
+		*why = "must be a string";
+	else if (json_string_length(s) > JOBREQ_MAX_STR)
+		*why = "is over " JOBREQ_MAX_STR_TEXT;
+	else if (strlen(json_string_value(s)) != json_string_length(s))
+		*why = "must not hold a NUL byte";
+	else if (need_eq && strchr(json_string_value(s), '=') == NULL)
+		*why = "must be a NAME=VALUE string";
+	else
+		return (0);
+	return (1);
+}
+
 /* Returns a NULL-terminated copy of a JSON array of strings, or NULL. */
 static char **
 strv_from_json(json_t *a, const char *field, size_t max, int need_eq,
     char **cause)
 {
-	char	**v;
-	size_t	  i, n;
-	json_t	 *s;
+	char		**v;
+	const char	 *why;
+	size_t		  i, n;
+	json_t		 *s;
 
 	if (!json_is_array(a)) {
 		xasprintf(cause, "%s: must be an array of strings", field);
@@ -56,13 +75,8 @@ strv_from_json(json_t *a, const char *field, size_t max, int need_eq,
 	}
 	v = xcalloc(n + 1, sizeof *v);
 	json_array_foreach(a, i, s) {
-		if (!json_is_string(s) ||
-		    json_string_length(s) > JOBREQ_MAX_STR ||
-		    strlen(json_string_value(s)) != json_string_length(s) ||
-		    (need_eq && strchr(json_string_value(s), '=') == NULL)) {
-			xasprintf(cause, "%s[%zu]: %s", field, i, need_eq ?
-			    "must be a NAME=VALUE string" :
-			    "must be a string without NUL bytes");
+		if (strv_bad(s, need_eq, &why)) {
+			xasprintf(cause, "%s[%zu]: %s", field, i, why);
 			strv_free(v);
 			return (NULL);
 		}

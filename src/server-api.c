@@ -156,8 +156,10 @@ api_reply(struct evhttp_request *req, int code, json_t *o)
 	struct evbuffer	*b;
 	char		*text;
 
+	/* 15 digits: a share of 0.1 is 0.1, not 0.10000000000000001. */
 	b = evbuffer_new();
-	text = o != NULL ? json_dumps(o, JSON_COMPACT|JSON_ENCODE_ANY) : NULL;
+	text = o != NULL ? json_dumps(o, JSON_COMPACT|JSON_ENCODE_ANY|
+	    JSON_REAL_PRECISION(15)) : NULL;
 	evbuffer_add_printf(b, "%s\n", text != NULL ? text : "{}");
 	free(text);
 	evhttp_add_header(evhttp_request_get_output_headers(req),

@@ -468,3 +468,16 @@ def test_one_token_cannot_hold_the_store_for_everyone(make_daemon,
                        (huge, 7 << 20), b"y", token=eve)
     assert st == 409 and j["next"] == 0, (st, j)
     assert serving(d)
+
+
+def test_a_manifest_link_of_the_wrong_size_is_told_so(make_daemon):
+    """A symlink whose size is not its target's length was said to point
+    out of the tree."""
+    d = make_daemon()
+    token = d.serve_tls().split("@")[0]
+    st, j = https_json(d.port, "POST", "/v1/sync/manifest",
+                       manifest([("l", 777, 5, "-", "ln", "b")]),
+                       token=token, ctype="text/x-gmux-manifest")
+    assert st == 400, (st, j)
+    assert j["error"] == ("entry 1: symlink 'ln': size 5 is not its "
+                          "target's length, 1"), j

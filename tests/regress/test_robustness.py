@@ -244,3 +244,31 @@ def test_run_without_a_daemon_says_why(daemon):
         assert r.returncode == 125, r
         assert b"no gmux daemon serves" in r.stderr, r
         assert len(r.stderr.splitlines()) == 1, r
+
+
+def test_bad_requests_say_what_is_wrong(daemon, tmp_path):
+    """An argv entry over 128 KiB and a nested array were both told
+    "must be a string without NUL bytes"; a share of 0.1 came back as
+    0.10000000000000001."""
+    daemon.start()
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"argv": ["echo", "x" * (129 << 10)],
+                               "cwd": str(tmp_path)}))
+    code, text = daemon.curl("POST", "/v1/jobs", "@%s" % big)
+    assert code == 400, text
+    assert json.loads(text)["error"] == "argv[1]: is over 128 KiB"
+    code, text = daemon.curl("POST", "/v1/jobs", json.dumps(
+        {"argv": ["echo", ["a"]], "cwd": str(tmp_path)}))
+    assert code == 400, text
+    assert json.loads(text)["error"] == "argv[1]: must be a string"
+    code, text = daemon.curl("POST", "/v1/jobs", json.dumps(
+        {"argv": ["echo"], "env": ["A=1", "B"], "cwd": str(tmp_path)}))
+    assert code == 400, text
+    assert json.loads(text)["error"] == "env[1]: must be a NAME=VALUE string"
+    r = daemon.gmux("run", "-d", "--share", "0.1", "--", "sleep", "100",
+                    check=0)
+    jid = r.stdout.decode().strip()
+    code, text = daemon.curl("GET", "/v1/jobs/" + jid)
+    assert code == 200 and '"share":0.1,' in text, text
+    out = daemon.gmux("ps", "--json", check=0).stdout
+    assert b'"share": 0.1,' in out and b"0.1000000" not in out, out
