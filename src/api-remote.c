@@ -242,7 +242,7 @@ api_blob_get(struct evhttp_request *req, const char *id)
 		close(fd);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "application/octet-stream");
-	evhttp_send_reply(req, 200, "OK", b);
+	api_send(req, 200, b);
 	evbuffer_free(b);
 }
 

@@ -164,7 +164,7 @@ api_metrics(struct evhttp_request *req, const char *id)
 	evbuffer_add(b, text, strlen(text));
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "text/plain; version=0.0.4");
-	evhttp_send_reply(req, 200, "OK", b);
+	api_send(req, 200, b);
 	evbuffer_free(b);
 	free(text);
 	ledger_totals_free(owners, nowners);

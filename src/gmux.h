@@ -802,6 +802,7 @@ void		 retention_tick(void);
 #define FOLLOW_RAW	0x2	/* bare output, no frames (for curl) */
 #define FOLLOW_WAIT	0x4	/* no stream: reply with the job when it ends */
 struct evhttp_request;
+struct evbuffer;
 void		 follow_start(struct job *, struct evhttp_request *, uint64_t,
 		     int, json_t *);
 void		 follow_job_changed(struct job *);
@@ -841,6 +842,7 @@ int		 server_sched_where(const struct job *, u_int *, char **);
 struct evhttp;
 void		 api_setup(struct evhttp *);
 json_t		*api_body(struct evhttp_request *, char **);
+void		 api_send(struct evhttp_request *, int, struct evbuffer *);
 void		 api_reply(struct evhttp_request *, int, json_t *);
 void		 api_error(struct evhttp_request *, int, const char *, ...)
 		     printflike(3, 4);

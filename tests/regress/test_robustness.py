@@ -272,3 +272,70 @@ def test_bad_requests_say_what_is_wrong(daemon, tmp_path):
     assert code == 200 and '"share":0.1,' in text, text
     out = daemon.gmux("ps", "--json", check=0).stdout
     assert b'"share": 0.1,' in out and b"0.1000000" not in out, out
+
+
+def raw_http(daemon, text):
+    """Sends text as it is on the daemon's socket; returns the status
+    line, the headers (lower-case names) and the body."""
+    import socket
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(daemon.socket)
+    s.sendall(text)
+    s.settimeout(10)
+    got = b""
+    while True:
+        try:
+            b = s.recv(65536)
+        except socket.timeout:
+            break
+        if not b:
+            break
+        got += b
+        head, sep, body = got.partition(b"\r\n\r\n")
+        if sep and (b"content-length" not in head.lower() or
+                    len(body) >= int(head.lower().split(
+                        b"content-length:")[1].split(b"\r\n")[0])):
+            break
+    s.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in
+               (line.partition(":") for line in lines[1:])}
+    return lines[0], headers, body
+
+
+def test_http_strictness(daemon):
+    """Two Content-Length headers were read as the first; HEAD got 405
+    naming the method "?"; OPTIONS got evhttp's HTML 501; a 405 had no
+    Allow."""
+    daemon.start()
+    st, h, body = raw_http(daemon, b"POST /v1/jobs HTTP/1.1\r\nHost: g\r\n"
+                           b"Content-Length: 2\r\nContent-Length: 40\r\n"
+                           b"\r\n{}")
+    assert st.startswith("HTTP/1.1 400"), (st, body)
+    assert b"Content-Length" in body and h.get("connection") == "close"
+    st, h, body = raw_http(daemon, b"HEAD /v1/version HTTP/1.1\r\n"
+                           b"Host: g\r\nConnection: close\r\n\r\n")
+    assert st.startswith("HTTP/1.1 200") and body == b"", (st, body)
+    st, h, body = raw_http(daemon, b"OPTIONS /v1/jobs HTTP/1.1\r\n"
+                           b"Host: g\r\nConnection: close\r\n\r\n")
+    assert st.startswith("HTTP/1.1 204") and body == b"", (st, body)
+    assert h["allow"] == "GET, HEAD, POST, OPTIONS", h
+    for method in ("DELETE", "TRACE"):
+        st, h, body = raw_http(daemon, method.encode() +
+                               b" /v1/version HTTP/1.1\r\nHost: g\r\n"
+                               b"Connection: close\r\n\r\n")
+        assert st.startswith("HTTP/1.1 405"), (st, body)
+        assert h["allow"] == "GET, HEAD, OPTIONS", h
+        assert json.loads(body)["error"] == \
+            "%s is not allowed on /v1/version" % method
+    # HEAD of a stream (a job's log) and of /metrics: headers only.
+    jid = daemon.gmux("run", "-d", "--", "sleep", "100",
+                      check=0).stdout.decode().strip()
+    for path in ("/v1/jobs/%s/log?follow=1" % jid, "/metrics"):
+        st, h, body = raw_http(daemon, b"HEAD %s HTTP/1.1\r\nHost: g\r\n"
+                               b"Connection: close\r\n\r\n" %
+                               path.encode())
+        assert st.startswith("HTTP/1.1 200") and body == b"", (path, body)
+    code, text = daemon.curl("GET", "/v1/version")
+    assert code == 200
