@@ -44,8 +44,42 @@ api_job_lookup(struct evhttp_request *req, const char *id)
 }
 
 /*
+ * The job owner submitted with key before (a retry after a lost reply),
+ * or NULL.  Ended jobs count until they are forgotten.
+ */
+static struct job *
+api_job_by_key(const char *owner, const char *key)
+{
+	struct job	*j;
+
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (j->req.key != NULL && strcmp(j->req.key, key) == 0 &&
+		    strcmp(j->owner, owner) == 0)
+			return (j);
+	}
+	return (NULL);
+}
+
+/* Answers a submission with its job: as made (201), or found again. */
+static void
+api_job_submitted(struct evhttp_request *req, struct job *j, int code)
+{
+	json_t	*o;
+
+	if (api_query_flag(req, "attach")) {
+		o = job_info_json(j);
+		follow_start(j, req, 0, FOLLOW_LIVE, o);
+	} else {
+		o = job_to_json(j);
+		api_reply(req, code, o);
+	}
+	json_decref(o);
+}
+
+/*
  * POST /v1/jobs: checks the request and submits it: it starts, or waits in
- * the queue.  422 if no card could ever hold it, 409 if it does not fit
+ * the queue.  A request with the idempotency_key of one this owner made
+ * before gets that job (200), not a second one.  422 if no card could ever hold it, 409 if it does not fit
  * now and may not wait (no_wait); with ?attach=1 the reply is the job's
  * output stream, else 201 and the job.
  */
@@ -55,7 +89,7 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 	struct jobreq	 r;
 	struct job	*j;
 	struct prepare	*prep;
-	json_t		*body, *o;
+	json_t		*body;
 	char		*cause = NULL, *owner;
 	int		 code, rc;
 
@@ -79,9 +113,17 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 		    "host's, which a remote job may not reach");
 		goto out;
 	}
-	if (api_remote_job(req, &r, state_peek_id(), &prep) != 0)
-		goto out;
 	owner = api_owner(req);
+	if (r.key != NULL && (j = api_job_by_key(owner, r.key)) != NULL) {
+		log_debug("%s: %s again (key %s)", __func__, j->name, r.key);
+		free(owner);
+		api_job_submitted(req, j, 200);
+		goto out;
+	}
+	if (api_remote_job(req, &r, state_peek_id(), &prep) != 0) {
+		free(owner);
+		goto out;
+	}
 	j = job_create(0, owner, &r);
 	free(owner);
 	/* A synced tree is copied first, off the loop; then it is submitted. */
@@ -96,14 +138,7 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 		goto out;
 	}
 	state_next_id();
-	if (api_query_flag(req, "attach")) {
-		o = job_info_json(j);
-		follow_start(j, req, 0, FOLLOW_LIVE, o);
-	} else {
-		o = job_to_json(j);
-		api_reply(req, 201, o);
-	}
-	json_decref(o);
+	api_job_submitted(req, j, 201);
 out:
 	free(cause);
 	json_decref(body);

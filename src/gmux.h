@@ -145,12 +145,17 @@ struct jobreq {
 	int		  confined;	/* came over TCP: jailed (set by the
 					   daemon, saved, never taken from a
 					   request) */
+	char		 *key;		/* idempotency_key: a retry's job is
+					   the first's (per owner) */
 };
+#define JOBREQ_KEY_MAX	64
+#define JOBREQ_KEY_RULE	"1 to 64 letters, digits, '.', '_', ':' or '-'"
 void		 jobreq_init(struct jobreq *);
 void		 jobreq_clear(struct jobreq *);
 int		 jobreq_from_json(json_t *, struct jobreq *, char **);
 int		 jobreq_patch_from_json(json_t *, struct jobreq *, char **);
 json_t		*jobreq_to_json(const struct jobreq *);
+int		 jobreq_key_ok(const char *);
 int		 jobreq_from_saved(json_t *, struct jobreq *, char **);
 
 /* output.c: tables and JSON on the CLI */
@@ -192,6 +197,8 @@ struct client_reply {
 	json_t		*body;		/* NULL if not JSON */
 	/* the body's "error", or a transport error */
 	char		*error;
+	int		 lost;		/* connected, then no reply: the
+					   request may have been acted on */
 };
 struct client_stream_cbs {
 	int		 (*frame)(const struct frame *, void *);
@@ -1743,6 +1750,7 @@ void		 remote_net_io(struct remote_net *, struct remote_io *);
 /* run-remote.c (issue 7): gmux run on remote hosts */
 int		 run_remote(json_t *, int, char **);
 void		 run_why(const struct stream *);	/* cmd-run.c */
+int		 run_retry(json_t *, struct client_reply *);	/* cmd-run.c */
 /* (end) */
 
 /* remotes.c (issue 7): the client's hosts */

@@ -35,6 +35,7 @@ jobreq_clear(struct jobreq *r)
 	free(r->card_uuid);
 	fence_free(r->fence);
 	free(r->manifest);
+	free(r->key);
 	jobreq_init(r);
 }
 
@@ -83,6 +84,33 @@ strv_from_json(json_t *a, const char *field, size_t max, int need_eq,
 		v[i] = xstrdup(json_string_value(s));
 	}
 	return (v);
+}
+
+/* Whether s may be an idempotency key (JOBREQ_KEY_RULE). */
+int
+jobreq_key_ok(const char *s)
+{
+	size_t	 n = strlen(s);
+
+	return (n != 0 && n <= JOBREQ_KEY_MAX && strspn(s,
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789._:-") == n);
+}
+
+static int
+key_from_json(json_t *v, struct jobreq *r, char **cause)
+{
+	const char	*s = json_string_value(v);
+
+	if (s == NULL || strlen(s) != json_string_length(v) ||
+	    !jobreq_key_ok(s)) {
+		xasprintf(cause, "idempotency_key: must be %s",
+		    JOBREQ_KEY_RULE);
+		return (-1);
+	}
+	free(r->key);
+	r->key = xstrdup(s);
+	return (0);
 }
 
 static int
@@ -219,6 +247,8 @@ field_from_json(const char *k, json_t *v, struct jobreq *r, char **cause)
 		r->manifest = xstrdup(json_string_value(v));
 		return (0);
 	}
+	if (strcmp(k, "idempotency_key") == 0)
+		return (key_from_json(v, r, cause));
 	if (strcmp(k, "share") == 0)
 		return (share_from_json(v, &r->seats, cause));
 	if (strcmp(k, "mem") == 0)
@@ -405,6 +435,8 @@ jobreq_to_json(const struct jobreq *r)
 	if (r->umask >= 0)
 		json_object_set_new(o, "umask", json_integer(r->umask));
 	fence_to_json(r->fence, o);
+	if (r->key != NULL)
+		json_object_set_new(o, "idempotency_key", json_string(r->key));
 	if (r->confined)
 		json_object_set_new(o, "confined", json_true());
 	return (o);

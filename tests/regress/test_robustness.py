@@ -339,3 +339,102 @@ def test_http_strictness(daemon):
         assert st.startswith("HTTP/1.1 200") and body == b"", (path, body)
     code, text = daemon.curl("GET", "/v1/version")
     assert code == 200
+
+
+class LosingProxy:
+    """Stands at the daemon's socket path (the daemon's own moved aside):
+    hands the first connection's request to the daemon and drops the
+    reply, as a daemon killed while it answered would; later connections
+    pass through."""
+
+    def __init__(self, path):
+        import socket
+        import threading
+        self.path = path
+        self.real = path + ".real"
+        os.rename(path, self.real)
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind(path)
+        self.sock.listen(8)
+        self.requests = 0
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        import socket
+        import threading
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.requests += 1
+            d = socket.socket(socket.AF_UNIX)
+            d.connect(self.real)
+            if self.requests == 1:
+                threading.Thread(target=self.lose, args=(c, d),
+                                 daemon=True).start()
+                continue
+            for a, b in ((c, d), (d, c)):
+                threading.Thread(target=self.pipe, args=(a, b),
+                                 daemon=True).start()
+
+    @staticmethod
+    def pipe(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        try:
+            b.shutdown(1)
+        except OSError:
+            pass
+
+    @staticmethod
+    def lose(c, d):
+        c.settimeout(5)
+        got = b""
+        while b"\r\n\r\n" not in got:
+            got += c.recv(65536)
+        head, _, body = got.partition(b"\r\n\r\n")
+        n = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        while len(body) < n:
+            body += c.recv(65536)
+        d.sendall(head + b"\r\n\r\n" + body)
+        d.recv(65536)                   # the daemon answered; it is lost
+        c.close()
+        d.close()
+
+    def close(self):
+        self.sock.close()
+        os.unlink(self.path)
+        os.rename(self.real, self.path)
+
+
+def test_a_lost_reply_makes_no_second_job(daemon):
+    """A run -d whose reply was lost (the daemon had made the job) exited
+    125, and running it again made a second job.  Each submission carries
+    an idempotency key, and the CLI sends it once more."""
+    daemon.start()
+    proxy = LosingProxy(daemon.socket)
+    try:
+        r = daemon.gmux("run", "-d", "--", "sleep", "100")
+        assert r.returncode == 0 and r.stdout.strip() == b"j1", r
+        assert proxy.requests == 2
+    finally:
+        proxy.close()
+    assert [j["id"] for j in daemon.json("ps", "--json")] == ["j1"]
+    # A key of the caller's own: the same job, however often it is sent.
+    ids = [daemon.gmux("run", "-d", "--idempotency-key", "nightly-7", "--",
+                       "sleep", "100", check=0).stdout.strip()
+           for _ in range(2)]
+    assert ids == [b"j2", b"j2"], ids
+    r = daemon.gmux("run", "-d", "--idempotency-key", "a b", "--", "true")
+    assert r.returncode == 2 and b"--idempotency-key" in r.stderr, r
+    code, text = daemon.curl("POST", "/v1/jobs", json.dumps(
+        {"argv": ["true"], "cwd": "/", "idempotency_key": ""}))
+    assert code == 400 and "idempotency_key" in text, text
