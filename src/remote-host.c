@@ -473,6 +473,26 @@ remote_partial_begin(struct cas *c, struct remote_partial *p,
 }
 
 /*
+ * The checks a blob and a part make first: 0 to go on, 200 if the store
+ * has it already, 400 or 413 with *cause.
+ */
+static int
+remote_blob_first(struct cas *c, const char *digest, uint64_t size,
+    char **cause)
+{
+	if (!digest_valid(digest)) {
+		xasprintf(cause, "'%.80s' is not a digest", digest);
+		return (400);
+	}
+	if (size > cas_limit(c)) {
+		xasprintf(cause, "a blob of %llu bytes is more than this host "
+		    "keeps", (unsigned long long)size);
+		return (413);
+	}
+	return (cas_has(c, digest, NULL) ? 200 : 0);
+}
+
+/*
  * PUT /v1/blobs/DIGEST: a blob of owner's, one its manifest asked for.
  * Returns 201 stored, 200 already there, 400, 409 (not asked for), 413 or
  * 500.
@@ -483,17 +503,8 @@ remote_host_blob_put(struct cas *c, const char *owner, const char *digest,
 {
 	int	 rc;
 
-	if (!digest_valid(digest)) {
-		xasprintf(cause, "'%.80s' is not a digest", digest);
-		return (400);
-	}
-	if (len > cas_limit(c)) {
-		xasprintf(cause, "a blob of %zu bytes is more than this host "
-		    "keeps", len);
-		return (413);
-	}
-	if (cas_has(c, digest, NULL))
-		return (200);
+	if ((rc = remote_blob_first(c, digest, len, cause)) != 0)
+		return (rc);
 	if (remote_want_check(owner, digest, len, cause) != 0)
 		return (409);
 	if ((rc = remote_room(c, owner, len, cause)) != 0)
@@ -520,17 +531,8 @@ remote_host_blob_part(struct cas *c, const char *owner, const char *digest,
 	int			 rc;
 
 	*reply = NULL;
-	if (!digest_valid(digest)) {
-		xasprintf(cause, "'%.80s' is not a digest", digest);
-		return (400);
-	}
-	if (size > cas_limit(c)) {
-		xasprintf(cause, "a blob of %llu bytes is more than this host "
-		    "keeps", (unsigned long long)size);
-		return (413);
-	}
-	if (cas_has(c, digest, NULL))
-		return (200);
+	if ((rc = remote_blob_first(c, digest, size, cause)) != 0)
+		return (rc);
 	if (offset > size || len > size - offset) {
 		xasprintf(cause, "the part goes past the blob's size");
 		return (400);
