@@ -78,10 +78,11 @@ api_job_submitted(struct evhttp_request *req, struct job *j, int code)
 
 /*
  * POST /v1/jobs: checks the request and submits it: it starts, or waits in
- * the queue.  A request with the idempotency_key of one this owner made
- * before gets that job (200), not a second one.  422 if no card could ever hold it, 409 if it does not fit
+ * the queue.  422 if no card could ever hold it, 409 if it does not fit
  * now and may not wait (no_wait); with ?attach=1 the reply is the job's
- * output stream, else 201 and the job.
+ * output stream, else 201 and the job.  A request with the
+ * idempotency_key of one this owner made before gets that job (200), not
+ * a second one.
  */
 void
 api_jobs_create(struct evhttp_request *req, const char *id)
