@@ -1316,7 +1316,7 @@ struct fence_rule {
 	u_int		 prefix;	/* leading bits that must match */
 	uint16_t	 port_lo;	/* 0: any port */
 	uint16_t	 port_hi;
-	char		*path;		/* unix:PATH (family AF_UNIX), or NULL */
+	char		*path;		/* unix:PATH (AF_UNIX), or NULL */
 	char		*text;		/* the canonical spelling */
 };
 #define FENCE_UNIX_PATH_MAX	108	/* sun_path */

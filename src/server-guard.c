@@ -61,7 +61,7 @@ struct guard {
 	struct http_head	 head;
 	size_t			 body;	/* bytes after the head, anonymous */
 	enum guard_state	 state;
-	int			 admitted;	/* its fd known, it was checked */
+	int			 admitted;	/* its fd known: checked */
 	int			 listed;	/* in guard_anon */
 	char			 source[64];	/* ratelimit_key()'s */
 	TAILQ_ENTRY(guard)	 entry;
