@@ -74,6 +74,7 @@ test_allow_errors(void)
 			fprintf(stderr, "accepted: '%s'\n", bad[i]);
 			CHECK(0);
 			free(r.name);
+			free(r.path);
 			free(r.text);
 			continue;
 		}
