@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gmux.h"
 
@@ -277,7 +278,7 @@ parse_unix(const char *spec, struct fence_rule *r, char **cause)
 	}
 	r->family = AF_UNIX;
 	r->path = xstrdup(path);
-	r->text = xstrdup(spec);
+	xasprintf(&r->text, "unix:%s", path);
 	return (0);
 }
 
@@ -297,7 +298,8 @@ fence_parse_allow(const char *spec, struct fence_rule *r, char **cause)
 		xasprintf(cause, "'%.40s' is empty or too long", spec);
 		return (-1);
 	}
-	if (strncmp(spec, "unix:", 5) == 0)
+	/* Any case: a host "UNIX" with a port would print as unix:PORT. */
+	if (strncasecmp(spec, "unix:", 5) == 0)
 		return (parse_unix(spec, r, cause));
 	s = xstrdup(spec);
 	if (split_spec(s, &host, &port, &bracket, &why) != 0)

@@ -49,6 +49,7 @@ test_allow_forms(void)
 	CHECK_STR(canon("_svc.example.com:53"), "_svc.example.com:53");
 	CHECK_STR(canon("localhost"), "localhost");
 	CHECK_STR(canon("unix:/run/x.sock"), "unix:/run/x.sock");
+	CHECK_STR(canon("UNIX:/run/x.sock"), "unix:/run/x.sock");
 }
 
 static void
@@ -61,6 +62,7 @@ test_allow_errors(void)
 		"a-.com", "[::1", "[::1]x", "[::1]:", "foo bar", "host/8",
 		"[host]:80", "::1/129", "a.b:1:2", ".", "x/8:80",
 		"01.2.3.4", "fe80::1%eth0", "12345", "unix:", "unix:rel.sock",
+		"uNix:572",
 		"unix:/0123456789012345678901234567890123456789012345678901234"
 		    "5678901234567890123456789012345678901234567890123456789",
 	};
