@@ -60,6 +60,33 @@ api_job_by_key(const char *owner, const char *key)
 	return (NULL);
 }
 
+/*
+ * The idempotency key may come in the query too (the CLI's way: a daemon
+ * older than the key ignores a query, where it refuses a field).
+ */
+static int
+api_job_query_key(struct evhttp_request *req, struct jobreq *r,
+    char **cause)
+{
+	const char	*k = api_query(req, "idempotency_key");
+
+	if (k == NULL)
+		return (0);
+	if (!jobreq_key_ok(k)) {
+		xasprintf(cause, "idempotency_key: must be %s",
+		    JOBREQ_KEY_RULE);
+		return (-1);
+	}
+	if (r->key != NULL && strcmp(r->key, k) != 0) {
+		xasprintf(cause, "idempotency_key: the query's is not the "
+		    "body's");
+		return (-1);
+	}
+	free(r->key);
+	r->key = xstrdup(k);
+	return (0);
+}
+
 /* Answers a submission with its job: as made (201), or found again. */
 static void
 api_job_submitted(struct evhttp_request *req, struct job *j, int code)
@@ -96,7 +123,8 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 
 	jobreq_init(&r);
 	if ((body = api_body(req, &cause)) == NULL ||
-	    jobreq_from_json(body, &r, &cause) != 0) {
+	    jobreq_from_json(body, &r, &cause) != 0 ||
+	    api_job_query_key(req, &r, &cause) != 0) {
 		api_error(req, 400, "%s", cause);
 		goto out;
 	}

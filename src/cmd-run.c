@@ -277,14 +277,32 @@ run_request(int argc, char **argv, int *detach, char ***pulls)
 }
 
 /*
- * Whether to send a submission once more: its reply was lost (the daemon
- * went away after it had the request) and its idempotency key makes a
- * second try find the job the first one made.  Clears r if so.
+ * Takes the idempotency key out of the request: it goes in the query
+ * (POST /v1/jobs?idempotency_key=K), which a daemon older than the key
+ * ignores, where it would refuse an unknown field.  The caller frees it.
+ */
+static char *
+run_take_key(json_t *req)
+{
+	const char	*k;
+	char		*key = NULL;
+
+	if ((k = json_string_value(json_object_get(req, "idempotency_key")))
+	    != NULL)
+		key = xstrdup(k);
+	json_object_del(req, "idempotency_key");
+	return (key);
+}
+
+/*
+ * Whether to send a submission (to path) once more: its reply was lost
+ * (the daemon went away after it had the request) and its idempotency key
+ * makes a second try find the job the first one made.  Clears r if so.
  */
 int
-run_retry(json_t *req, struct client_reply *r)
+run_retry(const char *path, struct client_reply *r)
 {
-	if (!r->lost || json_object_get(req, "idempotency_key") == NULL)
+	if (!r->lost || strstr(path, "idempotency_key=") == NULL)
 		return (0);
 	log_debug("%s: no reply (%s); once more", __func__, r->error ?
 	    r->error : "?");
@@ -294,16 +312,16 @@ run_retry(json_t *req, struct client_reply *r)
 }
 
 static int
-run_detached(json_t *req)
+run_detached(json_t *req, const char *path)
 {
 	struct client_reply	 r;
 	const char		*id;
 	int			 rc;
 
 	/* Why, said without -v: a request that got no reply too. */
-	rc = client_call("POST", "/v1/jobs", req, &r);
-	if (rc != 0 && run_retry(req, &r))
-		rc = client_call("POST", "/v1/jobs", req, &r);
+	rc = client_call("POST", path, req, &r);
+	if (rc != 0 && run_retry(path, &r))
+		rc = client_call("POST", path, req, &r);
 	if (client_ok(&r, "run") != 0 || rc != 0) {
 		if (rc != 0 && r.error == NULL)
 			fprintf(stderr, "gmux run: the request failed\n");
@@ -346,11 +364,13 @@ cmd_run_exec(int argc, char **argv)
 {
 	struct stream	 s;
 	json_t		*req;
-	char		**pulls = NULL;
+	char		**pulls = NULL, *key, *path;
 	int		 detach = 0, rc;
 
 	req = run_request(argc, argv, &detach, &pulls);
-	if (hosts_remote()) {
+	key = run_take_key(req);
+	if (hosts_remote()) {	/* a remote submission is never sent twice */
+		free(key);
 		rc = run_remote(req, detach, pulls);
 		json_decref(req);
 		strv_free(pulls);
@@ -361,14 +381,20 @@ cmd_run_exec(int argc, char **argv)
 		    "job runs here, in this directory\n");
 		exit(EXIT_USAGE);
 	}
+	xasprintf(&path, "/v1/jobs%s%s%s", detach ? "" : "?attach=1",
+	    key == NULL ? "" : detach ? "?idempotency_key=" :
+	    "&idempotency_key=", key == NULL ? "" : key);
+	free(key);
 	if (detach) {
-		rc = run_detached(req);
+		rc = run_detached(req, path);
 		json_decref(req);
+		free(path);
 		return (rc);
 	}
 	stream_init(&s, NULL, STREAM_RUN);
-	rc = stream_run(&s, "POST", "/v1/jobs?attach=1", req, 1);
+	rc = stream_run(&s, "POST", path, req, 1);
 	json_decref(req);
+	free(path);
 	if (rc == 1)
 		return (130);
 	if (rc != 0 || !s.ended)

@@ -1750,7 +1750,7 @@ void		 remote_net_io(struct remote_net *, struct remote_io *);
 /* run-remote.c (issue 7): gmux run on remote hosts */
 int		 run_remote(json_t *, int, char **);
 void		 run_why(const struct stream *);	/* cmd-run.c */
-int		 run_retry(json_t *, struct client_reply *);	/* cmd-run.c */
+int		 run_retry(const char *, struct client_reply *); /* cmd-run.c */
 /* (end) */
 
 /* remotes.c (issue 7): the client's hosts */

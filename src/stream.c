@@ -213,7 +213,7 @@ stream_run(struct stream *s, const char *method, const char *path,
 		}
 		/* A submission whose reply was lost goes once more. */
 		if (rc == -1 && s->mode == STREAM_RUN && s->job[0] == '\0' &&
-		    body != NULL && !retried++ && run_retry(body, &r))
+		    !retried++ && run_retry(path, &r))
 			continue;
 		if (rc == -1 && (s->job[0] == '\0' || !follow)) {
 			client_ok(&r, s->mode == STREAM_RUN ? "run" : "logs");

@@ -357,6 +357,7 @@ class LosingProxy:
         self.sock.bind(path)
         self.sock.listen(8)
         self.requests = 0
+        self.first = b""
         self.thread = threading.Thread(target=self.serve, daemon=True)
         self.thread.start()
 
@@ -372,7 +373,7 @@ class LosingProxy:
             d = socket.socket(socket.AF_UNIX)
             d.connect(self.real)
             if self.requests == 1:
-                threading.Thread(target=self.lose, args=(c, d),
+                threading.Thread(target=self.lose, args=(c, d, self),
                                  daemon=True).start()
                 continue
             for a, b in ((c, d), (d, c)):
@@ -395,7 +396,7 @@ class LosingProxy:
             pass
 
     @staticmethod
-    def lose(c, d):
+    def lose(c, d, proxy):
         c.settimeout(5)
         got = b""
         while b"\r\n\r\n" not in got:
@@ -404,7 +405,8 @@ class LosingProxy:
         n = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
         while len(body) < n:
             body += c.recv(65536)
-        d.sendall(head + b"\r\n\r\n" + body)
+        proxy.first = head + b"\r\n\r\n" + body
+        d.sendall(proxy.first)
         d.recv(65536)                   # the daemon answered; it is lost
         c.close()
         d.close()
@@ -425,6 +427,10 @@ def test_a_lost_reply_makes_no_second_job(daemon):
         r = daemon.gmux("run", "-d", "--", "sleep", "100")
         assert r.returncode == 0 and r.stdout.strip() == b"j1", r
         assert proxy.requests == 2
+        # In the query, which a daemon older than the key ignores.
+        line, _, rest = proxy.first.partition(b"\r\n")
+        assert line.startswith(b"POST /v1/jobs?idempotency_key=run-"), line
+        assert b"idempotency_key" not in rest
     finally:
         proxy.close()
     assert [j["id"] for j in daemon.json("ps", "--json")] == ["j1"]
@@ -438,3 +444,11 @@ def test_a_lost_reply_makes_no_second_job(daemon):
     code, text = daemon.curl("POST", "/v1/jobs", json.dumps(
         {"argv": ["true"], "cwd": "/", "idempotency_key": ""}))
     assert code == 400 and "idempotency_key" in text, text
+    code, text = daemon.curl("POST", "/v1/jobs?idempotency_key=x",
+                             json.dumps({"argv": ["true"], "cwd": "/",
+                                         "idempotency_key": "y"}))
+    assert code == 400 and "is not the body's" in text, text
+    body = json.dumps({"argv": ["sleep", "100"], "cwd": "/"})
+    code, text = daemon.curl("POST", "/v1/jobs?idempotency_key=nightly-7",
+                             body)
+    assert code == 200 and json.loads(text)["id"] == "j2", text
