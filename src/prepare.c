@@ -43,6 +43,7 @@ struct prepare {
 	struct cas		*cas;		/* the loop's: to unpin */
 	struct manifest		 m;
 	char			*workdir;
+	char			*final;		/* a stored tree: renamed to */
 	int			 blobfd;	/* the thread's own */
 	int			 rc;
 	char			*cause;
@@ -72,15 +73,37 @@ prepare_free(struct prepare *p)
 	if (p->blobfd != -1)
 		close(p->blobfd);
 	free(p->workdir);
+	free(p->final);
 	free(p->cause);
 	free(p);
+}
+
+/*
+ * Makes a stored tree (shared by every job over it): in a directory of
+ * its own, renamed into place whole, unless an earlier item made it.
+ */
+static void
+prepare_stored(struct prepare *p)
+{
+	if (access(p->final, F_OK) == 0)
+		return;
+	p->rc = tree_materialize_at(p->blobfd, &p->m, p->workdir,
+	    &prepare_stop, &p->cause);
+	if (p->rc == 0 && rename(p->workdir, p->final) != 0) {
+		xasprintf(&p->cause, "%s: %s", p->final, strerror(errno));
+		p->rc = -1;
+	}
+	if (p->rc != 0)
+		confine_remove(p->workdir);
 }
 
 /* The thread's work on one item: it touches p and the disk only. */
 static void
 prepare_work(struct prepare *p)
 {
-	if (p->kind == PREPARE_MAKE) {
+	if (p->kind == PREPARE_MAKE && p->final != NULL)
+		prepare_stored(p);
+	else if (p->kind == PREPARE_MAKE) {
 		p->rc = tree_materialize_at(p->blobfd, &p->m, p->workdir,
 		    &prepare_stop, &p->cause);
 		if (p->rc != 0)
@@ -168,8 +191,14 @@ prepare_finish(struct prepare *p)
 		prepare_free(p);
 		return;
 	}
-	/* It will not run in its tree: the tree goes (a failed one is). */
-	if (p->rc != 0) {
+	/*
+	 * It will not run in its tree: the tree goes (a failed one is gone;
+	 * a stored one stays for others, until nothing needs it, and the
+	 * job's own layers over it go).
+	 */
+	if (p->final != NULL)
+		worktree_remove(p->id);
+	if (p->rc != 0 || p->final != NULL) {
 		prepare_free(p);
 		return;
 	}
@@ -232,28 +261,28 @@ prepare_queue(struct prepare *p)
 	pthread_mutex_unlock(&prepare_lock);
 }
 
-/* Removes a job's work directory off the loop. */
-static void
-prepare_remove(u_int id)
+/* Removes path (a tree nothing else may write) off the loop. */
+void
+prepare_discard(const char *path)
 {
 	struct prepare	*p;
 
 	p = xcalloc(1, sizeof *p);
 	p->kind = PREPARE_REMOVE;
-	p->id = id;
 	p->blobfd = -1;
-	p->workdir = path_job_file(id, "work");
+	p->workdir = xstrdup(path);
 	prepare_queue(p);
 }
 
 /*
  * Makes the job's tree: m (taken: it is left empty) from the store c into
- * workdir.  Its blobs are pinned at once.  Returns the work to hand to
- * prepare_submit, or NULL with *cause.
+ * workdir, and renames it to final if that is not NULL (a stored tree;
+ * if one is there already, nothing is made).  Its blobs are pinned at
+ * once.  Returns the work to hand to prepare_submit, or NULL with *cause.
  */
 struct prepare *
 prepare_new(struct cas *c, struct manifest *m, const char *workdir,
-    char **cause)
+    const char *final, char **cause)
 {
 	struct prepare	*p;
 
@@ -265,6 +294,8 @@ prepare_new(struct cas *c, struct manifest *m, const char *workdir,
 	p->m = *m;
 	manifest_init(m);
 	p->workdir = xstrdup(workdir);
+	if (final != NULL)
+		p->final = xstrdup(final);
 	if ((p->blobfd = cas_dup_dirfd(c)) == -1) {
 		xasprintf(cause, "the blob store: %s", strerror(errno));
 		prepare_free(p);
@@ -314,7 +345,7 @@ prepare_restore(void)
 		    "its files", __func__, j->name);
 		server_sched_refused(j, "the host stopped while it was "
 		    "preparing its files; run it again");
-		prepare_remove(j->id);
+		worktree_remove(j->id);
 	}
 }
 

@@ -328,13 +328,13 @@ tree_pull_entry(int dirfd, const char *name, const char *path,
 }
 
 /*
- * Lists the regular files under dir matching any of the gitignore-style
- * patterns (a matching directory brings all it holds) into m, sorted, each
- * copied into the store.  Symlinks are not followed nor listed.  Returns 0,
- * or -2 (more than limit bytes) or -1 with *cause.
+ * Lists the regular files under the directory fd matching any of the
+ * gitignore-style patterns (a matching directory brings all it holds)
+ * into m, sorted, each copied into the store.  Symlinks are not followed
+ * nor listed.  Returns 0, or -2 (more than limit bytes) or -1 with *cause.
  */
 int
-tree_pull(struct cas *c, const char *dir, char *const *globs, uint64_t limit,
+tree_pull_at(struct cas *c, int fd, char *const *globs, uint64_t limit,
     struct manifest *m, char **cause)
 {
 	static const struct walk_ops ops = {
@@ -342,12 +342,8 @@ tree_pull(struct cas *c, const char *dir, char *const *globs, uint64_t limit,
 	};
 	struct tree_pull_ctx	 ctx;
 	size_t			 i;
-	int			 fd, rc;
+	int			 rc;
 
-	if ((fd = open(dir, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1) {
-		xasprintf(cause, "%s: %s", dir, strerror(errno));
-		return (-1);
-	}
 	memset(&ctx, 0, sizeof ctx);
 	ctx.cas = c;
 	ctx.want = ignore_create();
@@ -358,11 +354,26 @@ tree_pull(struct cas *c, const char *dir, char *const *globs, uint64_t limit,
 	manifest_init(m);
 	rc = confine_walk(fd, &ops, &ctx, cause);
 	ignore_free(ctx.want);
-	close(fd);
 	if (rc != 0) {
 		manifest_clear(m);
 		return (ctx.over ? -2 : -1);
 	}
 	manifest_sort(m);
 	return (0);
+}
+
+/* The same, under the directory dir. */
+int
+tree_pull(struct cas *c, const char *dir, char *const *globs, uint64_t limit,
+    struct manifest *m, char **cause)
+{
+	int	 fd, rc;
+
+	if ((fd = open(dir, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", dir, strerror(errno));
+		return (-1);
+	}
+	rc = tree_pull_at(c, fd, globs, limit, m, cause);
+	close(fd);
+	return (rc);
 }

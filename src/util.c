@@ -1,5 +1,6 @@
 /* util.c: parsing and formatting of sizes, shares and durations; files. */
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <ctype.h>
@@ -549,4 +550,66 @@ user_name(uid_t uid)
 		return (xstrdup(pw->pw_name));
 	xasprintf(&s, "%lu", (u_long)uid);
 	return (s);
+}
+
+/* Sends fd over the Unix socket sock with one byte, c. */
+int
+send_fd(int sock, int fd, char c)
+{
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	union {
+		char		 buf[CMSG_SPACE(sizeof (int))];
+		struct cmsghdr	 align;
+	} u;
+
+	memset(&m, 0, sizeof m);
+	memset(&u, 0, sizeof u);
+	iov.iov_base = &c;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof u.buf;
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof (int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+	return (sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1);
+}
+
+/*
+ * Receives a descriptor (close-on-exec) and its byte (*c) from sock.
+ * Returns it, or -1.
+ */
+int
+recv_fd(int sock, char *c)
+{
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	int		 fd = -1;
+	union {
+		char		 buf[CMSG_SPACE(sizeof (int))];
+		struct cmsghdr	 align;
+	} u;
+
+	memset(&m, 0, sizeof m);
+	iov.iov_base = c;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof u.buf;
+	while (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) == -1) {
+		if (errno != EINTR)
+			return (-1);
+	}
+	cm = CMSG_FIRSTHDR(&m);
+	if (cm != NULL && cm->cmsg_level == SOL_SOCKET &&
+	    cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof fd))
+		memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+	return (fd);
 }
