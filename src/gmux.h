@@ -1865,8 +1865,9 @@ char		*statcache_path(const char *);
 /* tree.c (issue 7): the host's side of moving a tree */
 int		 tree_pin(struct cas *, const struct manifest *, char **);
 void		 tree_unpin(struct cas *, const struct manifest *, size_t);
-int		 tree_materialize_at(int, const struct manifest *, const char *,
-		     const _Atomic int *, char **);
+int		 tree_materialize_at(int, int, const struct manifest *,
+		     const char *, const _Atomic int *, char **);
+void		 tree_collect(const char *);
 int		 tree_materialize(struct cas *, const struct manifest *,
 		     const char *, char **);
 /* (end) */
@@ -1874,8 +1875,9 @@ int		 tree_materialize(struct cas *, const struct manifest *,
 /* prepare.c (issue 7): a remote job's tree, made by a helper thread */
 #define PREPARE_REASON	"preparing its files"
 struct prepare	*prepare_new(struct cas *, struct manifest *, const char *,
-		     const char *, char **);
+		     const char *, const char *, char **);
 void		 prepare_discard(const char *);
+void		 prepare_collect(const char *);
 int		 prepare_submit(struct prepare *, struct job *, u_int, int *,
 		     char **);
 void		 prepare_restore(void);

@@ -21,6 +21,7 @@
 #include <sys/eventfd.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -35,6 +36,7 @@
 enum prepare_kind {
 	PREPARE_MAKE,		/* make the tree */
 	PREPARE_REMOVE,		/* remove it (a job that will not run) */
+	PREPARE_COLLECT,	/* remove stored trees' unused objects */
 };
 
 struct prepare {
@@ -44,6 +46,7 @@ struct prepare {
 	struct manifest		 m;
 	char			*workdir;
 	char			*final;		/* a stored tree: renamed to */
+	char			*objects;	/* its objects' directory */
 	int			 blobfd;	/* the thread's own */
 	int			 rc;
 	char			*cause;
@@ -74,6 +77,7 @@ prepare_free(struct prepare *p)
 		close(p->blobfd);
 	free(p->workdir);
 	free(p->final);
+	free(p->objects);
 	free(p->cause);
 	free(p);
 }
@@ -85,10 +89,16 @@ prepare_free(struct prepare *p)
 static void
 prepare_stored(struct prepare *p)
 {
+	int	 objfd;
+
 	if (access(p->final, F_OK) == 0)
 		return;
-	p->rc = tree_materialize_at(p->blobfd, &p->m, p->workdir,
+	if ((objfd = open(p->objects, O_RDONLY|O_DIRECTORY|O_CLOEXEC)) == -1)
+		log_warn("%s: %s", __func__, p->objects);
+	p->rc = tree_materialize_at(p->blobfd, objfd, &p->m, p->workdir,
 	    &prepare_stop, &p->cause);
+	if (objfd != -1)
+		close(objfd);
 	if (p->rc == 0 && rename(p->workdir, p->final) != 0) {
 		xasprintf(&p->cause, "%s: %s", p->final, strerror(errno));
 		p->rc = -1;
@@ -104,11 +114,13 @@ prepare_work(struct prepare *p)
 	if (p->kind == PREPARE_MAKE && p->final != NULL)
 		prepare_stored(p);
 	else if (p->kind == PREPARE_MAKE) {
-		p->rc = tree_materialize_at(p->blobfd, &p->m, p->workdir,
+		p->rc = tree_materialize_at(p->blobfd, -1, &p->m, p->workdir,
 		    &prepare_stop, &p->cause);
 		if (p->rc != 0)
 			confine_remove(p->workdir);
-	} else
+	} else if (p->kind == PREPARE_COLLECT)
+		tree_collect(p->workdir);
+	else
 		confine_remove(p->workdir);
 }
 
@@ -171,7 +183,7 @@ prepare_finish(struct prepare *p)
 	struct job	*j;
 	char		*why;
 
-	if (p->kind == PREPARE_REMOVE) {
+	if (p->kind != PREPARE_MAKE) {
 		prepare_free(p);
 		return;
 	}
@@ -261,28 +273,46 @@ prepare_queue(struct prepare *p)
 	pthread_mutex_unlock(&prepare_lock);
 }
 
-/* Removes path (a tree nothing else may write) off the loop. */
-void
-prepare_discard(const char *path)
+/* Hands the thread work on path that returns nothing to the loop. */
+static void
+prepare_chore(enum prepare_kind kind, const char *path)
 {
 	struct prepare	*p;
 
 	p = xcalloc(1, sizeof *p);
-	p->kind = PREPARE_REMOVE;
+	p->kind = kind;
 	p->blobfd = -1;
 	p->workdir = xstrdup(path);
 	prepare_queue(p);
 }
 
+/* Removes path (a tree nothing else may write) off the loop. */
+void
+prepare_discard(const char *path)
+{
+	prepare_chore(PREPARE_REMOVE, path);
+}
+
+/*
+ * Removes the stored trees' objects (in objects) that no tree links to,
+ * off the loop, after what was queued before (trees removed).
+ */
+void
+prepare_collect(const char *objects)
+{
+	prepare_chore(PREPARE_COLLECT, objects);
+}
+
 /*
  * Makes the job's tree: m (taken: it is left empty) from the store c into
- * workdir, and renames it to final if that is not NULL (a stored tree;
+ * workdir, and renames it to final if that is not NULL (a stored tree,
+ * whose files are links to the objects in objects: tree_materialize_at;
  * if one is there already, nothing is made).  Its blobs are pinned at
  * once.  Returns the work to hand to prepare_submit, or NULL with *cause.
  */
 struct prepare *
 prepare_new(struct cas *c, struct manifest *m, const char *workdir,
-    const char *final, char **cause)
+    const char *final, const char *objects, char **cause)
 {
 	struct prepare	*p;
 
@@ -294,8 +324,10 @@ prepare_new(struct cas *c, struct manifest *m, const char *workdir,
 	p->m = *m;
 	manifest_init(m);
 	p->workdir = xstrdup(workdir);
-	if (final != NULL)
+	if (final != NULL) {
 		p->final = xstrdup(final);
+		p->objects = xstrdup(objects);
+	}
 	if ((p->blobfd = cas_dup_dirfd(c)) == -1) {
 		xasprintf(cause, "the blob store: %s", strerror(errno));
 		prepare_free(p);

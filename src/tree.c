@@ -5,6 +5,8 @@
  * and never by hardlink: a job writing its copy must not write the store.
  * Every create is relative to a directory fd and follows no symlink, and
  * the manifest's symlinks are made last, so none can redirect a write.
+ * A stored tree (an overlay's lower layer, which no job writes) is made
+ * of hard links to one inode per content and mode, shared by the trees.
  * tree_pull lists the files of a job's directory that match --pull
  * patterns, copying each into the store as it hashes it.
  */
@@ -14,6 +16,7 @@
 
 #include <linux/fs.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -31,6 +34,7 @@
  */
 struct tree_make {
 	int		 blobfd;
+	int		 objfd;		/* a stored tree's objects; -1: none */
 	char		*buf;
 	const _Atomic int *stop;
 };
@@ -91,7 +95,7 @@ tree_parent(int rootfd, const char *path, char **last, int *lastfd,
 }
 
 static int
-tree_file(struct tree_make *t, int pfd, const char *leaf,
+tree_copy_file(struct tree_make *t, int pfd, const char *leaf,
     const struct mentry *e, char **cause)
 {
 	int	 src, dst, rc;
@@ -116,6 +120,73 @@ tree_file(struct tree_make *t, int pfd, const char *leaf,
 	close(src);
 	close(dst);
 	return (rc);
+}
+
+/*
+ * A stored tree's file: a hard link to the one inode of its content and
+ * mode (objects/DIGEST.MODE), made the first time it is needed, so trees
+ * that differ in a few files share the rest.  A stored tree is only ever
+ * the lower layer of overlays (worktree.c), which no job can write: a
+ * job's write copies the file up into its own layer.  The objects are
+ * never links of the store's blobs, whose mode and life are the store's.
+ */
+static int
+tree_link_file(struct tree_make *t, int pfd, const char *leaf,
+    const struct mentry *e, char **cause)
+{
+	char	 name[DIGEST_HEX + 16], tmp[DIGEST_HEX + 24];
+
+	snprintf(name, sizeof name, "%s.%o", e->digest, e->mode | 0600);
+	if (linkat(t->objfd, name, pfd, leaf, 0) == 0)
+		return (0);
+	if (errno == ENOENT) {
+		snprintf(tmp, sizeof tmp, "tmp.%s", name);
+		unlinkat(t->objfd, tmp, 0);
+		if (tree_copy_file(t, t->objfd, tmp, e, cause) != 0)
+			return (-1);
+		if (renameat(t->objfd, tmp, t->objfd, name) == 0 &&
+		    linkat(t->objfd, name, pfd, leaf, 0) == 0)
+			return (0);
+	}
+	/* Too many links to it, or it went: a file of its own. */
+	log_debug("%s: %s: %s", __func__, e->path, strerror(errno));
+	return (tree_copy_file(t, pfd, leaf, e, cause));
+}
+
+static int
+tree_file(struct tree_make *t, int pfd, const char *leaf,
+    const struct mentry *e, char **cause)
+{
+	if (t->objfd != -1)
+		return (tree_link_file(t, pfd, leaf, e, cause));
+	return (tree_copy_file(t, pfd, leaf, e, cause));
+}
+
+/*
+ * Removes the objects (objects/DIGEST.MODE) no stored tree links to any
+ * more, and what was left half made.  In the thread that makes trees:
+ * never while one is being made.
+ */
+void
+tree_collect(const char *objects)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	u_int		 n = 0;
+
+	if ((d = opendir(objects)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (*de->d_name == '.' || fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if ((st.st_nlink == 1 || strncmp(de->d_name, "tmp.", 4) == 0) &&
+		    unlinkat(dirfd(d), de->d_name, 0) == 0)
+			n++;
+	}
+	closedir(d);
+	log_debug("%s: %u removed", __func__, n);
 }
 
 /* Makes every entry of one kind: links in a second pass, after the rest. */
@@ -191,13 +262,15 @@ tree_pin(struct cas *c, const struct manifest *m, char **cause)
 /*
  * Makes dir (which must not exist) a copy of the validated manifest m,
  * its blobs read through blobfd (cas_dup_dirfd; the caller has pinned
- * them).  Safe in a helper thread: see struct tree_make.  Stops early,
- * failing, once *stop is set (stop may be NULL).  On failure dir may hold
- * part of the tree (remove it with confine_remove).
+ * them); a stored tree's files are links into the directory objfd (see
+ * tree_link_file; -1: copies).  Safe in a helper thread: see struct
+ * tree_make.  Stops early, failing, once *stop is set (stop may be NULL).
+ * On failure dir may hold part of the tree (remove it with
+ * confine_remove).
  */
 int
-tree_materialize_at(int blobfd, const struct manifest *m, const char *dir,
-    const _Atomic int *stop, char **cause)
+tree_materialize_at(int blobfd, int objfd, const struct manifest *m,
+    const char *dir, const _Atomic int *stop, char **cause)
 {
 	struct tree_make	 t;
 	int			 rootfd, rc = -1;
@@ -208,6 +281,7 @@ tree_materialize_at(int blobfd, const struct manifest *m, const char *dir,
 		return (-1);
 	}
 	t.blobfd = blobfd;
+	t.objfd = objfd;
 	t.buf = xmalloc(TREE_BUF);
 	t.stop = stop;
 	if (tree_pass(&t, rootfd, m, 0, cause) == 0 &&
@@ -234,7 +308,7 @@ tree_materialize(struct cas *c, const struct manifest *m, const char *dir,
 		xasprintf(cause, "the blob store: %s", strerror(errno));
 		rc = -1;
 	} else {
-		rc = tree_materialize_at(fd, m, dir, NULL, cause);
+		rc = tree_materialize_at(fd, -1, m, dir, NULL, cause);
 		close(fd);
 	}
 	tree_unpin(c, m, m->n);

@@ -4,7 +4,9 @@
  * and mount namespace (overlay.c), the job runs over a stored tree,
  * $GMUX_HOME/trees/DIGEST, made once per manifest and shared by every run
  * of it: a re-run copies nothing, and the host's disk grows by what the
- * job writes (its upper directory).  Elsewhere the job gets a copy of its
+ * job writes (its upper directory).  The stored trees' files are links to
+ * trees/objects/DIGEST.MODE, one inode per content and mode, so a tree
+ * with one file changed costs that file and its directories (tree.c).  Elsewhere the job gets a copy of its
  * own (tree.c: reflinks where the filesystem has them).  A job's directory
  * then holds:
  *
@@ -38,6 +40,7 @@ static const char *const worktree_parts[] = {
 };
 
 static char	*worktree_trees;	/* $GMUX_HOME/trees */
+static char	*worktree_objects;	/* trees/objects: their files */
 static int64_t	 worktree_last;		/* the last sweep */
 static u_int	 worktree_gone;		/* names trees on their way out */
 
@@ -58,6 +61,9 @@ worktree_dir(void)
 	if (mkdir(tmp, 0700) != 0)
 		log_warn("%s: %s", __func__, tmp);
 	free(tmp);
+	xasprintf(&worktree_objects, "%s/objects", worktree_trees);
+	if (mkdir(worktree_objects, 0700) != 0 && errno != EEXIST)
+		log_warn("%s: %s", __func__, worktree_objects);
 	return (worktree_trees);
 }
 
@@ -136,7 +142,7 @@ worktree_prepare(u_int id, struct cas *c, const char *d,
 	*prep = NULL;
 	if (!overlay_ready(NULL)) {
 		work = path_job_file(id, "work");
-		*prep = prepare_new(c, m, work, NULL, cause);
+		*prep = prepare_new(c, m, work, NULL, NULL, cause);
 		free(work);
 		return (*prep == NULL ? -1 : 0);
 	}
@@ -151,7 +157,8 @@ worktree_prepare(u_int id, struct cas *c, const char *d,
 		rc = 0;
 	else {
 		xasprintf(&tmp, "%s/tmp/%s.%u", worktree_dir(), d, id);
-		*prep = prepare_new(c, m, tmp, stored, cause);
+		*prep = prepare_new(c, m, tmp, stored, worktree_objects,
+		    cause);
 		rc = *prep == NULL ? -1 : 0;
 		free(tmp);
 	}
@@ -328,6 +335,7 @@ worktree_collect(void)
 	struct dirent	*de;
 	char		*path;
 	DIR		*dir;
+	u_int		 n = 0;
 
 	if ((dir = opendir(worktree_dir())) == NULL)
 		return;
@@ -338,8 +346,12 @@ worktree_collect(void)
 		xasprintf(&path, "%s/%s", worktree_trees, de->d_name);
 		worktree_discard(path);
 		free(path);
+		n++;
 	}
 	closedir(dir);
+	/* Their files that no other tree links to, once they are gone. */
+	if (n != 0)
+		prepare_collect(worktree_objects);
 }
 
 /* The setting, in ms; 0 keeps work trees as long as their jobs. */

@@ -380,6 +380,8 @@ def test_a_remote_job_cannot_undo_its_tree(make_daemon, make_client):
         ["list the stored trees", "listdir", os.path.join(H, "trees")],
         ["read its stored tree", "read", os.path.join(stored, "probe.py")],
         ["write its stored tree", "write", os.path.join(stored, "planted")],
+        ["read the trees' files", "listdir", os.path.join(H, "trees",
+                                                          "objects")],
         ["list its upper layer", "listdir", os.path.join(me, "upper")],
         ["write its upper layer", "write", os.path.join(me, "upper", "x")],
         ["write overlayfs's scratch", "write", os.path.join(me, "ovl", "x")],
@@ -398,7 +400,7 @@ def test_a_remote_job_cannot_undo_its_tree(make_daemon, make_client):
     r = c.gmux("run", "--", "sh", "-c", "head -c 7 probe.py")
     assert r.stdout == PROBE[:7].encode(), r
     assert sorted(os.listdir(os.path.join(H, "trees"))) == \
-        sorted([os.path.basename(stored), "tmp"])
+        sorted([os.path.basename(stored), "objects", "tmp"])
 
 
 def test_a_remote_job_with_a_fence_is_jailed_too(make_daemon, make_client):

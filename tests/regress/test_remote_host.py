@@ -96,9 +96,9 @@ def test_a_tree_that_cannot_be_made_fails_its_job(make_daemon, make_client):
     blobs = os.path.join(d.home, "blobs")
     digest = hashlib.sha256(b"a\n").hexdigest()
     os.unlink(os.path.join(blobs, digest[:2], digest))
-    # (A new tree: one made before is not made again, so needs no blob.)
-    with open(os.path.join(c.work, "b.txt"), "w") as f:
-        f.write("b\n")
+    # (A new tree, and a.txt with a new mode: a tree or a file made
+    # before is not made again, and would need no blob.)
+    os.chmod(os.path.join(c.work, "a.txt"), 0o755)
     r = c.gmux("run", "--", "true")
     assert r.returncode == 125
     assert r.stderr.startswith(b"gmux run: gpu1:j2 failed: its files "

@@ -27,15 +27,17 @@ def host_and_client(make_daemon, make_client, **env):
 
 
 def disk(path):
-    """Bytes of disk under path (blocks, not sizes), links not followed."""
-    total = 0
+    """Bytes of disk under path (blocks, not sizes; an inode with several
+    links counts once), links not followed."""
+    seen = {}
     for top, dirs, files in os.walk(path):
         for n in dirs + files:
             try:
-                total += os.lstat(os.path.join(top, n)).st_blocks * 512
+                st = os.lstat(os.path.join(top, n))
             except FileNotFoundError:
-                pass
-    return total
+                continue
+            seen[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+    return sum(seen.values())
 
 
 def tree(root, n=200, size=10000):
@@ -69,13 +71,43 @@ def test_a_rerun_grows_the_disk_by_what_it_writes(make_daemon, make_client):
     # Three runs: each its small files and one 1000-byte write, no tree.
     print("host disk growth per unchanged re-run: %d bytes" % (grown // 3))
     assert grown < 3 * 100000, grown
-    assert [n for n in os.listdir(trees) if n != "tmp"] == \
-        [os.path.basename(stored_tree(d.home, "j1"))]
+    assert [n for n in os.listdir(trees) if n not in ("tmp", "objects")] \
+        == [os.path.basename(stored_tree(d.home, "j1"))]
     for j in ("j2", "j3", "j4"):
         assert stored_tree(d.home, j) == stored_tree(d.home, "j1")
         assert os.listdir(job_tree(d.home, j)) == ["out.bin"]
         # The mount point is empty: the tree was never copied there.
         assert os.listdir(os.path.join(jobs, j, "work")) == []
+
+
+def test_a_changed_tree_shares_what_did_not_change(make_daemon,
+                                                   make_client):
+    d, c, _ = host_and_client(make_daemon, make_client)
+    tree(c.work)                                    # 200 files, 2 MB
+    with open(os.path.join(c.work, "run.sh"), "w") as f:
+        f.write("#!/bin/sh\necho ran\n")
+    os.chmod(os.path.join(c.work, "run.sh"), 0o755)
+    assert c.gmux("run", "--", "./run.sh").stdout == b"ran\n"
+    need_overlay(d, "j1")
+    trees = os.path.join(d.home, "trees")
+    before = disk(trees)
+    with open(os.path.join(c.work, "d03", "f003"), "wb") as f:
+        f.write(b"changed\n")
+    time.sleep(0.05)
+    r = c.gmux("run", "--", "sh", "-c", "cat d03/f003; ./run.sh")
+    assert r.stdout == b"changed\nran\n", r
+    one, two = stored_tree(d.home, "j1"), stored_tree(d.home, "j2")
+    assert one != two
+    # One file's content and the directories: not a second tree.
+    grown = disk(trees) - before
+    print("stored trees' growth for one changed file: %d bytes" % grown)
+    assert grown < 200000, grown
+    a = os.stat(os.path.join(one, "d05", "f005"))
+    b = os.stat(os.path.join(two, "d05", "f005"))
+    assert (a.st_ino, a.st_nlink) == (b.st_ino, 3)    # and objects/
+    assert os.stat(os.path.join(two, "run.sh")).st_mode & 0o777 == 0o755
+    assert os.stat(os.path.join(two, "d05", "f005")).st_mode & 0o777 == \
+        os.stat(os.path.join(c.work, "d05", "f005")).st_mode & 0o777 | 0o600
 
 
 def test_pull_reads_the_tree_as_the_job_left_it(make_daemon, make_client):
@@ -161,6 +193,9 @@ def test_an_ended_jobs_tree_goes_unless_a_pull_is_pending(make_daemon,
     if stored is not None:
         wait_for(lambda: not os.path.exists(stored), 20,
                  what="the stored tree no job needs to go")
+        objects = os.path.join(d.home, "trees", "objects")
+        wait_for(lambda: os.listdir(objects) == [], 20,
+                 what="its files to go")
     code, err = https_json(d.port, "POST", "/v1/jobs/j1/pull",
                            json.dumps({"globs": ["x.txt"]}).encode(),
                            token=token, ctype="application/json")
