@@ -319,6 +319,9 @@ api_remote_tree(const char *mdigest, u_int id, struct prepare **prep,
 	struct cas	*c;
 	int		 code;
 
+	*prep = NULL;
+	if ((code = worktree_reuse(id, mdigest, cause)) != 0)
+		return (code == 1 ? 0 : 500);
 	if ((c = api_remote_store(cause)) == NULL)
 		return (500);
 	if ((code = remote_host_tree(c, mdigest, &m, reply, cause)) != 0)

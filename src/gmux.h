@@ -1898,6 +1898,7 @@ int		 overlay_view(const char *, const char *, char **);
 int		 overlay_ready(char **);
 
 /* worktree.c: where a job with a synced tree runs, and for how long */
+int		 worktree_reuse(u_int, const char *, char **);
 int		 worktree_prepare(u_int, struct cas *, const char *,
 		     struct manifest *, struct prepare **, char **);
 void		 worktree_pull_pending(u_int);

@@ -125,6 +125,46 @@ worktree_note(u_int id, const char *name, const char *s, char **cause)
 	return (rc);
 }
 
+/* Whether the stored tree of manifest d is there (made whole). */
+static int
+worktree_have(const char *d)
+{
+	struct stat	 st;
+	char		*stored;
+	int		 have;
+
+	stored = worktree_stored(d);
+	have = lstat(stored, &st) == 0 && S_ISDIR(st.st_mode);
+	free(stored);
+	return (have);
+}
+
+/* Job id's directories over the stored tree of d (not made yet: *prep). */
+static int
+worktree_layers(u_int id, const char *d, char **cause)
+{
+	worktree_remove(id);	/* left by a refused job with this id */
+	if (worktree_mkdir(id, "work", cause) != 0 ||
+	    worktree_mkdir(id, "upper", cause) != 0 ||
+	    worktree_mkdir(id, "ovl", cause) != 0 ||
+	    worktree_note(id, "tree", d, cause) != 0)
+		return (-1);
+	return (0);
+}
+
+/*
+ * An unchanged re-run: if the stored tree of manifest d is there, sets up
+ * job id over it, with no need of the manifest (nor of its blobs): 1.
+ * 0 if the tree must be made first (worktree_prepare), -1 with *cause.
+ */
+int
+worktree_reuse(u_int id, const char *d, char **cause)
+{
+	if (!overlay_ready(NULL) || !worktree_have(d))
+		return (0);
+	return (worktree_layers(id, d, cause) == 0 ? 1 : -1);
+}
+
 /*
  * Sets up job id's work tree from manifest m (digest d) of the store c:
  * over the stored tree, made first if it is not there yet, or in a copy
@@ -135,9 +175,7 @@ int
 worktree_prepare(u_int id, struct cas *c, const char *d,
     struct manifest *m, struct prepare **prep, char **cause)
 {
-	struct stat	 st;
-	char		*stored, *tmp, *work;
-	int		 rc = -1;
+	char	*stored, *tmp, *work;
 
 	*prep = NULL;
 	if (!overlay_ready(NULL)) {
@@ -146,24 +184,16 @@ worktree_prepare(u_int id, struct cas *c, const char *d,
 		free(work);
 		return (*prep == NULL ? -1 : 0);
 	}
-	worktree_remove(id);	/* left by a refused job with this id */
-	if (worktree_mkdir(id, "work", cause) != 0 ||
-	    worktree_mkdir(id, "upper", cause) != 0 ||
-	    worktree_mkdir(id, "ovl", cause) != 0 ||
-	    worktree_note(id, "tree", d, cause) != 0)
+	if (worktree_layers(id, d, cause) != 0)
 		return (-1);
+	if (worktree_have(d))
+		return (0);
 	stored = worktree_stored(d);
-	if (lstat(stored, &st) == 0 && S_ISDIR(st.st_mode))
-		rc = 0;
-	else {
-		xasprintf(&tmp, "%s/tmp/%s.%u", worktree_dir(), d, id);
-		*prep = prepare_new(c, m, tmp, stored, worktree_objects,
-		    cause);
-		rc = *prep == NULL ? -1 : 0;
-		free(tmp);
-	}
+	xasprintf(&tmp, "%s/tmp/%s.%u", worktree_dir(), d, id);
+	*prep = prepare_new(c, m, tmp, stored, worktree_objects, cause);
+	free(tmp);
 	free(stored);
-	return (rc);
+	return (*prep == NULL ? -1 : 0);
 }
 
 /* Notes that the client of job id will pull its results. */

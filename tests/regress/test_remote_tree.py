@@ -6,6 +6,7 @@ of its own.  --pull reads what the job left, as the job saw it.  An ended
 job's work tree goes after REMOTE_WORK_RETENTION unless a pull is
 pending, and a stored tree when no work tree needs it."""
 
+import hashlib
 import json
 import os
 import time
@@ -78,6 +79,22 @@ def test_a_rerun_grows_the_disk_by_what_it_writes(make_daemon, make_client):
         assert os.listdir(job_tree(d.home, j)) == ["out.bin"]
         # The mount point is empty: the tree was never copied there.
         assert os.listdir(os.path.join(jobs, j, "work")) == []
+
+
+def test_an_unchanged_rerun_reads_no_blob(make_daemon, make_client):
+    """The stored tree is the tree: a re-run neither reads the manifest
+    nor the blobs again (the store may have evicted them)."""
+    d, c, _ = host_and_client(make_daemon, make_client)
+    with open(os.path.join(c.work, "a.txt"), "w") as f:
+        f.write("a\n")
+    assert c.gmux("run", "--", "cat", "a.txt").stdout == b"a\n"
+    need_overlay(d, "j1")
+    blobs = os.path.join(d.home, "blobs")
+    digest = hashlib.sha256(b"a\n").hexdigest()
+    os.unlink(os.path.join(blobs, digest[:2], digest))
+    r = c.gmux("run", "--", "cat", "a.txt")
+    assert (r.returncode, r.stdout) == (0, b"a\n"), r
+    assert stored_tree(d.home, "j2") == stored_tree(d.home, "j1")
 
 
 def test_a_changed_tree_shares_what_did_not_change(make_daemon,
