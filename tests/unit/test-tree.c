@@ -1,7 +1,8 @@
 /*
  * test-tree.c: confinement (no write, read or removal escapes a directory
  * through a symlink), materializing a job's tree from the blob store (a
- * copy, never a hardlink), and --pull in both directions.
+ * copy, never a hardlink; a stored tree's links to its own objects), and
+ * --pull in both directions.
  */
 
 #include <sys/stat.h>
@@ -173,6 +174,60 @@ test_materialize(void)
 	cas_close(c);
 	free(src);
 	free(job);
+}
+
+/*
+ * Stored trees (overlays' lower layers): files are links to one object per
+ * content and mode, shared by the trees, never the store's own blob; the
+ * objects no tree links to go.
+ */
+static void
+test_materialize_stored(void)
+{
+	struct manifest	 m;
+	struct sync_stats st;
+	struct cas	*c;
+	struct stat	 sa, sb, sc;
+	char		*src = tpath("ssrc"), *cause = NULL, *blob;
+	int		 blobfd, objfd;
+
+	mkdir_p(src, 0755);
+	mkfile("ssrc/f.txt", "same", 0644);
+	mkfile("ssrc/x.sh", "same", 0755);
+	memset(&st, 0, sizeof st);
+	CHECK(sync_scan(src, NULL, &m, &st, &cause) == 0);
+	c = cas_open(T("sblobs"), 1 << 20, &cause);
+	fill_store(c, src, &m);
+	mkdir_p(T("objects"), 0700);
+	objfd = open(T("objects"), O_RDONLY|O_DIRECTORY);
+	blobfd = cas_dup_dirfd(c);
+	CHECK(tree_materialize_at(blobfd, objfd, &m, T("t1"), NULL,
+	    &cause) == 0);
+	CHECK(tree_materialize_at(blobfd, objfd, &m, T("t2"), NULL,
+	    &cause) == 0);
+	/* One inode per content and mode, in both trees and objects/. */
+	CHECK(stat(T("t1/f.txt"), &sa) == 0 && stat(T("t2/f.txt"), &sb) == 0);
+	CHECK(sa.st_ino == sb.st_ino && sa.st_nlink == 3);
+	CHECK((sa.st_mode & 0777) == 0644);
+	CHECK(stat(T("t1/x.sh"), &sc) == 0 && sc.st_ino != sa.st_ino);
+	CHECK((sc.st_mode & 0777) == 0755 && sc.st_nlink == 3);
+	xasprintf(&blob, "%s/%.2s/%s", T("sblobs"), manifest_find(&m,
+	    "f.txt")->digest, manifest_find(&m, "f.txt")->digest);
+	CHECK(stat(blob, &sb) == 0 && sb.st_ino != sa.st_ino &&
+	    sb.st_ino != sc.st_ino && sb.st_nlink == 1);
+	free(blob);
+	/* Collected: only what no tree links to. */
+	tree_collect(T("objects"));
+	CHECK(stat(T("t1/f.txt"), &sa) == 0 && sa.st_nlink == 3);
+	CHECK(confine_remove(T("t1")) == 0 && confine_remove(T("t2")) == 0);
+	tree_collect(T("objects"));
+	CHECK(rmdir(T("objects")) == 0);
+	close(objfd);
+	close(blobfd);
+	manifest_clear(&m);
+	sync_stats_clear(&st);
+	cas_close(c);
+	free(src);
 }
 
 /*
@@ -369,6 +424,7 @@ main(void)
 	RUN(test_confine);
 	RUN(test_materialize);
 	RUN(test_materialize_hostile);
+	RUN(test_materialize_stored);
 	RUN(test_pull);
 	RUN(test_pull_fifo_swap);
 	if (tmpdir_cleanup() != 0)
