@@ -377,6 +377,7 @@ job_start(struct job *j, char **cause)
 	dir = path_job(j->id);
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		xasprintf(cause, "%s: %s", dir, strerror(errno));
+		overlay_free(ov);
 		free(dir);
 		return (-1);
 	}

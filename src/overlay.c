@@ -251,7 +251,7 @@ overlay_probe_child(const struct overlay *o)
 static int
 overlay_probe_dirs(const char *dir, struct overlay **o)
 {
-	char	*lower, *upper, *work, *target, *p;
+	char	*lower, *upper, *work, *target, *p, *cause = NULL;
 	int	 rc;
 
 	xasprintf(&lower, "%s/lower", dir);
@@ -265,12 +265,13 @@ overlay_probe_dirs(const char *dir, struct overlay **o)
 	free(p);
 	xasprintf(&p, "%s/dir/f", lower);
 	if (rc == 0)
-		rc = write_file_replace(p, "f", 1, 0600, NULL);
+		rc = write_file_replace(p, "f", 1, 0600, &cause);
 	free(p);
 	xasprintf(&p, "%s/old", lower);
 	if (rc == 0)
-		rc = write_file_replace(p, "o", 1, 0600, NULL);
+		rc = write_file_replace(p, "o", 1, 0600, &cause);
 	free(p);
+	free(cause);
 	*o = overlay_create(lower, upper, work, target);
 	free(lower);
 	free(upper);
