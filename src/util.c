@@ -539,16 +539,43 @@ strv_free(char **v)
 	free(v);
 }
 
-/* Returns the user's name, or the number if it has none; caller frees. */
+#define USER_NAME_CACHE	4
+#define USER_NAME_TTL	(10 * 1000)	/* ms: a renamed user shows soon */
+
+/*
+ * Returns the user's name, or the number if it has none; caller frees.
+ * The daemon asks for every request's owner: getpwuid reads and parses
+ * /etc/passwd (or asks NSS) each time, about a twentieth of what a job
+ * submission costs it, so the last few answers are kept a few seconds.
+ */
 char *
 user_name(uid_t uid)
 {
+	static struct {
+		uid_t	 uid;
+		char	*name;
+		int64_t	 when;
+	}		 cache[USER_NAME_CACHE];
+	static u_int	 next;
 	struct passwd	*pw;
 	char		*s;
+	int64_t		 now = clock_mono_ms();
+	u_int		 i;
 
+	for (i = 0; i < USER_NAME_CACHE; i++) {
+		if (cache[i].name != NULL && cache[i].uid == uid &&
+		    now - cache[i].when < USER_NAME_TTL)
+			return (xstrdup(cache[i].name));
+	}
 	if ((pw = getpwuid(uid)) != NULL)
-		return (xstrdup(pw->pw_name));
-	xasprintf(&s, "%lu", (u_long)uid);
+		s = xstrdup(pw->pw_name);
+	else
+		xasprintf(&s, "%lu", (u_long)uid);
+	i = next++ % USER_NAME_CACHE;
+	free(cache[i].name);
+	cache[i].uid = uid;
+	cache[i].name = xstrdup(s);
+	cache[i].when = now;
 	return (s);
 }
 
