@@ -227,3 +227,34 @@ def test_an_ended_jobs_tree_goes_unless_a_pull_is_pending(make_daemon,
     assert code == 200 and reply["files"] == 1, reply
     wait_for(lambda: not os.path.exists(work), 20,
              what="the pulled job's tree to go")
+
+
+def test_a_job_over_its_tree_outlives_the_daemon(make_daemon, make_client):
+    """The overlay lives in the keeper's namespaces, not the daemon's: a
+    kill -9 of the daemon loses neither the job nor its tree."""
+    d, c, _ = host_and_client(make_daemon, make_client)
+    with open(os.path.join(c.work, "in.txt"), "w") as f:
+        f.write("in\n")
+    r = c.gmux("run", "-d", "--", "sh", "-c",
+               "while [ ! -e go ]; do sleep 0.05; done 2>/dev/null; "
+               "cat in.txt > out.txt; echo done")
+    jid = r.stdout.decode().strip().split(":")[-1]
+    d.wait_state(jid, "running")
+    need_overlay(d, jid)
+    d.kill9()
+    d.start(addr="127.0.0.1:%d" % d.port)
+    assert d.job(jid)["state"] == "running"
+    # It goes on in its tree once it sees "go" there: only its own mount
+    # namespace has that tree, so the test reaches it through /proc.
+    pid = d.job(jid)["pid"]
+    with open("/proc/%d/root%s/go" % (pid, os.path.join(
+            d.home, "jobs", jid, "work")), "w") as f:
+        f.write("")
+    d.wait_state(jid, "exited")
+    assert c.gmux("logs", "gpu1:" + jid).stdout == b"done\n"
+    code, reply = https_json(d.port, "POST", "/v1/jobs/%s/pull" % jid,
+                             json.dumps({"globs": ["out.txt"]}).encode(),
+                             token=token_of(c), ctype="application/json")
+    assert code == 200 and reply["files"] == 1, reply
+    assert open(os.path.join(job_tree(d.home, jid), "out.txt")).read() == \
+        "in\n"
