@@ -85,6 +85,10 @@ prepare_free(struct prepare *p)
 /*
  * Makes a stored tree (shared by every job over it): in a directory of
  * its own, renamed into place whole, unless an earlier item made it.
+ * Unlike a job's copy it outlives the run, and later runs trust it: its
+ * files (and the blobs it was made from) are flushed before it is put in
+ * place, so a stored tree is whole after a crash, and objects that were
+ * not (a tree left in tmp/) are dropped at the next start (worktree.c).
  */
 static void
 prepare_stored(struct prepare *p)
@@ -97,6 +101,10 @@ prepare_stored(struct prepare *p)
 		log_warn("%s: %s", __func__, p->objects);
 	p->rc = tree_materialize_at(p->blobfd, objfd, &p->m, p->workdir,
 	    &prepare_stop, &p->cause);
+	if (p->rc == 0 && syncfs(objfd != -1 ? objfd : p->blobfd) != 0) {
+		xasprintf(&p->cause, "syncfs: %s", strerror(errno));
+		p->rc = -1;
+	}
 	if (objfd != -1)
 		close(objfd);
 	if (p->rc == 0 && rename(p->workdir, p->final) != 0) {

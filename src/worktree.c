@@ -64,6 +64,11 @@ worktree_dir(void)
 	xasprintf(&worktree_objects, "%s/objects", worktree_trees);
 	if (mkdir(worktree_objects, 0700) != 0 && errno != EEXIST)
 		log_warn("%s: %s", __func__, worktree_objects);
+	/*
+	 * Objects only a tree in tmp/ linked to may not have reached the
+	 * disk: they go before any tree is made (the thread's first item).
+	 */
+	prepare_collect(worktree_objects);
 	return (worktree_trees);
 }
 

@@ -240,13 +240,14 @@ def test_a_job_over_its_tree_outlives_the_daemon(make_daemon, make_client):
                "cat in.txt > out.txt; echo done")
     jid = r.stdout.decode().strip().split(":")[-1]
     d.wait_state(jid, "running")
+    wait_for(lambda: d.job(jid).get("pid"), what="its pid")
     need_overlay(d, jid)
     d.kill9()
     d.start(addr="127.0.0.1:%d" % d.port)
     assert d.job(jid)["state"] == "running"
     # It goes on in its tree once it sees "go" there: only its own mount
     # namespace has that tree, so the test reaches it through /proc.
-    pid = d.job(jid)["pid"]
+    pid = wait_for(lambda: d.job(jid).get("pid"), what="its pid")
     with open("/proc/%d/root%s/go" % (pid, os.path.join(
             d.home, "jobs", jid, "work")), "w") as f:
         f.write("")
@@ -258,3 +259,29 @@ def test_a_job_over_its_tree_outlives_the_daemon(make_daemon, make_client):
     assert code == 200 and reply["files"] == 1, reply
     assert open(os.path.join(job_tree(d.home, jid), "out.txt")).read() == \
         "in\n"
+
+
+def test_what_a_stopped_daemon_left_half_made_goes(make_daemon, make_client):
+    """A stored tree is flushed before it is put in place; what a daemon
+    left in trees/tmp (a tree being made or removed) may not have reached
+    the disk: it goes at the next start, with the files only it used."""
+    d, c, _ = host_and_client(make_daemon, make_client)
+    with open(os.path.join(c.work, "a.txt"), "w") as f:
+        f.write("a\n")
+    assert c.gmux("run", "--", "true").returncode == 0
+    need_overlay(d, "j1")
+    d.kill9()
+    trees = os.path.join(d.home, "trees")
+    half = os.path.join(trees, "tmp", "%s.9" % ("0" * 64))
+    os.makedirs(half)
+    orphan = os.path.join(trees, "objects", "%s.644" % ("1" * 64))
+    with open(orphan, "w") as f:
+        f.write("torn")
+    os.link(orphan, os.path.join(half, "f"))
+    kept = os.listdir(os.path.join(trees, "objects"))
+    d.start(addr="127.0.0.1:%d" % d.port)
+    assert c.gmux("run", "--", "cat", "a.txt").stdout == b"a\n"
+    wait_for(lambda: not os.path.exists(orphan), 20, what="the orphan")
+    assert not os.path.exists(half)
+    assert set(kept) - {os.path.basename(orphan)} <= \
+        set(os.listdir(os.path.join(trees, "objects")))
