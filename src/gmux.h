@@ -1867,7 +1867,7 @@ int		 tree_pin(struct cas *, const struct manifest *, char **);
 void		 tree_unpin(struct cas *, const struct manifest *, size_t);
 int		 tree_materialize_at(int, int, const struct manifest *,
 		     const char *, const _Atomic int *, char **);
-void		 tree_collect(const char *);
+void		 tree_collect(const char *, const char *);
 int		 tree_materialize(struct cas *, const struct manifest *,
 		     const char *, char **);
 /* (end) */
@@ -1877,7 +1877,7 @@ int		 tree_materialize(struct cas *, const struct manifest *,
 struct prepare	*prepare_new(struct cas *, struct manifest *, const char *,
 		     const char *, const char *, char **);
 void		 prepare_discard(const char *);
-void		 prepare_collect(const char *);
+void		 prepare_collect(const char *, const char *);
 int		 prepare_submit(struct prepare *, struct job *, u_int, int *,
 		     char **);
 void		 prepare_restore(void);

@@ -47,6 +47,7 @@ struct prepare {
 	char			*workdir;
 	char			*final;		/* a stored tree: renamed to */
 	char			*objects;	/* its objects' directory */
+	char			*blobs;		/* a collect's: the store */
 	int			 blobfd;	/* the thread's own */
 	int			 rc;
 	char			*cause;
@@ -78,6 +79,7 @@ prepare_free(struct prepare *p)
 	free(p->workdir);
 	free(p->final);
 	free(p->objects);
+	free(p->blobs);
 	free(p->cause);
 	free(p);
 }
@@ -127,7 +129,7 @@ prepare_work(struct prepare *p)
 		if (p->rc != 0)
 			confine_remove(p->workdir);
 	} else if (p->kind == PREPARE_COLLECT)
-		tree_collect(p->workdir);
+		tree_collect(p->workdir, p->blobs);
 	else
 		confine_remove(p->workdir);
 }
@@ -282,7 +284,7 @@ prepare_queue(struct prepare *p)
 }
 
 /* Hands the thread work on path that returns nothing to the loop. */
-static void
+static struct prepare *
 prepare_chore(enum prepare_kind kind, const char *path)
 {
 	struct prepare	*p;
@@ -291,24 +293,29 @@ prepare_chore(enum prepare_kind kind, const char *path)
 	p->kind = kind;
 	p->blobfd = -1;
 	p->workdir = xstrdup(path);
-	prepare_queue(p);
+	return (p);
 }
 
 /* Removes path (a tree nothing else may write) off the loop. */
 void
 prepare_discard(const char *path)
 {
-	prepare_chore(PREPARE_REMOVE, path);
+	prepare_queue(prepare_chore(PREPARE_REMOVE, path));
 }
 
 /*
- * Removes the stored trees' objects (in objects) that no tree links to,
- * off the loop, after what was queued before (trees removed).
+ * Removes the stored trees' objects (in objects; the blob store in
+ * blobs) that no tree links to, off the loop, after what was queued
+ * before (trees removed).
  */
 void
-prepare_collect(const char *objects)
+prepare_collect(const char *objects, const char *blobs)
 {
-	prepare_chore(PREPARE_COLLECT, objects);
+	struct prepare	*p;
+
+	p = prepare_chore(PREPARE_COLLECT, objects);
+	p->blobs = xstrdup(blobs);
+	prepare_queue(p);
 }
 
 /*

@@ -123,12 +123,44 @@ tree_copy_file(struct tree_make *t, int pfd, const char *leaf,
 }
 
 /*
+ * Makes the object tmp of e's content: the store's own blob where no other
+ * object is (blobs never change once stored; the store keeps its name and
+ * may drop it, the object stays), given e's mode; else a copy.
+ */
+static int
+tree_object(struct tree_make *t, const char *tmp, const struct mentry *e,
+    char **cause)
+{
+	struct stat	 st;
+	char		 p[64];
+	int		 fd;
+
+	if ((fd = cas_open_at(t->blobfd, e->digest)) == -1) {
+		xasprintf(cause, "%s: blob %.16s is missing", e->path,
+		    e->digest);
+		return (-1);
+	}
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, p, t->objfd, tmp, AT_SYMLINK_FOLLOW) == 0) {
+		if (fstat(fd, &st) == 0 && st.st_nlink <= 2 &&
+		    (uint64_t)st.st_size == e->size &&
+		    fchmod(fd, e->mode | 0600) == 0) {
+			close(fd);
+			return (0);
+		}
+		unlinkat(t->objfd, tmp, 0);	/* another mode's object */
+	}
+	close(fd);
+	return (tree_copy_file(t, t->objfd, tmp, e, cause));
+}
+
+/*
  * A stored tree's file: a hard link to the one inode of its content and
  * mode (objects/DIGEST.MODE), made the first time it is needed, so trees
- * that differ in a few files share the rest.  A stored tree is only ever
- * the lower layer of overlays (worktree.c), which no job can write: a
- * job's write copies the file up into its own layer.  The objects are
- * never links of the store's blobs, whose mode and life are the store's.
+ * that differ in a few files share the rest, and the first of them shares
+ * the blob store's files.  A stored tree is only ever the lower layer of
+ * overlays (worktree.c), which no job can write: a job's write copies the
+ * file up into its own layer first.
  */
 static int
 tree_link_file(struct tree_make *t, int pfd, const char *leaf,
@@ -142,7 +174,7 @@ tree_link_file(struct tree_make *t, int pfd, const char *leaf,
 	if (errno == ENOENT) {
 		snprintf(tmp, sizeof tmp, "tmp.%s", name);
 		unlinkat(t->objfd, tmp, 0);
-		if (tree_copy_file(t, t->objfd, tmp, e, cause) != 0)
+		if (tree_object(t, tmp, e, cause) != 0)
 			return (-1);
 		if (renameat(t->objfd, tmp, t->objfd, name) == 0 &&
 		    linkat(t->objfd, name, pfd, leaf, 0) == 0)
@@ -163,28 +195,58 @@ tree_file(struct tree_make *t, int pfd, const char *leaf,
 }
 
 /*
+ * Whether the object name (st) is linked to by no stored tree: its only
+ * other link, if any, is the store's blob of the same content.
+ */
+static int
+tree_unused(int blobfd, const char *name, const struct stat *st)
+{
+	struct stat	 bs;
+	char		 digest[DIGEST_HEX];
+	int		 fd, alone = 0;
+
+	if (st->st_nlink == 1 || strncmp(name, "tmp.", 4) == 0)
+		return (1);
+	if (st->st_nlink != 2 || strlen(name) < DIGEST_HEX)
+		return (0);
+	memcpy(digest, name, DIGEST_HEX - 1);
+	digest[DIGEST_HEX - 1] = '\0';
+	if (!digest_valid(digest) || (fd = cas_open_at(blobfd, digest)) == -1)
+		return (0);
+	if (fstat(fd, &bs) == 0 && bs.st_dev == st->st_dev &&
+	    bs.st_ino == st->st_ino)
+		alone = 1;
+	close(fd);
+	return (alone);
+}
+
+/*
  * Removes the objects (objects/DIGEST.MODE) no stored tree links to any
- * more, and what was left half made.  In the thread that makes trees:
- * never while one is being made.
+ * more, and what was left half made; the store is in blobs.  In the
+ * thread that makes trees: never while one is being made.
  */
 void
-tree_collect(const char *objects)
+tree_collect(const char *objects, const char *blobs)
 {
 	struct dirent	*de;
 	struct stat	 st;
 	DIR		*d;
 	u_int		 n = 0;
+	int		 blobfd;
 
 	if ((d = opendir(objects)) == NULL)
 		return;
+	blobfd = open(blobs, O_RDONLY|O_DIRECTORY|O_CLOEXEC);
 	while ((de = readdir(d)) != NULL) {
 		if (*de->d_name == '.' || fstatat(dirfd(d), de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
 			continue;
-		if ((st.st_nlink == 1 || strncmp(de->d_name, "tmp.", 4) == 0) &&
+		if (tree_unused(blobfd, de->d_name, &st) &&
 		    unlinkat(dirfd(d), de->d_name, 0) == 0)
 			n++;
 	}
+	if (blobfd != -1)
+		close(blobfd);
 	closedir(d);
 	log_debug("%s: %u removed", __func__, n);
 }

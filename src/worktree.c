@@ -41,6 +41,7 @@ static const char *const worktree_parts[] = {
 
 static char	*worktree_trees;	/* $GMUX_HOME/trees */
 static char	*worktree_objects;	/* trees/objects: their files */
+static char	*worktree_blobs;	/* the blob store (api-remote.c's) */
 static int64_t	 worktree_last;		/* the last sweep */
 static u_int	 worktree_gone;		/* names trees on their way out */
 
@@ -62,13 +63,14 @@ worktree_dir(void)
 		log_warn("%s: %s", __func__, tmp);
 	free(tmp);
 	xasprintf(&worktree_objects, "%s/objects", worktree_trees);
+	xasprintf(&worktree_blobs, "%s/blobs", path_home());
 	if (mkdir(worktree_objects, 0700) != 0 && errno != EEXIST)
 		log_warn("%s: %s", __func__, worktree_objects);
 	/*
 	 * Objects only a tree in tmp/ linked to may not have reached the
 	 * disk: they go before any tree is made (the thread's first item).
 	 */
-	prepare_collect(worktree_objects);
+	prepare_collect(worktree_objects, worktree_blobs);
 	return (worktree_trees);
 }
 
@@ -386,7 +388,7 @@ worktree_collect(void)
 	closedir(dir);
 	/* Their files that no other tree links to, once they are gone. */
 	if (n != 0)
-		prepare_collect(worktree_objects);
+		prepare_collect(worktree_objects, worktree_blobs);
 }
 
 /* The setting, in ms; 0 keeps work trees as long as their jobs. */
