@@ -5,9 +5,10 @@
  * $GMUX_HOME/trees/DIGEST, made once per manifest and shared by every run
  * of it: a re-run copies nothing, and the host's disk grows by what the
  * job writes (its upper directory).  The stored trees' files are links to
- * trees/objects/DIGEST.MODE, one inode per content and mode, so a tree
- * with one file changed costs that file and its directories (tree.c).  Elsewhere the job gets a copy of its
- * own (tree.c: reflinks where the filesystem has them).  A job's directory
+ * trees/objects/DIGEST.MODE, one inode per content and mode (often the
+ * blob store's own), so a tree with one file changed costs that file and
+ * its directories (tree.c).  Elsewhere the job gets a copy of its own
+ * (tree.c: reflinks where the filesystem has them).  A job's directory
  * then holds:
  *
  *	work/	where it runs (over an overlay, the empty mount point)
