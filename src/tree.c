@@ -7,7 +7,7 @@
  * the manifest's symlinks are made last, so none can redirect a write.
  * A stored tree (an overlay's lower layer, which no job writes) is made
  * of hard links to one inode per content and mode, shared by the trees.
- * tree_pull lists the files of a job's directory that match --pull
+ * tree_pull_at lists the files of a job's directory that match --pull
  * patterns, copying each into the store as it hashes it.
  */
 
@@ -496,20 +496,4 @@ tree_pull_at(struct cas *c, int fd, char *const *globs, uint64_t limit,
 	}
 	manifest_sort(m);
 	return (0);
-}
-
-/* The same, under the directory dir. */
-int
-tree_pull(struct cas *c, const char *dir, char *const *globs, uint64_t limit,
-    struct manifest *m, char **cause)
-{
-	int	 fd, rc;
-
-	if ((fd = open(dir, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1) {
-		xasprintf(cause, "%s: %s", dir, strerror(errno));
-		return (-1);
-	}
-	rc = tree_pull_at(c, fd, globs, limit, m, cause);
-	close(fd);
-	return (rc);
 }

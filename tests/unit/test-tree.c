@@ -33,6 +33,22 @@ slurp(const char *path)
 	return (s);
 }
 
+/* tree_pull_at under the directory dir. */
+static int
+pull(struct cas *c, const char *dir, char *const *globs, uint64_t limit,
+    struct manifest *m, char **cause)
+{
+	int	 fd, rc;
+
+	if ((fd = open(dir, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", dir, strerror(errno));
+		return (-1);
+	}
+	rc = tree_pull_at(c, fd, globs, limit, m, cause);
+	close(fd);
+	return (rc);
+}
+
 static void
 test_confine(void)
 {
@@ -307,14 +323,14 @@ test_pull(void)
 	CHECK(symlink("/etc/passwd", T("pjob/out/evil")) == 0);
 	c = fetch_cas = cas_open(T("pblobs"), 1 << 20, &cause);
 
-	CHECK(tree_pull(c, job, globs, 1 << 20, &m, &cause) == 0);
+	CHECK(pull(c, job, globs, 1 << 20, &m, &cause) == 0);
 	CHECK(m.n == 2 && strcmp(m.v[0].path, "out/a.txt") == 0 &&
 	    strcmp(m.v[1].path, "out/sub/b.bin") == 0);
 	manifest_clear(&m);
-	CHECK(tree_pull(c, job, globs2, 1 << 20, &m, &cause) == 0);
+	CHECK(pull(c, job, globs2, 1 << 20, &m, &cause) == 0);
 	CHECK(m.n == 2 && manifest_find(&m, "log.txt") != NULL);
 	manifest_clear(&m);
-	CHECK(tree_pull(c, job, globs, 2, &m, &cause) == -2);
+	CHECK(pull(c, job, globs, 2, &m, &cause) == -2);
 	free(cause);
 	cause = NULL;
 
@@ -322,7 +338,7 @@ test_pull(void)
 	mkdir_p(cli, 0755);
 	mkdir_p(T("pcli/out"), 0755);
 	mkfile("pcli/out/a.txt", "A", 0644);
-	CHECK(tree_pull(c, job, globs, 1 << 20, &m, &cause) == 0);
+	CHECK(pull(c, job, globs, 1 << 20, &m, &cause) == 0);
 	memset(&st, 0, sizeof st);
 	fetches = 0;
 	CHECK(sync_pull_apply(cli, &m, fetch_blob, NULL, NULL, &st, &cause) ==
@@ -402,7 +418,7 @@ test_pull_fifo_swap(void)
 	swap_stop = 0;
 	CHECK(pthread_create(&t, NULL, swapper, NULL) == 0);
 	for (i = 0; i < 20000 && ok; i++) {
-		if (tree_pull(c, dir, globs, 1 << 20, &m, &cause) != 0)
+		if (pull(c, dir, globs, 1 << 20, &m, &cause) != 0)
 			ok = 0;
 		else if (m.n > 1 || (m.n == 1 && m.v[0].size != 4))
 			ok = 0;
