@@ -189,6 +189,9 @@ $(O)/src/remote-host.o $(O)/src/remote-want.o: src/remote-int.h
 SRCS += src/landlock.c src/jail.c
 BENCHES += $(O)/bench/jail-start
 
+# -- remote jobs' trees: overlays over stored trees
+SRCS += src/overlay.c src/worktree.c
+
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
 LIB = $(O)/libgmuxcore.a

@@ -249,12 +249,11 @@ void
 api_job_pull(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {
-	struct stat	 st;
 	struct job	*j;
 	struct cas	*c;
 	json_t		*body = NULL, *reply = NULL;
-	char		*work, *cause = NULL;
-	int		 code;
+	char		*cause = NULL;
+	int		 code, fd;
 
 	if ((j = job_find(id)) == NULL) {
 		api_error(req, 404, "no job %s", id);
@@ -270,11 +269,14 @@ api_job_pull(struct evhttp_request *req, const char *id,
 		    job_state_name(j->state));
 		return;
 	}
-	work = path_job_file(j->id, "work");
-	if (lstat(work, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		api_error(req, 404, "%s has no synced tree to pull from (it "
-		    "was not started with one)", j->name);
-		free(work);
+	if ((fd = worktree_open(j->id, &cause)) == -1) {
+		if (errno == ENOENT)
+			api_error(req, 404, "%s has no synced tree to pull "
+			    "from (it was not started with one, or its work "
+			    "tree has gone: REMOTE_WORK_RETENTION)", j->name);
+		else
+			api_error(req, 500, "%s: %s", j->name, cause);
+		free(cause);
 		return;
 	}
 	if ((body = api_body(req, &cause)) == NULL)
@@ -282,11 +284,13 @@ api_job_pull(struct evhttp_request *req, const char *id,
 	else if ((c = api_remote_store(&cause)) == NULL)
 		code = 500;
 	else
-		code = remote_host_pull(c, work, body, api_size_setting(
+		code = remote_host_pull(c, fd, body, api_size_setting(
 		    "PULL_LIMIT", API_PULL_MAX), &reply, &cause);
+	close(fd);
+	if (code == 200)
+		worktree_pulled(j->id);
 	api_remote_answer(req, code, reply, cause);
 	json_decref(body);
-	free(work);
 }
 
 /* Adds NAME=VALUE to env unless NAME is there. */
@@ -309,25 +313,29 @@ api_env_default(char ***env, const char *name, const char *value)
 }
 
 /*
- * The job's tree: checked now (412 if blobs are missing), made by the
- * helper thread (prepare.c).  Returns 0 with *prep, or the status with
- * *reply and *cause.
+ * The job's tree: checked now (412 if blobs are missing), set up by
+ * worktree.c (over a stored tree, or a copy), made by the helper thread
+ * (prepare.c) where there is something to make.  Returns 0 with *prep
+ * (NULL: nothing to make), or the status with *reply and *cause.
  */
 static int
-api_remote_tree(const char *mdigest, const char *work, struct prepare **prep,
+api_remote_tree(const char *mdigest, u_int id, struct prepare **prep,
     json_t **reply, char **cause)
 {
 	struct manifest	 m;
 	struct cas	*c;
 	int		 code;
 
+	*prep = NULL;
+	if ((code = worktree_reuse(id, mdigest, cause)) != 0)
+		return (code == 1 ? 0 : 500);
 	if ((c = api_remote_store(cause)) == NULL)
 		return (500);
 	if ((code = remote_host_tree(c, mdigest, &m, reply, cause)) != 0)
 		return (code);
-	*prep = prepare_new(c, &m, work, cause);
+	code = worktree_prepare(id, c, mdigest, &m, prep, cause);
 	manifest_clear(&m);
-	return (*prep == NULL ? 500 : 0);
+	return (code == 0 ? 0 : 500);
 }
 
 /*
@@ -359,7 +367,7 @@ api_remote_job(struct evhttp_request *req, const struct api_who *who,
 		return (0);
 	dir = path_job(id);
 	work = path_job_file(id, "work");
-	confine_remove(work);	/* left by a refused job with this id */
+	worktree_remove(id);	/* left by a refused job with this id */
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		code = 500;
 		xasprintf(&cause, "%s: %s", dir, strerror(errno));
@@ -369,14 +377,16 @@ api_remote_job(struct evhttp_request *req, const struct api_who *who,
 			xasprintf(&cause, "%s: %s", work, strerror(errno));
 		}
 	} else
-		code = api_remote_tree(r->manifest, work, prep, &reply,
-		    &cause);
+		code = api_remote_tree(r->manifest, id, prep, &reply, &cause);
 	if (code != 0) {
 		api_remote_answer(req, code, reply, cause);
 		reply = NULL;
 		cause = NULL;
+		worktree_remove(id);
 		rmdir(dir);
 	} else {
+		if (r->flags & JOB_PULL)
+			worktree_pull_pending(id);
 		free(r->manifest);
 		r->manifest = NULL;
 		free(r->cwd);
@@ -398,12 +408,10 @@ api_remote_job(struct evhttp_request *req, const struct api_who *who,
 void
 api_remote_job_undo(u_int id)
 {
-	char	*dir, *work;
+	char	*dir;
 
 	dir = path_job(id);
-	work = path_job_file(id, "work");
-	confine_remove(work);
+	worktree_remove(id);
 	rmdir(dir);
-	free(work);
 	free(dir);
 }

@@ -23,6 +23,8 @@ static const char *config_keys[] = {
 	"REMOTE_READ",		/* remote jobs' jail */
 	"REMOTE_UNCONFINED",
 	"REMOTE_LOOPBACK",
+	"REMOTE_OVERLAY",	/* remote jobs' trees (worktree.c) */
+	"REMOTE_WORK_RETENTION",
 	"AUTH_TIMEOUT",
 	"TCP_CONNECTIONS_MAX",
 };

@@ -486,33 +486,6 @@ child_landlock(struct fence_job *fj)
 	close(fd);
 }
 
-static int
-send_fd(int sock, int fd, char c)
-{
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
-	union {
-		char		 buf[CMSG_SPACE(sizeof (int))];
-		struct cmsghdr	 align;
-	} u;
-
-	memset(&m, 0, sizeof m);
-	memset(&u, 0, sizeof u);
-	iov.iov_base = &c;
-	iov.iov_len = 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.buf;
-	m.msg_controllen = sizeof u.buf;
-	cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof (int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-	return (sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1);
-}
-
 /*
  * In the job's child, after fork() and chdir(), before descriptors are
  * closed and exec(): no_new_privs, Landlock, the filter, and its listener
@@ -544,36 +517,6 @@ fence_job_child(struct fence_job *fj)
 		child_fail("sending the listener");
 	close(lfd);
 	close(fj->sp[1]);
-}
-
-static int
-recv_fd(int sock, char *c)
-{
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
-	int		 fd = -1;
-	union {
-		char		 buf[CMSG_SPACE(sizeof (int))];
-		struct cmsghdr	 align;
-	} u;
-
-	memset(&m, 0, sizeof m);
-	iov.iov_base = c;
-	iov.iov_len = 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.buf;
-	m.msg_controllen = sizeof u.buf;
-	while (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) == -1) {
-		if (errno != EINTR)
-			return (-1);
-	}
-	cm = CMSG_FIRSTHDR(&m);
-	if (cm != NULL && cm->cmsg_level == SOL_SOCKET &&
-	    cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof fd))
-		memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-	return (fd);
 }
 
 /*

@@ -84,6 +84,8 @@ char		*read_file(const char *, size_t, size_t *, char **);
 int		 mkdir_p(const char *, int);
 int		 set_nonblock(int);
 ssize_t		 write_all(int, const void *, size_t);
+int		 send_fd(int, int, char);
+int		 recv_fd(int, char *);
 char		*strv_join(char *const *, const char *);
 struct evbuffer;
 struct evbuffer	*buf_new(void);
@@ -220,6 +222,7 @@ int		 frame_counts(u_char);
 #define JOB_PREEMPTIBLE	0x2
 #define JOB_REQUEUE	0x4
 #define JOB_NOWAIT	0x8
+#define JOB_PULL	0x10	/* the client will pull (a remote job) */
 struct jobreq {
 	char		**argv;
 	char		**env;
@@ -772,6 +775,7 @@ struct keeper_spec {
 	int		  umask;	/* the caller's, -1: the daemon's */
 	const struct fence *fence;	/* NULL: not fenced */
 	const struct jail_spec *jail;	/* a remote job's; NULL: none */
+	const struct overlay *overlay;	/* its tree's; NULL: none */
 };
 pid_t		 keeper_spawn(const struct keeper_spec *, int *, char **);
 int		 keeper_connect(u_int);
@@ -1263,7 +1267,7 @@ int		 remote_host_tree(struct cas *, const char *, struct manifest *,
 		     json_t **, char **);
 int		 remote_host_prepare(struct cas *, const char *, const char *,
 		     json_t **, char **);
-int		 remote_host_pull(struct cas *, const char *, json_t *,
+int		 remote_host_pull(struct cas *, int, json_t *,
 		     uint64_t, json_t **, char **);
 
 /* remote-local.c: the sync routes in process */
@@ -1332,21 +1336,44 @@ char		*remotes_invite(const char *, const char *, u_int,
 /* tree.c: the host's side of moving a tree */
 int		 tree_pin(struct cas *, const struct manifest *, char **);
 void		 tree_unpin(struct cas *, const struct manifest *, size_t);
-int		 tree_materialize_at(int, const struct manifest *, const char *,
-		     const _Atomic int *, char **);
+int		 tree_materialize_at(int, int, const struct manifest *,
+		     const char *, const _Atomic int *, char **);
+void		 tree_collect(const char *, const char *);
 int		 tree_materialize(struct cas *, const struct manifest *,
 		     const char *, char **);
 
 /* prepare.c: a remote job's tree, made by a helper thread */
 #define PREPARE_REASON	"preparing its files"
 struct prepare	*prepare_new(struct cas *, struct manifest *, const char *,
-		     char **);
+		     const char *, const char *, char **);
+void		 prepare_discard(const char *);
+void		 prepare_collect(const char *, const char *);
 int		 prepare_submit(struct prepare *, struct job *, u_int, int *,
 		     char **);
 void		 prepare_restore(void);
 void		 prepare_shutdown(void);
-int		 tree_pull(struct cas *, const char *, char *const *, uint64_t,
+int		 tree_pull_at(struct cas *, int, char *const *, uint64_t,
 		     struct manifest *, char **);
+
+/* overlay.c: a job's tree as an overlay in its own namespaces */
+struct overlay;
+struct overlay	*overlay_create(const char *, const char *, const char *,
+		     const char *);
+void		 overlay_free(struct overlay *);
+int		 overlay_enter(const struct overlay *, const char **);
+int		 overlay_view(const char *, const char *, char **);
+int		 overlay_ready(char **);
+
+/* worktree.c: where a job with a synced tree runs, and for how long */
+int		 worktree_reuse(u_int, const char *, char **);
+int		 worktree_prepare(u_int, struct cas *, const char *,
+		     struct manifest *, struct prepare **, char **);
+void		 worktree_pull_pending(u_int);
+void		 worktree_pulled(u_int);
+int		 worktree_overlay(u_int, struct overlay **, char **);
+int		 worktree_open(u_int, char **);
+void		 worktree_remove(u_int);
+void		 worktree_tick(void);
 
 /* progress.c */
 struct progress {

@@ -684,7 +684,18 @@ keeper_confine(struct keeper *k)
 	const struct keeper_spec	*s = k->spec;
 	const struct fence		*policy = s->fence;
 	struct fence			*open = NULL;
+	const char			*what;
 
+	/*
+	 * Its tree first: the keeper moves into the job's user and mount
+	 * namespaces and mounts it there, so that the jail's rules and the
+	 * fence's paths name what the job will see.
+	 */
+	if (s->overlay != NULL && overlay_enter(s->overlay, &what) != 0) {
+		xasprintf(&k->error, "its tree: %s: %s", what,
+		    strerror(errno));
+		goto fail;
+	}
 	if (s->jail != NULL) {
 		if (keeper_jail(k) != 0)
 			goto fail;

@@ -300,6 +300,9 @@ run_remote(json_t *req, int detach, char **pulls)
 		    "it cannot go with -d\n");
 		return (EXIT_USAGE);
 	}
+	/* The host keeps the job's tree until the pull (worktree.c). */
+	if (pulls != NULL)
+		json_object_set_new(req, "pull", json_true());
 	cwd = json_string_value(json_object_get(req, "cwd"));
 	n = run_rank(rv, hosts_candidates(rv, REMOTES_MAX), req);
 	if (n == 0) {

@@ -236,6 +236,7 @@ server_tick(void)
 		free(cause);
 	}
 	retention_tick();
+	worktree_tick();
 }
 
 static void
