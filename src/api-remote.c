@@ -328,10 +328,10 @@ api_remote_tree(const char *mdigest, const char *work, struct prepare **prep,
  * host (cwd); it runs in the tree it synced (manifest), copied under the
  * job's directory as jobs/jN/work, or in an empty one there.  A request
  * from the Unix socket may also name a manifest.  The environment a remote
- * client sends lacks the host's PATH and HOME: they are added.  Returns 0,
- * with *prep the work of making the tree if there is one to make (hand it
- * to prepare_submit), or -1 once it has replied with the refusal (412 if
- * blobs are missing).
+ * client sends lacks the host's PATH (jail_path) and HOME: they are
+ * added.  Returns 0, with *prep the work of making the tree if there is
+ * one to make (hand it to prepare_submit), or -1 once it has replied with
+ * the refusal (412 if blobs are missing).
  */
 int
 api_remote_job(struct evhttp_request *req, struct jobreq *r, u_int id,
@@ -374,8 +374,7 @@ api_remote_job(struct evhttp_request *req, struct jobreq *r, u_int id,
 		free(r->cwd);
 		r->cwd = xstrdup(work);
 		if (tcp && r->env != NULL) {
-			api_env_default(&r->env, "PATH",
-			    "/usr/local/bin:/usr/bin:/bin");
+			api_env_default(&r->env, "PATH", jail_path());
 			api_env_default(&r->env, "HOME", getenv("HOME"));
 		}
 	}

@@ -1254,6 +1254,7 @@ struct jail_spec {
 	char		**sockets;	/* more dirs of its own: MPS's pipes */
 	int		  loopback;	/* REMOTE_LOOPBACK: host loopback */
 };
+const char	*jail_path(void);
 struct jail	*jail_create(const struct jail_spec *, char **);
 int		 jail_ruleset(const struct jail *);
 char *const	*jail_sockets(const struct jail *);
