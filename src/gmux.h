@@ -746,6 +746,7 @@ struct job	*job_create(u_int, const char *, struct jobreq *);
 void		 job_set_id(struct job *, u_int);
 int		 job_start(struct job *, char **);
 int		 job_stop(struct job *, int64_t, const char *);
+int		 job_stop_cancel(struct job *);
 void		 job_finish(struct job *);
 void		 job_adopt(struct job *);
 void		 job_account(struct job *, int64_t);

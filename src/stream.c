@@ -56,6 +56,7 @@ stream_info(struct stream *s, const struct frame *f)
 	if (id != NULL && s->job[0] == '\0') {
 		snprintf(s->job, sizeof s->job, "%s", id);
 		if (s->stop_pending) {
+			s->stop_pending = 0;
 			s->interrupts = 0;
 			stream_interrupt(s);
 		}
@@ -119,6 +120,27 @@ stream_frame(const struct frame *f, void *arg)
 	return (0);
 }
 
+/*
+ * The first Ctrl-C's stop is withdrawn before its KILL: detached, the job
+ * keeps running (its TERM was sent).
+ */
+static void
+stream_cancel_stop(struct stream *s)
+{
+	struct client_reply	 r;
+	json_t			*body;
+	char			*path;
+
+	xasprintf(&path, "/v1/jobs/%s/stop", s->job);
+	body = json_pack("{s:b}", "cancel", 1);
+	client_call("POST", path, body, &r);
+	if (r.status != 200 && r.status != 409)
+		client_ok(&r, "run");
+	client_reply_clear(&r);
+	json_decref(body);
+	free(path);
+}
+
 /* Ctrl-C: in run, the first stops the job and the second detaches. */
 int
 stream_interrupt(void *arg)
@@ -145,6 +167,8 @@ stream_interrupt(void *arg)
 		    "and leave it running)\n", s->job);
 		return (0);
 	}
+	if (s->mode == STREAM_RUN && !s->stop_pending)
+		stream_cancel_stop(s);
 	fprintf(stderr, "\ngmux: detached from %s; it keeps running "
 	    "(gmux attach %s)\n", s->job, s->job);
 	s->detached = 1;
