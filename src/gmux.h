@@ -211,8 +211,11 @@ struct client_req {			/* one of several requests at once */
 	uint64_t	 bodysize;
 	int		 sinkfd;	/* a 2xx body goes here, or -1 */
 	const struct client_stream_cbs *cbs;	/* a 200 reply is frames */
+	int		 connect_ms;	/* to connect, shake hands (0: 10s) */
+	int		 answer_ms;	/* to the answer's first byte (0: -) */
 	struct client_reply reply;
 	int		 stopped;	/* a callback ended it */
+	int		 late;		/* it failed for a deadline */
 };
 int		 client_daemon_running(void);
 int		 client_call(const char *, const char *, json_t *,
@@ -1566,11 +1569,23 @@ int		 hosts_names_remote(const char *);
 u_int		 hosts_candidates(const struct remote **, u_int);
 u_int		 hosts_count(void);
 int		 hosts_fixed(void);
+void		 hosts_skipped(const struct remote *,
+		     const struct client_reply *);
 int		 hosts_call(const char *, const char *, json_t *,
 		     struct client_reply *);
 int		 hosts_stream(const char *, const char *, json_t *,
 		     const struct client_stream_cbs *, struct client_reply *);
 /* (end) */
+
+/* hosts-slow.c: hosts that did not answer in time, asked last */
+u_int		 hosts_slow_parse(char *, int64_t);
+void		 hosts_slow_forget(void);
+int		 hosts_slow(const struct remote *);
+void		 hosts_slow_deadlines(const struct remote *,
+		     struct client_req *);
+char		*hosts_slow_note(const struct remote *);
+void		 hosts_slow_heard(const struct remote *,
+		     const struct client_req *);
 
 /* digest.c (issue 7) */
 #define DIGEST_LEN	32
@@ -1685,6 +1700,7 @@ int		 remote_sync(const struct remote_io *, const char *,
 int		 remote_pull(const struct remote_io *, const char *,
 		     char *const *, const char *, int, struct sync_stats *,
 		     char **);
+int		 remote_pull_pattern(const char *, char **);
 /* (end) */
 
 /* remote-host.c (issue 7): the host's side of the sync routes */

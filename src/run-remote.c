@@ -160,19 +160,21 @@ run_rank(const struct remote **rv, u_int n, json_t *req)
 
 	if (n <= 1)
 		return (n);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		client_req_init(&q[i], &rv[i]->target, "GET", "/v1/cards");
+		hosts_slow_deadlines(rv[i], &q[i]);
+	}
 	client_multi(q, n, RUN_PROBE_MS);
 	memset(room, 0, sizeof room);
 	for (i = 0; i < n; i++) {
 		cards[i] = xcalloc(CARDS_MAX, sizeof *cards[i]);
-		room[i].is_default = i == 0;	/* candidates: default first */
+		/* Candidates: the default first, unless it was slow. */
+		room[i].is_default = i == 0;
 		if (q[i].reply.status == 200 && json_is_array(q[i].reply.body))
 			run_room(&room[i], cards[i], q[i].reply.body);
 		else
-			fprintf(stderr, "gmux run: skipping %s: %s\n",
-			    rv[i]->name, q[i].reply.error ? q[i].reply.error :
-			    "no answer");
+			hosts_skipped(rv[i], &q[i].reply);
+		hosts_slow_heard(rv[i], &q[i]);
 		client_reply_clear(&q[i].reply);
 	}
 	run_wants(req, &seats, &mem);
@@ -228,6 +230,31 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 	return (-1);
 }
 
+/* What a pull brought: how many files and bytes, or that none matched. */
+static void
+run_pull_said(char **pulls, const struct sync_stats *st)
+{
+	char	*all, *got;
+	size_t	 i;
+
+	if (st->files == 0) {
+		fprintf(stderr, "gmux run: --pull: nothing matched");
+		for (i = 0; pulls[i] != NULL; i++)
+			fprintf(stderr, " '%s'", pulls[i]);
+		fprintf(stderr, "\n");
+		return;
+	}
+	all = format_size(st->bytes);
+	got = format_size(st->moved_bytes);
+	fprintf(stderr, "gmux run: --pull: %llu file%s matched (%s): "
+	    "fetched %llu (%s), %llu already here\n",
+	    (unsigned long long)st->files, st->files == 1 ? "" : "s", all,
+	    (unsigned long long)st->moved, got,
+	    (unsigned long long)(st->files - st->moved));
+	free(all);
+	free(got);
+}
+
 /* Fetches --pull files into cwd; 0 or -1 (printed). */
 static int
 run_pull(const struct remote *rm, const char *job, char **pulls,
@@ -247,7 +274,8 @@ run_pull(const struct remote *rm, const char *job, char **pulls,
 	if (rc != 0) {
 		fprintf(stderr, "gmux run: --pull: %s\n", cause);
 		free(cause);
-	}
+	} else
+		run_pull_said(pulls, &st);
 	sync_stats_clear(&st);
 	return (rc);
 }
