@@ -154,7 +154,7 @@ run_request(int argc, char **argv, int *detach, char ***pulls)
 {
 	const struct cmd_entry	*c = &cmd_run_entry;
 	json_t			*o, *a, *v;
-	char			*cwd;
+	char			*cwd, *why;
 	mode_t			 mask;
 	size_t			 n;
 	int			 ch, i;
@@ -187,6 +187,8 @@ run_request(int argc, char **argv, int *detach, char ***pulls)
 			*detach = 1;
 			break;
 		case OPT_PULL:
+			if (remote_pull_pattern(optarg, &why) != 0)
+				cmd_usage_error(c, "--pull %s", why);
 			n = strv_len(*pulls);
 			*pulls = xreallocarray(*pulls, n + 2, sizeof **pulls);
 			(*pulls)[n] = xstrdup(optarg);
@@ -233,16 +235,29 @@ run_request(int argc, char **argv, int *detach, char ***pulls)
 	return (o);
 }
 
+/*
+ * The exit code of a submission the daemon refused: 2 if the request was
+ * bad (400: what the command line asked for, as a flag it checks itself
+ * would be), else 125.
+ */
+int
+run_refused(long status)
+{
+	return (status == 400 ? EXIT_USAGE : RUN_FAILED);
+}
+
 static int
 run_detached(json_t *req)
 {
 	struct client_reply	 r;
 	const char		*id;
+	int			 rc;
 
 	if (client_call("POST", "/v1/jobs", req, &r) != 0 ||
 	    client_ok(&r, "run") != 0) {
+		rc = run_refused(r.status);
 		client_reply_clear(&r);
-		return (RUN_FAILED);
+		return (rc);
 	}
 	id = json_string_value(json_object_get(r.body, "id"));
 	printf("%s\n", id ? id : "?");
@@ -306,7 +321,7 @@ cmd_run_exec(int argc, char **argv)
 	if (rc == 1)
 		return (130);
 	if (rc != 0 || !s.ended)
-		return (RUN_FAILED);
+		return (run_refused(s.refused));
 	if (s.exit_code < 0 || strcmp(s.state, "preempted") == 0)
 		run_why(&s);
 	if (s.exit_code >= 0)

@@ -106,6 +106,28 @@ usage_prune(const char *before)
 	return (0);
 }
 
+/*
+ * --since and --until are checked here, as every flag is (one line, exit
+ * 2), though the host reads them again against its own clock.
+ */
+static void
+usage_check_window(const char *since_s, const char *until_s)
+{
+	const struct cmd_entry	*c = &cmd_usage_entry;
+	int64_t			 now = clock_ms(), since, until;
+	char			*cause = NULL;
+
+	if (since_s != NULL && usage_parse_time(since_s, now, &since,
+	    &cause) != 0)
+		cmd_usage_error(c, "--since: %s", cause);
+	if (until_s != NULL && usage_parse_time(until_s, now, &until,
+	    &cause) != 0)
+		cmd_usage_error(c, "--until: %s", cause);
+	if (usage_parse_window(since_s, until_s, now, &since, &until,
+	    &cause) != 0)
+		cmd_usage_error(c, "%s", cause);
+}
+
 static int
 cmd_usage_exec(int argc, char **argv)
 {
@@ -116,16 +138,18 @@ cmd_usage_exec(int argc, char **argv)
 	json_t			*o;
 	char			*q, *cause = NULL;
 	int			 ch, verify = 0;
-	const char		*prune = NULL;
+	const char		*prune = NULL, *since = NULL, *until = NULL;
 
 	q = xstrdup("/v1/usage");
 	while ((ch = cmd_getopt(c, argc, argv, "h", usage_opts)) != -1) {
 		switch (ch) {
 		case OPT_SINCE:
 			usage_query_add(&q, "since", optarg);
+			since = optarg;
 			break;
 		case OPT_UNTIL:
 			usage_query_add(&q, "until", optarg);
+			until = optarg;
 			break;
 		case OPT_BY:
 			if (usage_by_from_name(optarg, &by, &cause) != 0)
@@ -148,6 +172,7 @@ cmd_usage_exec(int argc, char **argv)
 	}
 	if (optind != argc)
 		cmd_usage_error(c, "unexpected argument '%s'", argv[optind]);
+	usage_check_window(since, until);
 	if (verify) {
 		free(q);
 		return (usage_verify());

@@ -299,6 +299,7 @@ struct stream {
 	int		 waited;	/* it was queued: say when it starts */
 	int		 stop_pending;	/* Ctrl-C came before the job's id */
 	int		 write_failed;	/* errno of a failed write of output */
+	long		 refused;	/* the HTTP status that refused it */
 };
 void		 stream_init(struct stream *, const char *, int);
 int		 stream_run(struct stream *, const char *, const char *,
@@ -1753,6 +1754,7 @@ void		 remote_net_io(struct remote_net *, struct remote_io *);
 /* run-remote.c (issue 7): gmux run on remote hosts */
 int		 run_remote(json_t *, int, char **);
 void		 run_why(const struct stream *);	/* cmd-run.c */
+int		 run_refused(long);			/* cmd-run.c */
 /* (end) */
 
 /* remotes.c (issue 7): the client's hosts */

@@ -120,14 +120,29 @@ run_wants(json_t *req, u_int *seats, uint64_t *mem)
 	*mem = json_is_integer(m) ? (uint64_t)json_integer_value(m) : 0;
 }
 
+/* The largest card of every host that answered, and whose it is. */
+struct run_largest {
+	uint64_t		 mem;
+	const struct remote	*rm;
+};
+
 /* One host's answer to GET /v1/cards, as room for remotes_pick. */
 static void
 run_room(struct remote_room *room, struct remote_card_room *cards,
-    json_t *a)
+    json_t *a, const struct remote *rm, struct run_largest *big)
 {
-	json_t	*c;
-	size_t	 i;
+	json_t		*c;
+	size_t		 i;
+	uint64_t	 mem;
 
+	json_array_foreach(a, i, c) {
+		mem = (uint64_t)json_integer_value(json_object_get(c,
+		    "memory"));
+		if (mem > big->mem) {
+			big->mem = mem;
+			big->rm = rm;
+		}
+	}
 	room->ok = 1;
 	room->cards = cards;
 	room->ncards = 0;
@@ -148,7 +163,8 @@ run_room(struct remote_room *room, struct remote_card_room *cards,
  * that did not answer are dropped with a warning.  Returns how many.
  */
 static u_int
-run_rank(const struct remote **rv, u_int n, json_t *req)
+run_rank(const struct remote **rv, u_int n, json_t *req,
+    struct run_largest *big)
 {
 	struct client_req	 q[REMOTES_MAX];
 	struct remote_room	 room[REMOTES_MAX];
@@ -171,7 +187,8 @@ run_rank(const struct remote **rv, u_int n, json_t *req)
 		/* Candidates: the default first, unless it was slow. */
 		room[i].is_default = i == 0;
 		if (q[i].reply.status == 200 && json_is_array(q[i].reply.body))
-			run_room(&room[i], cards[i], q[i].reply.body);
+			run_room(&room[i], cards[i], q[i].reply.body, rv[i],
+			    big);
 		else
 			hosts_skipped(rv[i], &q[i].reply);
 		hosts_slow_heard(rv[i], &q[i]);
@@ -191,7 +208,7 @@ run_rank(const struct remote **rv, u_int n, json_t *req)
 /*
  * Starts the job on rm (syncing first; again once if the host lost blobs
  * meanwhile).  Returns 0 with *job (the host's reply), 409 if it did not
- * fit there now, or -1 (printed).
+ * fit there now, 400 if the request was bad, or -1 (printed).
  */
 static int
 run_start(const struct remote *rm, json_t *req, const char *cwd,
@@ -200,7 +217,7 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 	struct client_reply	 r;
 	char			 mdigest[DIGEST_HEX];
 	json_t			*body;
-	int			 tries;
+	int			 tries, rc;
 
 	for (tries = 0; tries < 2; tries++) {
 		if (run_sync(rm, cwd, mdigest) != 0)
@@ -226,8 +243,9 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 	}
 	fprintf(stderr, "gmux run: %s: %s\n", rm->name, r.error ? r.error :
 	    "refused");
+	rc = r.status == 400 ? 400 : -1;
 	client_reply_clear(&r);
-	return (-1);
+	return (rc);
 }
 
 /* What a pull brought: how many files and bytes, or that none matched. */
@@ -310,6 +328,31 @@ run_follow(const struct remote *rm, json_t *job, char **pulls,
 }
 
 /*
+ * Refuses, naming the largest card anywhere, a job whose memory no card of
+ * any host that answered could ever hold (each host would name only its
+ * own).  Returns 1 if refused (printed).
+ */
+static int
+run_too_big(json_t *req, const struct run_largest *big)
+{
+	uint64_t	 mem;
+	u_int		 seats;
+	char		*want, *have;
+
+	run_wants(req, &seats, &mem);
+	if (big->rm == NULL || mem <= big->mem)
+		return (0);
+	want = format_size(mem);
+	have = format_size(big->mem);
+	fprintf(stderr, "gmux run: no card could ever hold it: it needs %s of "
+	    "memory; the largest card of any host has %s (%s)\n", want, have,
+	    big->rm->name);
+	free(want);
+	free(have);
+	return (1);
+}
+
+/*
  * gmux run when the command goes to remote hosts.  req is the request
  * run built (with cwd and env); pulls the --pull patterns (may be NULL).
  * Returns the exit code.
@@ -318,6 +361,7 @@ int
 run_remote(json_t *req, int detach, char **pulls)
 {
 	const struct remote	*rv[REMOTES_MAX];
+	struct run_largest	 big;
 	json_t			*job = NULL;
 	const char		*cwd;
 	u_int			 n, i;
@@ -329,17 +373,20 @@ run_remote(json_t *req, int detach, char **pulls)
 		return (EXIT_USAGE);
 	}
 	cwd = json_string_value(json_object_get(req, "cwd"));
-	n = run_rank(rv, hosts_candidates(rv, REMOTES_MAX), req);
+	memset(&big, 0, sizeof big);
+	n = run_rank(rv, hosts_candidates(rv, REMOTES_MAX), req, &big);
 	if (n == 0) {
 		fprintf(stderr, "gmux run: no host answered\n");
 		return (RUN_FAILED);
 	}
+	if (run_too_big(req, &big))
+		return (RUN_FAILED);
 	for (i = 0; i < n; i++) {
 		if ((rc = run_start(rv[i], req, cwd, &job)) != 409)
 			break;
 	}
 	if (rc != 0)
-		return (RUN_FAILED);
+		return (run_refused(rc));
 	if (detach) {
 		printf("%s:%s\n", rv[i]->name, json_string_value(
 		    json_object_get(job, "id")));

@@ -25,6 +25,15 @@ stream_init(struct stream *s, const char *job, int mode)
 	s->exit_code = -1;
 }
 
+/* The command whose errors these are. */
+static const char *
+stream_command(const struct stream *s)
+{
+	if (s->mode == STREAM_RUN)
+		return ("run");
+	return (s->mode == STREAM_ATTACH ? "attach" : "logs");
+}
+
 /* The job waits: say where it is in the queue and what for. */
 static void
 stream_info_queued(struct stream *s, json_t *o)
@@ -230,13 +239,14 @@ stream_run(struct stream *s, const char *method, const char *path,
 	for (;;) {
 		rc = client_stream(method, path, body, &cbs, &r);
 		if (rc == 0 && r.status >= 400) {
-			client_ok(&r, s->mode == STREAM_RUN ? "run" : "logs");
+			s->refused = r.status;
+			client_ok(&r, stream_command(s));
 			client_reply_clear(&r);
 			free(next);
 			return (-1);
 		}
 		if (rc == -1 && (s->job[0] == '\0' || !follow)) {
-			client_ok(&r, s->mode == STREAM_RUN ? "run" : "logs");
+			client_ok(&r, stream_command(s));
 			client_reply_clear(&r);
 			free(next);
 			return (-1);
