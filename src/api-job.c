@@ -55,7 +55,7 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 	struct jobreq	 r;
 	struct job	*j;
 	struct prepare	*prep;
-	json_t		*body, *o;
+	json_t		*body, *o, *warn;
 	char		*cause = NULL, *owner;
 	int		 code, rc;
 
@@ -96,6 +96,8 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 		follow_start(j, req, 0, FOLLOW_LIVE, o);
 	} else {
 		o = job_to_json(j);
+		if ((warn = api_remote_warnings(&j->req)) != NULL)
+			json_object_set_new(o, "warnings", warn);
 		api_reply(req, 201, o);
 	}
 	json_decref(o);

@@ -385,6 +385,30 @@ api_remote_job(struct evhttp_request *req, struct jobreq *r, u_int id,
 	return (code == 0 ? 0 : -1);
 }
 
+/*
+ * What a remote job's submitter should know at once: the --allow rules
+ * its fence will refuse because this host keeps its loopback closed to
+ * remote jobs (REMOTE_LOOPBACK).  A JSON array of lines, or NULL.
+ */
+json_t *
+api_remote_warnings(const struct jobreq *r)
+{
+	json_t	*a;
+	char	**v;
+	size_t	  i;
+
+	if (!r->confined || r->fence == NULL || jail_open_loopback() ||
+	    (v = fence_loopback_rules(r->fence)) == NULL)
+		return (NULL);
+	a = json_array();
+	for (i = 0; v[i] != NULL; i++)
+		json_array_append_new(a, json_sprintf("the host keeps its "
+		    "loopback closed to remote jobs: %s will be refused; see "
+		    "REMOTE_LOOPBACK", v[i]));
+	strv_free(v);
+	return (a);
+}
+
 /* The job with this id was refused after all: its tree goes. */
 void
 api_remote_job_undo(u_int id)

@@ -60,6 +60,7 @@ struct fence_job {
 	char			*text;
 	uint64_t		 written[2];	/* counts last written */
 	int			 wrote;
+	int			 loop_said;	/* its loopback refusal logged */
 };
 
 #define LOW32(i, v)	SCMP_CMP((i), SCMP_CMP_MASKED_EQ, 0xffffffffULL, (v))
@@ -671,6 +672,26 @@ fence_job_refused(const struct fence_job *fj)
 	if (fj->super != NULL)
 		fence_super_counts(fj->super, &refused, &allowed, &lookups);
 	return (refused);
+}
+
+/*
+ * The line for the job's log the first time its fence refused a connect
+ * to the host's loopback because the host keeps it closed to remote jobs
+ * (allocated), or NULL: said once a job, not at every connect.
+ */
+char *
+fence_job_loopback_news(struct fence_job *fj)
+{
+	const char	*first;
+	char		*line;
+
+	if (fj->super == NULL || fj->loop_said ||
+	    fence_super_loopback_refused(fj->super, &first) == 0)
+		return (NULL);
+	fj->loop_said = 1;
+	xasprintf(&line, "gmux: the fence refused %s: this host keeps its "
+	    "loopback closed to remote jobs (see REMOTE_LOOPBACK)\n", first);
+	return (line);
 }
 
 /* The fence and its counts, for ps --json and the job's directory. */

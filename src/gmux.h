@@ -1222,6 +1222,7 @@ void		 fence_job_dispatch(struct fence_job *, const struct pollfd *,
 		     u_int);
 int		 fence_job_done(const struct fence_job *);
 uint64_t	 fence_job_refused(const struct fence_job *);
+char		*fence_job_loopback_news(struct fence_job *);
 json_t		*fence_job_stats(const struct fence_job *);
 int		 fence_job_write_stats(struct fence_job *, const char *,
 		     char **);
@@ -1268,6 +1269,7 @@ void		 jail_free(struct jail *);
 void		 jail_spec_clear(struct jail_spec *);
 int		 jail_ready(char **);
 int		 jail_remote_job(int *, char **);
+int		 jail_open_loopback(void);
 void		 jail_serve_check(void);
 /* (end) */
 
@@ -1345,6 +1347,7 @@ int		 fence_rule_port(const struct fence_rule *, uint16_t);
 int		 fence_match_addr(const struct fence *, int, const u_char *,
 		     uint16_t);
 int		 fence_loopback(int, const u_char *);
+char		**fence_loopback_rules(const struct fence *);
 int		 fence_from_json(json_t *, struct fence **, char **);
 void		 fence_to_json(const struct fence *, json_t *);
 char		*fence_text(const struct fence *);
@@ -1426,6 +1429,8 @@ int		 fence_super_done(const struct fence_super *);
 void		 fence_super_counts(const struct fence_super *, uint64_t *,
 		     uint64_t *, uint64_t *);
 const char	*fence_super_last_refused(const struct fence_super *);
+uint64_t	 fence_super_loopback_refused(const struct fence_super *,
+		     const char **);
 void		 fence_super_free(struct fence_super *);
 /* (end) */
 
@@ -1556,6 +1561,7 @@ void		 api_job_pull(struct evhttp_request *, const char *);
 struct prepare;
 int		 api_remote_job(struct evhttp_request *, struct jobreq *,
 		     u_int, struct prepare **);
+json_t		*api_remote_warnings(const struct jobreq *);
 void		 api_remote_job_undo(u_int);
 void		 api_tokens_list(struct evhttp_request *, const char *);
 void		 api_tokens_add(struct evhttp_request *, const char *);

@@ -522,6 +522,16 @@ jail_ready(char **cause)
 	return (-1);
 }
 
+/*
+ * Has the host's operator opened its loopback to remote jobs
+ * (REMOTE_LOOPBACK=1)?  Else they reach only what they bound themselves.
+ */
+int
+jail_open_loopback(void)
+{
+	return (config_uint("REMOTE_LOOPBACK", 0, 0, 1) == 1);
+}
+
 /* Has the host's operator said remote jobs may run unconfined? */
 static int
 jail_opted_out(void)

@@ -399,7 +399,7 @@ job_start(struct job *j, char **cause)
 		js.work = path_job_file(j->id, "work");
 		js.tmp = path_job_file(j->id, "tmp");
 		enforce_jail_paths(j->cards, &js);
-		js.loopback = config_uint("REMOTE_LOOPBACK", 0, 0, 1) == 1;
+		js.loopback = jail_open_loopback();
 		s.cwd = js.work;
 		s.jail = &js;
 	}

@@ -500,6 +500,21 @@ keeper_fence_stats(struct keeper *k, int now)
 		free(cause);
 }
 
+/*
+ * What the job's log should say of its fence, among its output: that a
+ * remote job's connect to the host's loopback was refused, and why.
+ */
+static void
+keeper_fence_news(struct keeper *k)
+{
+	char	*line;
+
+	if ((line = fence_job_loopback_news(k->fence)) != NULL) {
+		keeper_frame(k, FRAME_STDERR, line, strlen(line));
+		free(line);
+	}
+}
+
 static int
 keeper_poll_timeout(struct keeper *k)
 {
@@ -545,9 +560,11 @@ keeper_loop(struct keeper *k)
 		    keeper_poll_timeout(k));
 		if (k->fence != NULL) {
 			/* The job waits on its connects: answer those first. */
-			if (n > 0)
+			if (n > 0) {
 				fence_job_dispatch(k->fence,
 				    pfd + 4 + KEEPER_MAX_CONNS, nf);
+				keeper_fence_news(k);
+			}
 			keeper_fence_stats(k, 0);
 		}
 		if (n <= 0)

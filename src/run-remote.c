@@ -205,6 +205,20 @@ run_rank(const struct remote **rv, u_int n, json_t *req,
 	return (k);
 }
 
+/* What the host said the job should know at once (its "warnings"). */
+static void
+run_warnings(const struct remote *rm, json_t *job)
+{
+	json_t	*w;
+	size_t	 i;
+
+	json_array_foreach(json_object_get(job, "warnings"), i, w) {
+		if (json_is_string(w))
+			fprintf(stderr, "gmux run: %s: %s\n", rm->name,
+			    json_string_value(w));
+	}
+}
+
 /*
  * Starts the job on rm (syncing first; again once if the host lost blobs
  * meanwhile).  Returns 0 with *job (the host's reply), 409 if it did not
@@ -228,6 +242,7 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 			r.status = 0;
 		json_decref(body);
 		if (r.status == 201) {
+			run_warnings(rm, r.body);
 			*job = json_incref(r.body);
 			client_reply_clear(&r);
 			return (0);
