@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gmux.h"
 
@@ -66,15 +67,25 @@ usage_query_add(char **q, const char *name, const char *v)
 	free(enc);
 }
 
-/* Verification reads the books directly: it may take seconds. */
+/*
+ * The books of this machine with no daemon running, read directly (it
+ * may take seconds).  Never made: a machine without books has none to
+ * check.
+ */
 static int
-usage_verify(void)
+usage_verify_here(void)
 {
 	struct ledger	*l;
 	int64_t		 n = 0;
 	char		*cause = NULL;
 	int		 rc;
 
+	if (access(path_db(), F_OK) != 0) {
+		fprintf(stderr, "gmux usage: no books here: no daemon runs and "
+		    "%s has none (gmux usage --verify --remote NAME checks a "
+		    "host's)\n", path_home());
+		return (1);
+	}
 	if ((l = ledger_open(path_db(), &cause)) == NULL) {
 		fprintf(stderr, "gmux usage: %s\n", cause);
 		free(cause);
@@ -89,6 +100,64 @@ usage_verify(void)
 	free(cause);
 	ledger_close(l);
 	return (rc == 0 ? 0 : 1);
+}
+
+/* One daemon's answer to GET /v1/usage/verify; host is NULL for ours. */
+static int
+usage_verify_said(const char *host, struct client_reply *r)
+{
+	const char	*why;
+
+	if (r->status != 200 || r->error != NULL) {
+		fprintf(stderr, "gmux usage: %s%s%s\n", host ? host : "",
+		    host ? ": " : "", r->error ? r->error : "no answer");
+		return (1);
+	}
+	if (json_is_true(json_object_get(r->body, "intact"))) {
+		printf("%s%sthe books are intact: %lld closed intervals\n",
+		    host ? host : "", host ? ": " : "", (long long)
+		    json_integer_value(json_object_get(r->body, "intervals")));
+		return (0);
+	}
+	why = json_string_value(json_object_get(r->body, "problem"));
+	fprintf(stderr, "gmux usage: %s%sthe books are broken: %s\n",
+	    host ? host : "", host ? ": " : "", why ? why : "?");
+	return (1);
+}
+
+/*
+ * usage --verify goes where every command goes: each host's books are
+ * checked by that host (--remote NAME's, or every configured one), this
+ * machine's by its daemon, or directly if none runs.
+ */
+static int
+usage_verify(void)
+{
+	const struct remote	*rv[REMOTES_MAX];
+	struct client_req	 q[REMOTES_MAX];
+	struct client_reply	 r;
+	u_int			 i, n;
+	int			 bad = 0;
+
+	if (!hosts_remote()) {
+		if (!client_daemon_running())
+			return (usage_verify_here());
+		client_call("GET", "/v1/usage/verify", NULL, &r);
+		bad = usage_verify_said(NULL, &r);
+		client_reply_clear(&r);
+		return (bad);
+	}
+	/* All at once: each host may take seconds over its books. */
+	n = hosts_candidates(rv, REMOTES_MAX);
+	for (i = 0; i < n; i++)
+		client_req_init(&q[i], &rv[i]->target, "GET",
+		    "/v1/usage/verify");
+	client_multi(q, n, 0);
+	for (i = 0; i < n; i++) {
+		bad |= usage_verify_said(rv[i]->name, &q[i].reply);
+		client_reply_clear(&q[i].reply);
+	}
+	return (bad);
 }
 
 static int

@@ -867,6 +867,7 @@ double		 card_util(const struct card *, u_int);
 void		 api_version(struct evhttp_request *, const char *);
 void		 api_usage(struct evhttp_request *, const char *);
 void		 api_usage_prune(struct evhttp_request *, const char *);
+void		 api_usage_verify(struct evhttp_request *, const char *);
 void		 api_metrics(struct evhttp_request *, const char *);
 
 /* sched.c (issue 3: queue, preemption, burst, resize) */
