@@ -27,11 +27,12 @@ const struct cmd_entry cmd_remote_entry = {
 	    "  --no-check           add without asking the host (it may be "
 	    "down)\n"
 	    "  --json               ls as a JSON array\n"
-	    "\nTARGET is TOKEN@HOST:PORT#PIN, as gmux serve --addr or gmux "
-	    "token add print\nit.  Without TARGET (or with -) it is read "
-	    "from stdin: on the command line\nthe token would be visible to "
-	    "other users (ps) and kept in shell history.\nadd checks the "
-	    "host's key against PIN and the token before keeping it.\nThe "
+	    "\nTARGET is INVITE@HOST:PORT#PIN, as gmux serve --addr or gmux "
+	    "token add print\nit: add checks the host's key against PIN, "
+	    "then trades the invite for a\ntoken of this machine's own, "
+	    "which never goes on a command line.  A\nTOKEN@HOST:PORT#PIN is "
+	    "best given on stdin (without TARGET, or with -): on\nthe "
+	    "command line it would be visible to other users (ps).\nThe "
 	    "first remote added is the default; with several, gmux run "
 	    "picks the one\nwith the most room and the default breaks "
 	    "ties.\n",
@@ -144,39 +145,115 @@ remote_check(const char *name, const struct target *t)
 	return (rc);
 }
 
+/*
+ * Trades an invite (what the line serve and token add print carries) for
+ * a token of this machine's own, which replaces it in t.  Returns 1 if
+ * traded, 0 if t holds a token already (or the host cannot say), -1 if
+ * the host refused it (printed).
+ */
+static int
+remote_join(const struct target *t, char **token)
+{
+	struct client_req	 q;
+	struct client_reply	*r = &q.reply;
+	const char		*v;
+	char			*hp;
+	int			 rc = 0;
+
+	*token = NULL;
+	client_req_init(&q, t, "POST", "/v1/join");
+	client_multi(&q, 1, REMOTE_CHECK_MS);
+	v = json_string_value(json_object_get(r->body, "token"));
+	if (r->status == 201 && v != NULL) {
+		*token = xstrdup(v);
+		rc = 1;
+	} else if (r->status == 401 || r->status == 429 || (r->error !=
+	    NULL && strstr(r->error, "impostor") != NULL)) {
+		hp = target_hostport(t);
+		fprintf(stderr, "gmux remote: %s: %s\n", hp, r->error);
+		free(hp);
+		rc = -1;
+	}
+	if (r->body != NULL && (v = json_string_value(json_object_get(r->body,
+	    "token"))) != NULL)
+		explicit_bzero((char *)v, strlen(v));
+	client_reply_clear(r);
+	return (rc);
+}
+
+/* The target as given (argv or stdin), parsed; NULL if there is none. */
+static char *
+remote_add_target(int argc, char **argv, int *argv_given)
+{
+	char	*text;
+
+	*argv_given = argc == 2 && strcmp(argv[1], "-") != 0;
+	if (*argv_given) {
+		text = xstrdup(argv[1]);
+		explicit_bzero(argv[1], strlen(argv[1]));
+	} else if ((text = remote_read_target()) == NULL)
+		fprintf(stderr, "gmux remote: no target on stdin\n");
+	return (text);
+}
+
+/* Keeps name's target t in rs (saved), once the host has said yes. */
+static int
+remote_add_keep(struct remotes *rs, const char *name, struct target *t,
+    int check)
+{
+	char	*text, *cause = NULL;
+	int	 rc = 0;
+
+	text = target_format(t);
+	if (remotes_add(rs, name, text, &cause) != 0) {
+		fprintf(stderr, "gmux remote: %s\n", cause);
+		free(cause);
+		rc = 1;
+	} else if (check && remote_check(name, t) != 0)
+		rc = 1;
+	else {
+		remote_save(rs);
+		if (!check)
+			printf("added %s\n", name);
+	}
+	explicit_bzero(text, strlen(text));
+	free(text);
+	return (rc);
+}
+
 static int
 remote_add(int argc, char **argv, int check)
 {
 	struct remotes	 rs;
 	struct target	 t;
-	char		*text, *cause = NULL;
-	int		 rc = 0;
+	char		*text, *cause = NULL, *token = NULL;
+	int		 rc = 1, in_argv, joined = 0;
 
 	if (argc < 1 || argc > 2)
 		cmd_usage_error(&cmd_remote_entry, "add needs NAME [TARGET|-]");
-	if (argc == 2 && strcmp(argv[1], "-") != 0) {
+	if ((text = remote_add_target(argc, argv, &in_argv)) == NULL)
+		return (1);
+	remote_load(&rs);
+	memset(&t, 0, sizeof t);
+	if (target_parse(text, &t, &cause) != 0) {
+		fprintf(stderr, "gmux remote: %s\n", cause);
+		free(cause);
+		goto out;
+	}
+	if (check && (joined = remote_join(&t, &token)) == -1)
+		goto out;
+	if (joined) {
+		explicit_bzero(t.token, strlen(t.token));
+		free(t.token);
+		t.token = token;
+	} else if (in_argv)
 		fprintf(stderr, "gmux remote: warning: the token was on the "
 		    "command line, where other users can see it (ps) and the "
 		    "shell keeps it; next time give it on stdin (gmux remote "
-		    "add %s)\n", argv[0]);
-		text = xstrdup(argv[1]);
-		explicit_bzero(argv[1], strlen(argv[1]));
-	} else if ((text = remote_read_target()) == NULL) {
-		fprintf(stderr, "gmux remote: no target on stdin\n");
-		return (1);
-	}
-	remote_load(&rs);
-	if (target_parse(text, &t, &cause) != 0 ||
-	    remotes_add(&rs, argv[0], text, &cause) != 0) {
-		fprintf(stderr, "gmux remote: %s\n", cause);
-		rc = 1;
-	} else if (check && remote_check(argv[0], &t) != 0)
-		rc = 1;
-	else {
-		remote_save(&rs);
-		if (!check)
-			printf("added %s\n", argv[0]);
-	}
+		    "add %s), or paste the line of an invite (gmux token "
+		    "add)\n", argv[0]);
+	rc = remote_add_keep(&rs, argv[0], &t, check);
+out:
 	target_clear(&t);
 	explicit_bzero(text, strlen(text));
 	free(text);

@@ -1471,6 +1471,7 @@ struct token {
 	char		 hash[65];	/* SHA-256 of the token, hex */
 	int64_t		 created;	/* ms */
 	int		 revoked;
+	int64_t		 expires;	/* ms; an invite (0: a token) */
 };
 struct tokens {
 	struct token	*v;
@@ -1488,6 +1489,10 @@ int		 tokens_parse(const char *, size_t, struct tokens *, char **);
 int		 tokens_refresh(struct tokens *, char **);
 int		 tokens_add(struct tokens *, const char *, char **, char **,
 		     char **);
+int		 tokens_invite(struct tokens *, const char *, char **, char **,
+		     char **);
+int		 tokens_join(struct tokens *, const struct token *, char **,
+		     char **, char **);
 int		 tokens_revoke(struct tokens *, const char *, char **);
 json_t		*tokens_to_json(const struct tokens *);
 const struct token *tokens_check(const struct tokens *, const char *);
@@ -1566,6 +1571,8 @@ json_t		*api_remote_warnings(const struct jobreq *);
 void		 api_remote_job_undo(u_int);
 void		 api_tokens_list(struct evhttp_request *, const char *);
 void		 api_tokens_add(struct evhttp_request *, const char *);
+void		 api_join(struct evhttp_request *, const char *);
+int		 server_tls_invited(struct evhttp_request *);
 void		 api_token_revoke(struct evhttp_request *, const char *);
 /* (end) */
 

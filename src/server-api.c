@@ -50,6 +50,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/tokens", api_tokens_list },
 	{ EVHTTP_REQ_POST, "/v1/tokens", api_tokens_add },
 	{ EVHTTP_REQ_POST, "/v1/tokens/*/revoke", api_token_revoke },
+	{ EVHTTP_REQ_POST, "/v1/join", api_join },
 };
 
 /* Matches path against pattern; the "*" segment is copied to id. */
