@@ -183,7 +183,7 @@ SRCS += src/landlock.c src/jail.c
 BENCHES += $(O)/bench/jail-start
 
 # -- review fixes (issue 16): slow hosts, the books verified where kept
-SRCS += src/hosts-slow.c src/api-verify.c
+SRCS += src/hosts-slow.c src/api-verify.c src/remote-probe.c
 
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)

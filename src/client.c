@@ -60,6 +60,7 @@ struct client_xfer {
 	int			 late;		/* a deadline passed */
 	char			*cause;
 	int64_t			 start;
+	int64_t			 start_us;
 	int64_t			 heard;		/* last byte from the peer */
 };
 
@@ -276,6 +277,7 @@ client_xfer_start(struct client_xfer *x, struct client_req *q, int64_t now)
 
 	x->req = q;
 	x->start = x->heard = now;
+	x->start_us = clock_mono_us();
 	http_resp_init(&x->resp);
 	if (t == NULL) {
 		if ((x->conn = conn_open_unix(path_socket())) == NULL) {
@@ -554,6 +556,7 @@ client_xfer_finish(struct client_xfer *x)
 	r->status = x->resp.status;
 	x->req->stopped = x->stopped && !x->failed;
 	x->req->late = x->failed && x->late;
+	x->req->took_us = clock_mono_us() - x->start_us;
 	if (x->failed) {
 		r->error = x->cause;
 		x->cause = NULL;

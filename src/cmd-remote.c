@@ -27,6 +27,9 @@ const struct cmd_entry cmd_remote_entry = {
 	    "  --no-check           add without asking the host (it may be "
 	    "down)\n"
 	    "  --json               ls as a JSON array\n"
+	    "\nls asks every host at once what is free there (cards, share "
+	    "and memory free,\nrunning jobs), its version and the round "
+	    "trip.\n"
 	    "\nTARGET is INVITE@HOST:PORT#PIN, as gmux serve --addr or gmux "
 	    "token add print\nit: add checks the host's key against PIN, "
 	    "then trades the invite for a\ntoken of this machine's own, "
@@ -261,34 +264,110 @@ out:
 	return (rc);
 }
 
+/* Adds what a host said of itself to its entry of remote ls --json. */
+static void
+remote_ls_json(json_t *e, const struct remote_probe *p)
+{
+	struct remote_free	 f;
+
+	if (p->error != NULL) {
+		json_object_set_new(e, "error", json_string(p->error));
+		return;
+	}
+	remote_probe_free(p, &f);
+	json_object_set_new(e, "version", json_incref(json_object_get(
+	    p->version, "version")));
+	json_object_set_new(e, "cards", json_integer(f.cards));
+	json_object_set_new(e, "share_free", json_real(f.share_free));
+	json_object_set_new(e, "mem_free", json_integer((json_int_t)
+	    f.mem_free));
+	json_object_set_new(e, "memory", json_integer((json_int_t)f.memory));
+	json_object_set_new(e, "jobs", json_integer(f.jobs));
+	json_object_set_new(e, "rtt_ms", json_real(p->rtt_us / 1000.0));
+}
+
+/* One row of remote ls: what is free there, its version, its RTT. */
+static void
+remote_ls_row(struct table *t, const struct remote *rm, int dflt,
+    const struct remote_probe *p)
+{
+	struct remote_free	 f;
+	const char		*v = NULL;
+	char			*hp, pin[16], cards[16], share[24], rtt[16];
+	char			 jobs[16], *mem = NULL, *all = NULL;
+	char			*memf = NULL;
+
+	hp = target_hostport(&rm->target);
+	snprintf(pin, sizeof pin, "%.8s..", rm->target.pin);
+	if (p->error == NULL) {
+		remote_probe_free(p, &f);
+		snprintf(cards, sizeof cards, "%u", f.cards);
+		snprintf(share, sizeof share, "%.2f", f.share_free);
+		mem = format_size(f.mem_free);
+		all = format_size(f.memory);
+		xasprintf(&memf, "%s/%s", mem, all);
+		snprintf(jobs, sizeof jobs, "%u", f.jobs);
+		snprintf(rtt, sizeof rtt, "%.1fms", p->rtt_us / 1000.0);
+		if ((v = json_string_value(json_object_get(p->version,
+		    "version"))) == NULL)
+			v = "?";
+	}
+	/* A host that did not answer: dashes (table_add's NULL). */
+	table_add(t, rm->name, hp, pin, dflt ? "*" : "", v ? cards : NULL,
+	    v ? share : NULL, memf, v ? jobs : NULL, v, v ? rtt : NULL);
+	free(hp);
+	free(mem);
+	free(all);
+	free(memf);
+}
+
+/*
+ * gmux remote ls: the hosts, and what each says of itself now (asked of
+ * all at once): its cards, the share and memory free on them, its running
+ * jobs, its version, the round trip.  One that does not answer is listed
+ * with dashes and skipped with a warning.
+ */
 static int
 remote_ls(int json)
 {
-	static const char *const hdr[] = { "NAME", "HOST", "PIN", "DEFAULT" };
-	struct remotes	 rs;
-	struct table	*t;
-	json_t		*a, *e;
-	char		*hp, pin[20];
-	size_t		 i;
+	static const char *const hdr[] = { "NAME", "HOST", "PIN", "DEFAULT",
+	    "CARDS", "SHARE FREE", "MEM FREE", "JOBS", "VERSION", "RTT" };
+	struct remote_probe	 p[REMOTES_MAX];
+	struct client_reply	 r;
+	struct remotes		 rs;
+	struct table		*t;
+	json_t			*a, *e;
+	size_t			 i;
+	u_int			 n;
 
 	remote_load(&rs);
 	a = remotes_to_json(&rs);
+	memset(p, 0, sizeof p);
+	n = rs.n < REMOTES_MAX ? rs.n : REMOTES_MAX;
+	for (i = 0; i < n; i++)
+		p[i].rm = &rs.v[i];
+	remote_probe(p, n, 1);
+	t = table_create(hdr, nitems(hdr));
+	json_array_foreach(a, i, e) {
+		if (i >= n)
+			break;
+		if (p[i].error != NULL) {
+			memset(&r, 0, sizeof r);
+			r.error = p[i].error;
+			hosts_skipped(p[i].rm, &r);
+		}
+		if (json)
+			remote_ls_json(e, &p[i]);
+		else
+			remote_ls_row(t, &rs.v[i], json_is_true(
+			    json_object_get(e, "default")), &p[i]);
+	}
 	if (json)
 		json_print(a, stdout);
-	else {
-		t = table_create(hdr, nitems(hdr));
-		json_array_foreach(a, i, e) {
-			hp = target_hostport(&rs.v[i].target);
-			snprintf(pin, sizeof pin, "%.16s...",
-			    rs.v[i].target.pin);
-			table_add(t, rs.v[i].name, hp, pin,
-			    json_is_true(json_object_get(e, "default")) ? "*" :
-			    "");
-			free(hp);
-		}
+	else
 		table_print(t, stdout);
-		table_free(t);
-	}
+	table_free(t);
+	remote_probe_clear(p, n);
 	json_decref(a);
 	remotes_clear(&rs);
 	return (0);

@@ -48,6 +48,8 @@ const struct cmd_entry cmd_run_entry = {
 	    "  --grace DURATION     from SIGTERM to SIGKILL when stopped "
 	    "(default 10s)\n"
 	    "  -d, --detach         print the job's id and return at once\n"
+	    "  -q, --quiet          say nothing of where it went or what a "
+	    "pull fetched\n"
 	    "  --pull GLOB          on a remote host: when the job ends, "
 	    "fetch its files\n"
 	    "                       matching GLOB (as in .gitignore; "
@@ -80,6 +82,7 @@ static const struct option run_opts[] = {
 	{ "deny-net", no_argument, NULL, OPT_DENYNET },
 	{ "add-host", required_argument, NULL, OPT_ADDHOST },
 	{ "detach", no_argument, NULL, 'd' },
+	{ "quiet", no_argument, NULL, 'q' },
 	{ "pull", required_argument, NULL, OPT_PULL },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -150,7 +153,7 @@ run_request_sched(json_t *o, int ch)
 
 /* The request from the command line: share, caps, command, here and now. */
 static json_t *
-run_request(int argc, char **argv, int *detach, char ***pulls)
+run_request(int argc, char **argv, int *flags, char ***pulls)
 {
 	const struct cmd_entry	*c = &cmd_run_entry;
 	json_t			*o, *a, *v;
@@ -160,7 +163,7 @@ run_request(int argc, char **argv, int *detach, char ***pulls)
 	int			 ch, i;
 
 	o = json_object();
-	while ((ch = cmd_getopt(c, argc, argv, "dh", run_opts)) != -1) {
+	while ((ch = cmd_getopt(c, argc, argv, "dqh", run_opts)) != -1) {
 		switch (ch) {
 		case OPT_SHARE:
 			json_object_set_new(o, "share", json_real(
@@ -184,7 +187,10 @@ run_request(int argc, char **argv, int *detach, char ***pulls)
 			    cmd_arg_duration(c, "--grace", optarg)));
 			break;
 		case 'd':
-			*detach = 1;
+			*flags |= RUN_DETACH;
+			break;
+		case 'q':
+			*flags |= RUN_QUIET;
 			break;
 		case OPT_PULL:
 			if (remote_pull_pattern(optarg, &why) != 0)
@@ -296,11 +302,11 @@ cmd_run_exec(int argc, char **argv)
 	struct stream	 s;
 	json_t		*req;
 	char		**pulls = NULL;
-	int		 detach = 0, rc;
+	int		 flags = 0, rc;
 
-	req = run_request(argc, argv, &detach, &pulls);
+	req = run_request(argc, argv, &flags, &pulls);
 	if (hosts_remote()) {
-		rc = run_remote(req, detach, pulls);
+		rc = run_remote(req, flags, pulls);
 		json_decref(req);
 		strv_free(pulls);
 		return (rc);
@@ -310,7 +316,7 @@ cmd_run_exec(int argc, char **argv)
 		    "job runs here, in this directory\n");
 		exit(EXIT_USAGE);
 	}
-	if (detach) {
+	if (flags & RUN_DETACH) {
 		rc = run_detached(req);
 		json_decref(req);
 		return (rc);

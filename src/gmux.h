@@ -90,6 +90,7 @@ char		*user_name(uid_t);
 /* clock.c */
 int64_t		 clock_ms(void);
 int64_t		 clock_mono_ms(void);
+int64_t		 clock_mono_us(void);
 void		 clock_set_test(int64_t);
 
 /* paths.c */
@@ -216,6 +217,7 @@ struct client_req {			/* one of several requests at once */
 	struct client_reply reply;
 	int		 stopped;	/* a callback ended it */
 	int		 late;		/* it failed for a deadline */
+	int64_t		 took_us;	/* from its start to its end */
 };
 int		 client_daemon_running(void);
 int		 client_call(const char *, const char *, json_t *,
@@ -1582,6 +1584,7 @@ void		 hosts_choose(int, const char *);
 int		 hosts_remote(void);
 int		 hosts_names_remote(const char *);
 u_int		 hosts_candidates(const struct remote **, u_int);
+u_int		 hosts_configured(const struct remote **, u_int);
 u_int		 hosts_count(void);
 int		 hosts_fixed(void);
 void		 hosts_skipped(const struct remote *,
@@ -1591,6 +1594,26 @@ int		 hosts_call(const char *, const char *, json_t *,
 int		 hosts_stream(const char *, const char *, json_t *,
 		     const struct client_stream_cbs *, struct client_reply *);
 /* (end) */
+
+/* remote-probe.c: what each host says of itself (remote ls, version) */
+struct remote_probe {
+	const struct remote *rm;
+	char		*error;		/* NULL if it answered */
+	json_t		*version;	/* GET /v1/version's body */
+	json_t		*cards;		/* GET /v1/cards's body */
+	int64_t		 rtt_us;	/* one request on its connection */
+};
+struct remote_free {
+	u_int		 cards;
+	double		 share_free;	/* summed over its cards */
+	uint64_t	 mem_free;
+	uint64_t	 memory;
+	u_int		 jobs;		/* running on its cards */
+};
+void		 remote_probe(struct remote_probe *, u_int, int);
+void		 remote_probe_free(const struct remote_probe *,
+		     struct remote_free *);
+void		 remote_probe_clear(struct remote_probe *, u_int);
 
 /* hosts-slow.c: hosts that did not answer in time, asked last */
 u_int		 hosts_slow_parse(char *, int64_t);
@@ -1766,6 +1789,8 @@ void		 remote_net_io(struct remote_net *, struct remote_io *);
 /* (end) */
 
 /* run-remote.c (issue 7): gmux run on remote hosts */
+#define RUN_DETACH	0x1	/* run -d */
+#define RUN_QUIET	0x2	/* run -q */
 int		 run_remote(json_t *, int, char **);
 void		 run_why(const struct stream *);	/* cmd-run.c */
 int		 run_refused(long);			/* cmd-run.c */

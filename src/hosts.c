@@ -150,6 +150,35 @@ hosts_candidates(const struct remote **v, u_int max)
 	return (n);
 }
 
+/*
+ * Every configured host (--remote NAME's alone), whether or not a daemon
+ * runs here: for what speaks of them all (version).  None without a
+ * remotes file.
+ */
+u_int
+hosts_configured(const struct remote **v, u_int max)
+{
+	char	*path;
+	u_int	 i, n = 0;
+	int	 have;
+
+	hosts_resolve();
+	if (hosts_one != NULL) {
+		v[0] = hosts_one;
+		return (1);
+	}
+	path = remotes_path();
+	have = access(path, F_OK) == 0;
+	free(path);
+	if (!have)
+		return (0);
+	if (hosts_rs.path == NULL)
+		hosts_load();
+	for (i = 0; i < hosts_rs.n && n < max; i++)
+		v[n++] = &hosts_rs.v[i];
+	return (n);
+}
+
 u_int
 hosts_count(void)
 {

@@ -291,7 +291,7 @@ run_pull_said(char **pulls, const struct sync_stats *st)
 /* Fetches --pull files into cwd; 0 or -1 (printed). */
 static int
 run_pull(const struct remote *rm, const char *job, char **pulls,
-    const char *cwd)
+    const char *cwd, int flags)
 {
 	struct remote_net	 n;
 	struct remote_io	 io;
@@ -307,8 +307,8 @@ run_pull(const struct remote *rm, const char *job, char **pulls,
 	if (rc != 0) {
 		fprintf(stderr, "gmux run: --pull: %s\n", cause);
 		free(cause);
-	} else
-		run_pull_said(pulls, &st);
+	} else if (st.files == 0 || !(flags & RUN_QUIET))
+		run_pull_said(pulls, &st);	/* that none matched: always */
 	sync_stats_clear(&st);
 	return (rc);
 }
@@ -316,7 +316,7 @@ run_pull(const struct remote *rm, const char *job, char **pulls,
 /* Streams the job's output until it ends; returns run's exit code. */
 static int
 run_follow(const struct remote *rm, json_t *job, char **pulls,
-    const char *cwd)
+    const char *cwd, int flags)
 {
 	struct stream	 s;
 	const char	*id = json_string_value(json_object_get(job, "id"));
@@ -337,7 +337,7 @@ run_follow(const struct remote *rm, json_t *job, char **pulls,
 	if (rc != 0 || !s.ended || s.exit_code < 0)
 		return (RUN_FAILED);
 	if (pulls != NULL && pulls[0] != NULL &&
-	    run_pull(rm, id, pulls, cwd) != 0)
+	    run_pull(rm, id, pulls, cwd, flags) != 0)
 		return (RUN_FAILED);
 	return (s.exit_code);
 }
@@ -373,14 +373,14 @@ run_too_big(json_t *req, const struct run_largest *big)
  * Returns the exit code.
  */
 int
-run_remote(json_t *req, int detach, char **pulls)
+run_remote(json_t *req, int flags, char **pulls)
 {
 	const struct remote	*rv[REMOTES_MAX];
 	struct run_largest	 big;
 	json_t			*job = NULL;
 	const char		*cwd;
-	u_int			 n, i;
-	int			 rc = -1;
+	u_int			 n, i, asked;
+	int			 rc = -1, detach = flags & RUN_DETACH;
 
 	if (detach && pulls != NULL) {
 		fprintf(stderr, "gmux run: --pull fetches when the job ends: "
@@ -389,7 +389,8 @@ run_remote(json_t *req, int detach, char **pulls)
 	}
 	cwd = json_string_value(json_object_get(req, "cwd"));
 	memset(&big, 0, sizeof big);
-	n = run_rank(rv, hosts_candidates(rv, REMOTES_MAX), req, &big);
+	asked = hosts_candidates(rv, REMOTES_MAX);
+	n = run_rank(rv, asked, req, &big);
 	if (n == 0) {
 		fprintf(stderr, "gmux run: no host answered\n");
 		return (RUN_FAILED);
@@ -406,8 +407,14 @@ run_remote(json_t *req, int detach, char **pulls)
 		printf("%s:%s\n", rv[i]->name, json_string_value(
 		    json_object_get(job, "id")));
 		rc = 0;
-	} else
-		rc = run_follow(rv[i], job, pulls, cwd);
+	} else {
+		/* Where it went, when there was a choice (-d prints it). */
+		if (asked > 1 && !(flags & RUN_QUIET))
+			fprintf(stderr, "gmux run: on %s:%s (chosen of %u "
+			    "hosts)\n", rv[i]->name, json_string_value(
+			    json_object_get(job, "id")), asked);
+		rc = run_follow(rv[i], job, pulls, cwd, flags);
+	}
 	json_decref(job);
 	return (rc);
 }
