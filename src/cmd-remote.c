@@ -113,9 +113,36 @@ remote_read_target(void)
 }
 
 /*
- * Asks the host before keeping it: a wrong pin or token is refused (it
- * will never work, or worse); a host that does not answer is kept with a
- * warning.
+ * One request to the host being added (3 s at most), into q.  Returns -1,
+ * said, if the host showed the wrong key or refused the token: it will
+ * never work, or worse.
+ */
+static int
+remote_ask(const struct target *t, const char *method, const char *path,
+    struct client_req *q)
+{
+	struct client_reply	*r = &q->reply;
+	char			*hp;
+
+	client_req_init(q, t, method, path);
+	client_multi(q, 1, REMOTE_CHECK_MS);
+	if (r->error != NULL && strstr(r->error, "impostor") != NULL) {
+		fprintf(stderr, "gmux remote: %s\n", r->error);
+		return (-1);
+	}
+	if (r->status == 401 || r->status == 429 || r->status == 403) {
+		hp = target_hostport(t);
+		fprintf(stderr, "gmux remote: %s refused the token: %s\n", hp,
+		    r->error);
+		free(hp);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * Asks the host before keeping it: a wrong pin or token is refused; a
+ * host that does not answer is kept with a warning.
  */
 static int
 remote_check(const char *name, const struct target *t)
@@ -124,26 +151,20 @@ remote_check(const char *name, const struct target *t)
 	struct client_reply	*r = &q.reply;
 	const char		*v;
 	char			*hp;
-	int			 rc = 0;
+	int			 rc;
 
-	client_req_init(&q, t, "GET", "/v1/version");
-	client_multi(&q, 1, REMOTE_CHECK_MS);
-	hp = target_hostport(t);
-	if (r->error != NULL && strstr(r->error, "impostor") != NULL) {
-		fprintf(stderr, "gmux remote: %s\n", r->error);
-		rc = -1;
-	} else if (r->status == 401 || r->status == 429 || r->status == 403) {
-		fprintf(stderr, "gmux remote: %s refused the token: %s\n", hp,
-		    r->error);
-		rc = -1;
-	} else if (r->status != 200)
-		fprintf(stderr, "gmux remote: could not ask %s (%s); added "
-		    "%s anyway\n", hp, r->error ? r->error : "no answer", name);
-	else {
+	if ((rc = remote_ask(t, "GET", "/v1/version", &q)) == 0) {
+		hp = target_hostport(t);
 		v = json_string_value(json_object_get(r->body, "version"));
-		printf("added %s: %s, gmux %s\n", name, hp, v ? v : "?");
+		if (r->status != 200)
+			fprintf(stderr, "gmux remote: could not ask %s (%s); "
+			    "added %s anyway\n", hp, r->error ? r->error :
+			    "no answer", name);
+		else
+			printf("added %s: %s, gmux %s\n", name, hp, v ? v :
+			    "?");
+		free(hp);
 	}
-	free(hp);
 	client_reply_clear(r);
 	return (rc);
 }
@@ -160,25 +181,16 @@ remote_join(const struct target *t, char **token)
 	struct client_req	 q;
 	struct client_reply	*r = &q.reply;
 	const char		*v;
-	char			*hp;
-	int			 rc = 0;
+	int			 rc;
 
 	*token = NULL;
-	client_req_init(&q, t, "POST", "/v1/join");
-	client_multi(&q, 1, REMOTE_CHECK_MS);
+	rc = remote_ask(t, "POST", "/v1/join", &q);
 	v = json_string_value(json_object_get(r->body, "token"));
-	if (r->status == 201 && v != NULL) {
+	if (rc == 0 && r->status == 201 && v != NULL) {
 		*token = xstrdup(v);
 		rc = 1;
-	} else if (r->status == 401 || r->status == 429 || (r->error !=
-	    NULL && strstr(r->error, "impostor") != NULL)) {
-		hp = target_hostport(t);
-		fprintf(stderr, "gmux remote: %s: %s\n", hp, r->error);
-		free(hp);
-		rc = -1;
 	}
-	if (r->body != NULL && (v = json_string_value(json_object_get(r->body,
-	    "token"))) != NULL)
+	if (v != NULL)
 		explicit_bzero((char *)v, strlen(v));
 	client_reply_clear(r);
 	return (rc);
