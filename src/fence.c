@@ -60,7 +60,7 @@ struct fence_job {
 	char			*text;
 	uint64_t		 written[2];	/* counts last written */
 	int			 wrote;
-	int			 loop_said;	/* its loopback refusal logged */
+	int			 loop_said;	/* its loopback refusal said */
 };
 
 #define LOW32(i, v)	SCMP_CMP((i), SCMP_CMP_MASKED_EQ, 0xffffffffULL, (v))

@@ -358,7 +358,8 @@ server_tls_first_token(char **cause)
 		free(me);
 		return (-1);
 	}
-	line = server_tls_invite(secret);
+	if ((line = server_tls_invite(secret)) == NULL)
+		fatalx("%s: no identity", __func__);
 	printf("gmux serving machines without a GPU on %s:%u over TLS\n"
 	    "on each of them, run:\n%s\n", tls_host != NULL ? tls_host : "",
 	    tls_port, line);
