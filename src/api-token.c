@@ -28,7 +28,8 @@ api_tokens(struct evhttp_request *req)
 
 /* GET /v1/tokens: ids, owners, dates; never a token or its hash. */
 void
-api_tokens_list(struct evhttp_request *req, const char *id)
+api_tokens_list(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct tokens	*t;
 	json_t		*a;
@@ -46,7 +47,8 @@ api_tokens_list(struct evhttp_request *req, const char *id)
  * own (POST /v1/join).
  */
 void
-api_tokens_add(struct evhttp_request *req, const char *id)
+api_tokens_add(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct tokens	*t;
 	json_t		*body, *o;
@@ -86,7 +88,8 @@ out:
 
 /* POST /v1/tokens/ID/revoke: the token stops working at once. */
 void
-api_token_revoke(struct evhttp_request *req, const char *id)
+api_token_revoke(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct tokens	*t;
 	json_t		*o;

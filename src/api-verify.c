@@ -94,7 +94,8 @@ verify_done(evutil_socket_t fd, short events, void *arg)
 
 /* GET /v1/usage/verify: 200 {"intact", "intervals"[, "problem"]}. */
 void
-api_usage_verify(struct evhttp_request *req, const char *id)
+api_usage_verify(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct verify	*v;
 	sigset_t	 all, old;

@@ -182,30 +182,7 @@ server_tls_listen(const char *host, u_int port, char **cause)
 	return (fd);
 }
 
-/* Is fd a TCP socket (not the Unix one)? */
-static int
-server_tls_fd_remote(int fd)
-{
-	struct sockaddr_storage	 ss;
-	socklen_t		 sl = sizeof ss;
-
-	if (fd == -1 || getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
-		return (0);
-	return (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
-}
-
-/* Did req come over TCP (so with a token, from another machine)? */
-int
-server_tls_request(struct evhttp_request *req)
-{
-	struct evhttp_connection	*evcon;
-	struct bufferevent		*bev;
-
-	evcon = evhttp_request_get_connection(req);
-	bev = evcon != NULL ? evhttp_connection_get_bufferevent(evcon) : NULL;
-	return (bev != NULL && server_tls_fd_remote(bufferevent_getfd(bev)));
-}
-
+/* The live token or invite req carries (checked already), or NULL. */
 static const struct token *
 server_tls_token(struct evhttp_request *req)
 {
@@ -219,7 +196,7 @@ server_tls_token(struct evhttp_request *req)
 }
 
 /* Did req come with an invite rather than a token (POST /v1/join)? */
-int
+static int
 server_tls_invited(struct evhttp_request *req)
 {
 	const struct token	*tk = server_tls_token(req);
@@ -233,13 +210,14 @@ server_tls_invited(struct evhttp_request *req)
  * 409 for a token (nothing to trade); 400 on the Unix socket.
  */
 void
-api_join(struct evhttp_request *req, const char *id)
+api_join(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	const struct token	*tk = NULL;
 	json_t			*o;
 	char			*cause = NULL, *secret, *tid, *owner;
 
-	if (server_tls_request(req))
+	if (who->transport == API_TCP)
 		tk = server_tls_token(req);
 	if (tk == NULL) {
 		api_error(req, 400, "join trades an invite, over TCP");
@@ -263,43 +241,29 @@ api_join(struct evhttp_request *req, const char *id)
 	free(owner);
 }
 
-/* The owner of a TCP request: its token's (checked already).  Allocated. */
-char *
-server_tls_owner(struct evhttp_request *req)
-{
-	const struct token	*tk = server_tls_token(req);
-
-	return (xstrdup(tk != NULL ? tk->owner : "nobody"));
-}
-
-/*
- * May req act on something owner made?  On the Unix socket, always (only
- * the daemon's user reaches it); over TCP, if the token is owner's or the
- * daemon's own user's.
- */
-int
-server_tls_may(struct evhttp_request *req, const char *owner)
-{
-	const struct token	*tk;
-	char			*me;
-	int			 ok;
-
-	if (!server_tls_request(req))
-		return (1);
-	if ((tk = server_tls_token(req)) == NULL)
-		return (0);
-	me = user_name(getuid());
-	ok = strcmp(tk->owner, owner) == 0 || strcmp(tk->owner, me) == 0;
-	free(me);
-	return (ok);
-}
-
 /* Routes that change the host itself: never over TCP. */
 static int
 server_tls_local_only(const char *path)
 {
 	return (strncmp(path, "/v1/tokens", 10) == 0 ||
 	    strncmp(path, "/v1/usage/prune", 15) == 0);
+}
+
+/*
+ * A request with a good token: it acts as the token's owner, an admin if
+ * that is the daemon's own user, and what it names and runs is confined.
+ */
+static void
+server_tls_route(struct evhttp_request *req, const char *owner)
+{
+	struct api_who	 who;
+
+	memset(&who, 0, sizeof who);
+	who.transport = API_TCP;
+	who.owner = owner;
+	who.admin = strcmp(owner, api_me()) == 0;
+	who.confined = 1;
+	api_dispatch(req, &who);
 }
 
 /* Every TCP request: the token first, then the route table. */
@@ -336,7 +300,7 @@ server_tls_dispatch(struct evhttp_request *req, void *arg)
 		api_error(req, 403, "%s is served on the host's own socket "
 		    "only", path);
 	else
-		api_dispatch(req, NULL);
+		server_tls_route(req, owner);
 	free(owner);
 	free(cause);
 }
