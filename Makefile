@@ -192,6 +192,9 @@ BENCHES += $(O)/bench/jail-start
 # -- remote jobs' trees: overlays over stored trees
 SRCS += src/overlay.c src/worktree.c
 
+# -- review fixes (issue 16): slow hosts, the books verified where kept
+SRCS += src/hosts-slow.c src/api-verify.c src/remote-probe.c
+
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
 LIB = $(O)/libgmuxcore.a

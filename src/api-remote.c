@@ -344,10 +344,10 @@ api_remote_tree(const char *mdigest, u_int id, struct prepare **prep,
  * copied under the job's directory as jobs/jN/work, or in an empty one
  * there.  A request
  * from the Unix socket may also name a manifest.  The environment a remote
- * client sends lacks the host's PATH and HOME: they are added.  Returns 0,
- * with *prep the work of making the tree if there is one to make (hand it
- * to prepare_submit), or -1 once it has replied with the refusal (412 if
- * blobs are missing).
+ * client sends lacks the host's PATH (jail_path) and HOME: they are
+ * added.  Returns 0, with *prep the work of making the tree if there is
+ * one to make (hand it to prepare_submit), or -1 once it has replied with
+ * the refusal (412 if blobs are missing).
  */
 int
 api_remote_job(struct evhttp_request *req, const struct api_who *who,
@@ -392,8 +392,7 @@ api_remote_job(struct evhttp_request *req, const struct api_who *who,
 		free(r->cwd);
 		r->cwd = xstrdup(work);
 		if (confined && r->env != NULL) {
-			api_env_default(&r->env, "PATH",
-			    "/usr/local/bin:/usr/bin:/bin");
+			api_env_default(&r->env, "PATH", jail_path());
 			api_env_default(&r->env, "HOME", getenv("HOME"));
 		}
 	}
@@ -402,6 +401,30 @@ api_remote_job(struct evhttp_request *req, const struct api_who *who,
 	free(work);
 	free(dir);
 	return (code == 0 ? 0 : -1);
+}
+
+/*
+ * What a remote job's submitter should know at once: the --allow rules
+ * its fence will refuse because this host keeps its loopback closed to
+ * remote jobs (REMOTE_LOOPBACK).  A JSON array of lines, or NULL.
+ */
+json_t *
+api_remote_warnings(const struct jobreq *r)
+{
+	json_t	*a;
+	char	**v;
+	size_t	  i;
+
+	if (!r->confined || r->fence == NULL || jail_open_loopback() ||
+	    (v = fence_loopback_rules(r->fence)) == NULL)
+		return (NULL);
+	a = json_array();
+	for (i = 0; v[i] != NULL; i++)
+		json_array_append_new(a, json_sprintf("the host keeps its "
+		    "loopback closed to remote jobs: %s will be refused; see "
+		    "REMOTE_LOOPBACK", v[i]));
+	strv_free(v);
+	return (a);
 }
 
 /* The job with this id was refused after all: its tree goes. */

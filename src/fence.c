@@ -61,6 +61,7 @@ struct fence_job {
 	char			*text;
 	uint64_t		 written[2];	/* counts last written */
 	int			 wrote;
+	int			 loop_said;	/* its loopback refusal said */
 };
 
 #define LOW32(i, v)	SCMP_CMP((i), SCMP_CMP_MASKED_EQ, 0xffffffffULL, (v))
@@ -604,6 +605,26 @@ int
 fence_job_done(const struct fence_job *fj)
 {
 	return (fj->super == NULL || fence_super_done(fj->super));
+}
+
+/*
+ * The line for the job's log the first time its fence refused a connect
+ * to the host's loopback because the host keeps it closed to remote jobs
+ * (allocated), or NULL: said once a job, not at every connect.
+ */
+char *
+fence_job_loopback_news(struct fence_job *fj)
+{
+	const char	*first;
+	char		*line;
+
+	if (fj->super == NULL || fj->loop_said ||
+	    fence_super_loopback_refused(fj->super, &first) == 0)
+		return (NULL);
+	fj->loop_said = 1;
+	xasprintf(&line, "gmux: the fence refused %s: this host keeps its "
+	    "loopback closed to remote jobs (see REMOTE_LOOPBACK)\n", first);
+	return (line);
 }
 
 /* The fence and its counts, for ps --json and the job's directory. */

@@ -369,7 +369,7 @@ job_start(struct job *j, char **cause)
 		js.work = path_job_file(j->id, "work");
 		js.tmp = path_job_file(j->id, "tmp");
 		enforce_jail_paths(j->cards, &js);
-		js.loopback = config_uint("REMOTE_LOOPBACK", 0, 0, 1) == 1;
+		js.loopback = jail_open_loopback();
 		s.cwd = js.work;
 		s.jail = &js;
 	}
@@ -438,6 +438,22 @@ job_stop(struct job *j, int64_t grace_ms, const char *why)
 	log_debug("%s: %s grace %lldms (%s)", __func__, j->name,
 	    (long long)grace_ms, why);
 	return (rc);
+}
+
+/*
+ * Withdraws a user's stop whose KILL is pending (gmux run's second Ctrl-C
+ * detaches: the job keeps running); a preemption is not withdrawn.
+ * Returns 0, or -1 if no such stop is pending.
+ */
+int
+job_stop_cancel(struct job *j)
+{
+	if (j->state != JOB_RUNNING || !j->stopping || j->by != 0 ||
+	    j->ctl_fd == -1 || keeper_send(j->ctl_fd, "cancel\n") != 0)
+		return (-1);
+	j->stopping = 0;
+	log_debug("%s: %s", __func__, j->name);
+	return (0);
 }
 
 static void

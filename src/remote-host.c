@@ -725,7 +725,7 @@ static char **
 remote_host_globs(json_t *body, char **cause)
 {
 	json_t		*arr = json_object_get(body, "globs"), *g;
-	char		**v;
+	char		**v, *why;
 	size_t		 i;
 
 	if (!json_is_array(arr) || json_array_size(arr) == 0 ||
@@ -742,6 +742,12 @@ remote_host_globs(json_t *body, char **cause)
 		    strchr(json_string_value(g), '\n') != NULL) {
 			xasprintf(cause, "\"globs\" entry %zu is not a pattern",
 			    i);
+			strv_free(v);
+			return (NULL);
+		}
+		if (remote_pull_pattern(json_string_value(g), &why) != 0) {
+			xasprintf(cause, "\"globs\" entry %zu: %s", i, why);
+			free(why);
 			strv_free(v);
 			return (NULL);
 		}
