@@ -95,6 +95,16 @@ class Daemon:
         self.target = o["token"] + "@" + invite.split("@", 1)[1]
         return self.target
 
+    def token_for(self, owner):
+        """A token of owner's own, as gmux remote add gets one: token add
+        prints an invite, traded here through POST /v1/join."""
+        line = self.gmux("token", "add", owner).stdout.decode().split()[-1]
+        from remotelib import https_json
+        code, o = https_json(self.port, "POST", "/v1/join",
+                             token=line.split("@")[0])
+        assert code == 201, (code, o)
+        return o["token"]
+
     @property
     def pin(self):
         return self.target.rsplit("#", 1)[1]

@@ -445,8 +445,7 @@ def test_one_token_cannot_hold_the_store_for_everyone(make_daemon,
     d = make_daemon()
     d.env["GMUX_BLOB_STORE_SIZE"] = "8M"
     target = d.serve_tls()
-    line = d.gmux("token", "add", "eve", check=0).stdout.decode().strip()
-    eve = line.split()[-1].split("@")[0]
+    eve = d.token_for("eve")
     huge = sha(b"nothing anyone asked for")
     st, j = https_json(d.port, "PUT", "/v1/blobs/%s?size=%d&offset=0" %
                        (huge, 20 << 30), b"x", token=eve)
