@@ -182,6 +182,11 @@ SRCS += src/remote-net.c src/run-remote.c src/prepare.c src/server-guard.c
 SRCS += src/landlock.c src/jail.c
 BENCHES += $(O)/bench/jail-start
 
+# -- job files, directives, arrays (issue 15)
+SRCS += src/array.c src/jobspec.c src/jobspec-host.c src/job-array.c
+SRCS += src/job-array-store.c src/api-array.c src/api-queue.c src/runopt.c
+SRCS += src/jobfile.c src/cmd-submit.c src/cmd-status.c src/cmd-queue.c
+
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
 LIB = $(O)/libgmuxcore.a

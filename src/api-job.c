@@ -25,6 +25,7 @@ api_jobs_list(struct evhttp_request *req, const char *id)
 		if ((all || !job_ended(j)) && server_tls_may(req, j->owner))
 			json_array_append_new(a, job_to_json(j));
 	}
+	api_array_list(req, a, all);
 	api_reply(req, 200, a);
 	json_decref(a);
 }
@@ -41,6 +42,27 @@ api_job_lookup(struct evhttp_request *req, const char *id)
 		j = NULL;
 	}
 	return (j);
+}
+
+/* POST /v1/jobs with an array: one record, 201 and the array. */
+static void
+api_jobs_create_array(struct evhttp_request *req, struct jobreq *r)
+{
+	json_t	*o;
+	char	*owner = api_owner(req), *cause = NULL;
+	int	 code;
+
+	if (api_query_flag(req, "attach"))
+		api_error(req, 400, "array: an array's elements are followed "
+		    "one by one (gmux logs ID_N); submit it detached");
+	else if (job_array_create(r, owner, &o, &code, &cause) != 0)
+		api_error(req, code, "%s", cause);
+	else {
+		api_reply(req, 201, o);
+		json_decref(o);
+	}
+	free(cause);
+	free(owner);
 }
 
 /*
@@ -72,6 +94,10 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 	if (server_tls_request(req) &&
 	    jail_remote_job(&r.confined, &cause) != 0) {
 		api_error(req, 403, "%s", cause);
+		goto out;
+	}
+	if (r.spec.array != NULL) {
+		api_jobs_create_array(req, &r);
 		goto out;
 	}
 	if (api_remote_job(req, &r, state_peek_id(), &prep) != 0)
@@ -183,6 +209,8 @@ api_job_get(struct evhttp_request *req, const char *id)
 	struct job	*j;
 	json_t		*o;
 
+	if (api_array_get(req, id))
+		return;
 	if ((j = api_job_lookup(req, id)) == NULL)
 		return;
 	o = job_to_json(j);
@@ -200,6 +228,8 @@ api_job_stop(struct evhttp_request *req, const char *id)
 	char		*cause = NULL;
 	int		 wait = 0;
 
+	if (api_array_stop(req, id))
+		return;
 	if ((j = api_job_lookup(req, id)) == NULL)
 		return;
 	grace = j->req.grace_ms;

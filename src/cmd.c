@@ -12,6 +12,9 @@
 const struct cmd_entry *cmd_table[] = {
 	&cmd_serve_entry,
 	&cmd_run_entry,
+	&cmd_submit_entry,
+	&cmd_status_entry,
+	&cmd_queue_entry,
 	&cmd_ps_entry,
 	&cmd_logs_entry,
 	&cmd_attach_entry,

@@ -470,6 +470,9 @@ follow_job_ended(struct job *j)
 	struct follower	*f, *next;
 	json_t		*o;
 
+	/* (Until one seam tells every change: an array counts its ends.) */
+	if (j->req.spec.array_of != 0)
+		job_array_ended(j);
 	TAILQ_FOREACH_SAFE(f, &j->followers, entry, next) {
 		if (!f->wait_only) {
 			follow_pump(f);

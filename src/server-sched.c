@@ -43,6 +43,7 @@ server_sched_req(const struct job *j, struct sched_req *r)
 	r->flags = j->req.flags;
 	r->submit = j->submit;
 	r->timeout = j->req.timeout_ms;
+	r->only = jobspec_host_cards(&j->req.spec);
 }
 
 static void
@@ -87,6 +88,8 @@ server_sched_start(struct job *j)
 		state_save_job(j);
 		follow_job_info(j);	/* an attached run says it started */
 		follow_job_changed(j);
+		if (j->req.spec.array_of != 0)
+			job_array_started(j);
 		return (0);
 	}
 	log_warnx("%s: %s: %s", __func__, j->name, cause);
@@ -210,6 +213,8 @@ server_sched_new(struct job *j, u_int id, struct sched_req *r, int *code,
 {
 	struct card	*c;
 
+	if (jobspec_host_check(j, code, cause) != 0)
+		return (-1);
 	if (j->req.card_uuid != NULL) {
 		if ((c = cards_find(&server_cards, j->req.card_uuid)) == NULL) {
 			xasprintf(cause, "card: no card '%s'",

@@ -1,0 +1,431 @@
+"""Job files, the request's directives, arrays and payloads on one host, on
+fake cards, through the real daemon and CLI (docs/scheduling.md, "Job
+files and directives"): what a standalone host honours (a card's vendor or
+model, whole cards, CPUs and RAM, its name and tags, --time, --output),
+what it refuses and why (a gang), #GMUX and #SBATCH lines and each bad
+one's error, arrays kept as one record (their elements' environment, the %
+limit, ps, stop, a restart), submit --payloads --wait, status and queue."""
+
+import json
+import os
+import subprocess
+import time
+
+from conftest import wait_for
+
+G = 1 << 30
+FAKE = "2xH100:80G,1xRTX4090:24G"
+
+
+def run_d(d, *args):
+    r = d.gmux("run", "-d", *args)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.decode().strip()
+
+
+def refused(d, *args):
+    """gmux run ARGS must be refused at once; returns its one-line error."""
+    r = d.gmux("run", *args, "--", "true")
+    assert r.returncode != 0, r.stdout
+    err = r.stderr.decode().strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+def submit(d, tmp_path, text, *args, name="job.gmux", check=0):
+    path = tmp_path / name
+    path.write_text(text)
+    r = d.gmux("submit", *args, str(path))
+    if check is not None:
+        assert r.returncode == check, (r.stdout, r.stderr)
+    return r
+
+
+def jobs(d):
+    return {j["id"]: j for j in d.json("ps", "-a", "--json")}
+
+
+def wait_ended(d, jid, timeout=30):
+    return d.wait_state(jid, ("exited", "failed", "stopped"), timeout)
+
+
+# -- what a standalone host refuses, and why
+
+def test_what_this_host_cannot_do_is_refused_with_the_reason(daemon):
+    daemon.start(fake=FAKE)
+    assert "no card is an a100 (this host has: 2 x H100, 1 x RTX4090)" in \
+        refused(daemon, "--gpus", "a100:1")
+    assert "gpus: needs 3 h100 cards; this host has 2" in \
+        refused(daemon, "--gpus", "h100:3")
+    assert "nodes: a gang of 2 members needs a cluster" in \
+        refused(daemon, "--nodes", "2")
+    assert "cpus: needs 4096 CPUs; this host has" in \
+        refused(daemon, "--cpus", "4096")
+    assert "ram: needs 64T; this host has" in refused(daemon, "--ram", "64T")
+    assert "server: no member is named gpu9" in \
+        refused(daemon, "--server", "gpu9")
+    assert "partition: this host has no tag big" in \
+        refused(daemon, "--partition", "big")
+    assert "overcommit" in refused(daemon, "--mode", "overcommit",
+                                   "--share", "0.5")
+    assert "vram: needs 1 card with 100G" in \
+        refused(daemon, "--mode", "exclusive", "--vram", "100G")
+    # the request's own mistakes name the field
+    assert "mode: exclusive takes whole cards, not a share of 0.5" in \
+        refused(daemon, "--mode", "exclusive", "--share", "0.5")
+    assert "cards: 3, but gpus asks for 2" in \
+        refused(daemon, "--gpus", "2", "--cards", "3")
+    # nothing was kept of any of them
+    assert daemon.json("ps", "-a", "--json") == []
+
+
+def test_bad_flags_are_usage_errors(daemon):
+    daemon.start(fake=FAKE)
+    for args, what in [(["--gpus", "h100:0"], "--gpus: "),
+                       (["--mode", "all"], "--mode: "),
+                       (["--time", "forever"], "--time: "),
+                       (["--array", "5-1"], "--array: "),
+                       (["--cpus", "0"], "--cpus: "),
+                       (["--ram", "lots"], "--ram: ")]:
+        r = daemon.gmux("run", *args, "--", "true")
+        assert r.returncode == 2, (args, r.stderr)
+        assert what in r.stderr.decode(), r.stderr
+
+
+def test_the_api_names_the_bad_field(daemon):
+    daemon.start(fake=FAKE)
+    for body, field in [({"gpus": 2}, "gpus: "),
+                        ({"mode": "x"}, "mode: "),
+                        ({"array": "1,1"}, "array: "),
+                        ({"element": {"of": 1}}, "element: "),
+                        ({"payloads": []}, "payloads: "),
+                        ({"name": "a/b"}, "name: ")]:
+        body["argv"] = ["true"]
+        code, text = daemon.curl("POST", "/v1/jobs", json.dumps(body))
+        assert code == 400, (body, text)
+        assert json.loads(text)["error"].startswith(field), text
+    code, text = daemon.curl("POST", "/v1/jobs", json.dumps(
+        {"argv": ["true"], "gpus": "tpu:1"}))
+    assert code == 422 and "no card is an tpu" in text, text
+
+
+# -- what it honours
+
+def test_a_model_or_vendor_picks_its_cards(daemon):
+    daemon.start(fake=FAKE)
+    j = run_d(daemon, "--gpus", "rtx4090:1", "--", "sleep", "30")
+    assert daemon.wait_state(j, "running")["card"] == 2
+    # whole cards by default: the next rtx4090 job waits for it
+    k = run_d(daemon, "--gpus", "rtx4090", "--", "true")
+    assert daemon.wait_state(k, "queued")
+    n = run_d(daemon, "--gpus", "nvidia:2", "--share", "0.5", "--", "true")
+    wait_ended(daemon, n)
+    assert jobs(daemon)[n]["exit_code"] == 0
+    daemon.gmux("stop", j, check=0)
+    assert wait_ended(daemon, k)["card"] == 2
+
+
+def test_exclusive_takes_a_whole_card_and_vram_is_the_shared_cap(daemon):
+    daemon.start(fake="1xH100:80G")
+    j = run_d(daemon, "--mode", "exclusive", "--", "sleep", "30")
+    assert daemon.wait_state(j, "running")["share"] == 1
+    k = run_d(daemon, "--share", "0.1", "--", "true")
+    assert daemon.wait_state(k, "queued")
+    daemon.gmux("stop", j, check=0)
+    wait_ended(daemon, k)
+    v = run_d(daemon, "--share", "0.25", "--vram", "60G", "--", "true")
+    assert jobs(daemon)[v]["mem"] == 60 * G
+
+
+def test_the_host_s_name_and_tags(daemon):
+    with open(os.path.join(daemon.home, "config"), "w") as f:
+        f.write("NAME=gpu2\nTAGS=big, fast\n")
+    daemon.start(fake=FAKE)
+    for args in (["--server", "gpu2"], ["--partition", "fast"],
+                 ["--partition", "big", "--server", "gpu2"]):
+        r = daemon.gmux("run", *args, "--", "true")
+        assert r.returncode == 0, (args, r.stderr)
+    assert "no tag small (TAGS in its config: big, fast)" in \
+        refused(daemon, "--partition", "small")
+
+
+def test_a_job_past_its_time_is_stopped_and_says_why(daemon):
+    daemon.start(fake=FAKE)
+    t0 = time.monotonic()
+    r = daemon.gmux("run", "--time", "1s", "--grace", "0", "--", "sleep",
+                    "30", timeout=30)
+    assert time.monotonic() - t0 < 10
+    assert r.returncode != 0
+    j = jobs(daemon)["j1"]
+    assert j["state"] == "stopped"
+    assert j["reason"] == "its time limit (1s) was reached"
+    assert j["time_limit_ms"] == 1000
+
+
+def test_name_cpus_output_error_and_chdir(daemon, tmp_path):
+    daemon.start(fake=FAKE)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    r = daemon.gmux("run", "--job-name", "train", "--cpus", "1",
+                    "--chdir", str(sub), "--output", "o-%x-%j.txt",
+                    "--error", "e-%j.txt", "--", "sh", "-c",
+                    "echo $GMUX_JOB_NAME $SLURM_JOB_NAME $GMUX_CPUS "
+                    "$SLURM_CPUS_PER_TASK $PWD; echo oops >&2")
+    assert r.returncode == 0, r.stderr
+    line = "train train 1 1 %s\n" % sub
+    assert r.stdout.decode() == line       # it streams back as ever
+    assert (sub / "o-train-j1.txt").read_text() == line
+    assert (sub / "e-j1.txt").read_text() == "oops\n"
+    assert jobs(daemon)["j1"]["name"] == "train"
+    # an output file that cannot be made fails the job, saying where
+    r = daemon.gmux("run", "--output", "/nonexistent/o.txt", "--", "true")
+    assert r.returncode != 0
+    assert "/nonexistent/o.txt" in jobs(daemon)["j2"]["reason"]
+
+
+# -- job files
+
+SWEEP = """#!/bin/sh
+#GMUX --gpus nvidia:1 --share 0.5 --vram 20G --cpus 1 --ram 1G
+#GMUX --array 0-5%2 --priority 3 --mode shared
+#SBATCH --job-name=sweep --time=02:00:00      # the common #SBATCH lines work
+echo "$GMUX_ARRAY_JOB_ID $GMUX_ARRAY_INDEX $GMUX_ARRAY_COUNT" \
+  "$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $SLURM_ARRAY_TASK_COUNT" \
+  "$SLURM_ARRAY_TASK_MIN $SLURM_ARRAY_TASK_MAX $SLURM_JOB_NAME" \
+  >> OUT
+"""
+
+
+def test_a_job_file_with_an_array(daemon, tmp_path):
+    daemon.start(fake=FAKE)
+    out = tmp_path / "out"
+    r = submit(daemon, tmp_path, SWEEP.replace("OUT", str(out)))
+    jid = r.stdout.decode().strip()
+    assert jid == "j1"
+    a = wait_ended(daemon, jid)
+    assert a["state"] == "exited" and a["exit_code"] == 0
+    assert a["count"] == 6 and a["limit"] == 2
+    assert a["name"] == "sweep" and a["priority"] == 3
+    assert a["time_limit_ms"] == 2 * 3600 * 1000
+    lines = sorted(out.read_text().splitlines())
+    assert lines == ["j1 %d 6 1 %d 6 0 5 sweep" % (i, i) for i in range(6)]
+    els = [j for j in jobs(daemon).values() if j.get("array_job") == jid]
+    assert sorted(e["id"] for e in els) == ["j1_%d" % i for i in range(6)]
+    assert all(e["mem"] == 20 * G and e["share"] == 0.5 for e in els)
+
+
+def test_slurm_lines_and_flags_over_the_file(daemon, tmp_path):
+    daemon.start(fake=FAKE)
+    r = submit(daemon, tmp_path, "#!/bin/sh\n#SBATCH --gres=gpu:rtx4090:1\n"
+               "#SBATCH -J first --mem=512 -c 1 -t 5 --nodes=1\n"
+               "#SBATCH --output=slurm-%%j.out --chdir=%s\n"
+               "echo $SLURM_JOB_NAME\n" % tmp_path,
+               "--job-name", "second")
+    jid = r.stdout.decode().strip()
+    j = wait_ended(daemon, jid)
+    assert j["exit_code"] == 0 and j["card"] == 2
+    assert j["gpus"] == "rtx4090:1" and j["ram"] == 512 << 20
+    assert j["time_limit_ms"] == 5 * 60 * 1000
+    assert (tmp_path / ("slurm-%s.out" % jid)).read_text() == "second\n"
+
+
+def test_each_bad_directive_is_an_error_naming_its_line(daemon, tmp_path):
+    daemon.start(fake=FAKE)
+    r = submit(daemon, tmp_path, "#!/bin/sh\n"
+               "#GMUX --gpus\n"                    # 2: no value
+               "#GMUX --share 2 --bogus\n"         # 3: bad value, unknown
+               "#SBATCH --account=lab\n"           # 4: not read by gmux
+               "#SBATCH --gres=disk:2\n"           # 5: not a gpu
+               "#GMUXX --cpus 1\n"                 # 6: no space
+               "#GMUX --array 5-1\n"               # 7: bad array
+               "#GMUX --job-name 'open\n"          # 8: quote
+               "#GMUX --time forever\n"            # 9: bad time
+               "#SBATCH --nodes=2-4\n"             # 10: a range
+               "echo hi\n"
+               "#GMUX --cpus 2\n",                 # 12: after the body
+               check=2)
+    assert r.stdout == b""
+    err = r.stderr.decode().splitlines()
+    path = str(tmp_path / "job.gmux")
+    want = ["line 2: --gpus: needs a value",
+            "line 3: --bogus: not a flag of gmux run",
+            "line 3: --share: '2' is not",
+            "line 4: #SBATCH --account: not one gmux reads",
+            "line 5: --gres=disk:2: only gpu",
+            "line 6: #GMUX must be followed by a space",
+            "line 7: --array: ",
+            "line 8: a quote is not closed",
+            "line 9: --time: 'forever' is not a time limit",
+            "line 10: --nodes: '2-4'",
+            "line 12: #GMUX after the script's first command (line 11)"]
+    assert len(err) == len(want), err
+    for w in want:
+        assert any(e.startswith("gmux submit: %s: %s" % (path, w))
+                   for e in err), (w, err)
+    assert daemon.json("ps", "-a", "--json") == []
+
+
+def test_the_script_is_copied_when_submitted(daemon, tmp_path):
+    daemon.start(fake=FAKE)
+    gate = tmp_path / "gate"
+    run_d(daemon, "--share", "1", "--card", "2", "--", "sh", "-c",
+          "while [ ! -e %s ]; do sleep 0.02; done" % gate)
+    r = submit(daemon, tmp_path, "#GMUX --gpus rtx4090 --job-name x\n"
+               "echo first\n")
+    jid = r.stdout.decode().strip()
+    daemon.wait_state(jid, "queued")
+    (tmp_path / "job.gmux").write_text("echo second\n")
+    gate.write_text("")
+    wait_ended(daemon, jid)
+    assert daemon.gmux("logs", jid, check=0).stdout == b"first\n"
+    assert jid in daemon.gmux("ps", "-a", check=0).stdout.decode()
+
+
+# -- arrays
+
+def test_the_limit_holds_and_ps_shows_an_array_compactly(daemon, tmp_path):
+    daemon.start(fake=FAKE)
+    gate = tmp_path / "gate"
+    jid = run_d(daemon, "--array", "0-7%3", "--", "sh", "-c",
+                "while [ ! -e %s ]; do sleep 0.02; done" % gate)
+    wait_for(lambda: daemon.job(jid).get("counts", {}).get("running") == 3,
+             what="3 running")
+    time.sleep(0.3)
+    a = daemon.job(jid)
+    assert a["counts"]["running"] == 3 and a["pending"] == "3-7%3"
+    ps = daemon.gmux("ps", check=0).stdout.decode()
+    assert "%s_[3-7%%3]" % jid in ps
+    assert "%s_0" % jid in ps and "%s_3 " % jid not in ps
+    # ps --json lists only elements that were made
+    ids = [j["id"] for j in daemon.json("ps", "--json")]
+    assert sorted(ids) == sorted([jid] + ["%s_%d" % (jid, i)
+                                          for i in range(3)])
+    gate.write_text("")
+    wait_ended(daemon, jid)
+    assert daemon.job(jid)["counts"]["ended"] == 8
+
+
+def test_stop_an_array_an_element_and_one_not_made_yet(daemon, tmp_path):
+    daemon.start(fake=FAKE)
+    jid = run_d(daemon, "--array", "0-9%2", "--", "sleep", "30")
+    wait_for(lambda: daemon.job(jid).get("counts", {}).get("running") == 2,
+             what="2 running")
+    daemon.gmux("stop", "%s_1" % jid, check=0)   # running: that one only
+    daemon.gmux("stop", "%s_5" % jid, check=0)   # not made yet: never is
+    r = daemon.gmux("stop", "%s_42" % jid)
+    assert r.returncode != 0 and b"no index 42" in r.stderr
+    wait_for(lambda: daemon.job("%s_2" % jid).get("state") == "running",
+             what="the next element")
+    assert daemon.job(jid)["state"] == "running"
+    daemon.gmux("stop", jid, check=0)            # the rest
+    a = wait_ended(daemon, jid)
+    assert a["state"] == "stopped" and a["pending"] == ""
+    made = [j for j in jobs(daemon) if j.startswith(jid + "_")]
+    assert "%s_5" % jid not in made and len(made) < 10
+    assert all(jobs(daemon)[m]["state"] == "stopped" for m in made)
+    st = daemon.json("status", "--json", jid)
+    assert [e["state"] for e in st["elements"]][5] == "stopped"
+
+
+def test_an_array_survives_a_restart_and_runs_each_element_once(
+        daemon, tmp_path):
+    daemon.start(fake=FAKE)
+    out = tmp_path / "out"
+    gate = tmp_path / "gate"
+    jid = run_d(daemon, "--array", "0-5%2", "--", "sh", "-c",
+                "echo $GMUX_ARRAY_INDEX >> %s; "
+                "while [ ! -e %s ]; do sleep 0.02; done" % (out, gate))
+    wait_for(lambda: daemon.job(jid).get("counts", {}).get("running") == 2,
+             what="2 running")
+    daemon.kill9()
+    daemon.start(fake=FAKE)
+    assert daemon.job(jid)["counts"]["running"] == 2
+    gate.write_text("")
+    a = wait_ended(daemon, jid)
+    assert a["state"] == "exited"
+    assert sorted(out.read_text().split()) == [str(i) for i in range(6)]
+
+
+def test_ten_thousand_elements_are_one_record(daemon):
+    daemon.start(fake=FAKE)
+    t0 = time.monotonic()
+    jid = run_d(daemon, "--array", "0-9999%1", "--", "sleep", "30")
+    took = time.monotonic() - t0
+    a = daemon.job(jid)
+    assert a["count"] == 10000
+    assert took < 2.0, took     # the benchmark holds it to 50 ms
+    n = len(daemon.json("ps", "-a", "--json"))
+    assert n <= 3, n            # the array and its one made element
+    daemon.gmux("stop", jid, check=0)
+    assert wait_ended(daemon, jid)["state"] == "stopped"
+
+
+# -- payloads, status, queue
+
+PAYLOAD_SCRIPT = """#!/usr/bin/python3
+import json, sys
+p = json.load(sys.stdin)
+print("working on", p)
+if p.get("fail"):
+    sys.exit(3)
+print(json.dumps({"lr": p["lr"], "twice": p["lr"] * 2}))
+"""
+
+
+def test_payloads_results_and_wait(daemon, tmp_path):
+    daemon.start(fake=FAKE)
+    (tmp_path / "p.json").write_text(json.dumps(
+        [{"lr": 1}, {"lr": 2}, {"lr": 3}]))
+    (tmp_path / "grid.py").write_text(PAYLOAD_SCRIPT)
+    # gpumesh's order: the flags after the script
+    r = daemon.gmux("submit", str(tmp_path / "grid.py"), "--payloads",
+                    str(tmp_path / "p.json"), "--wait", timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode().splitlines()
+    jid = out[0]
+    assert out[-4].startswith("ELEMENT")
+    assert "3/3 done" in r.stdout.decode()      # plain lines: not a tty
+    assert '{"lr":2,"twice":4}' in out[-2]
+    st = daemon.json("status", "--json", jid)
+    assert [e["result"] for e in st["elements"]] == [
+        {"lr": i, "twice": 2 * i} for i in (1, 2, 3)]
+    assert all(e["host"] and e["exit_code"] == 0 for e in st["elements"])
+    # one failure: its result is null, and submit --wait exits 1
+    (tmp_path / "q.json").write_text(json.dumps([{"lr": 1}, {"fail": 1}]))
+    r = daemon.gmux("submit", "--payloads", str(tmp_path / "q.json"),
+                    "--wait", str(tmp_path / "grid.py"), timeout=60)
+    assert r.returncode == 1, r.stderr
+    st = daemon.json("status", "--json", r.stdout.decode().split()[0])
+    assert st["state"] == "failed"
+    assert [e["exit_code"] for e in st["elements"]] == [0, 3]
+    assert st["elements"][1]["result"] is None
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    r = daemon.gmux("submit", "--payloads", str(bad), str(tmp_path /
+                                                         "grid.py"))
+    assert r.returncode == 2 and b"must be a JSON array" in r.stderr
+
+
+def test_queue_shows_order_priority_age_and_reason(daemon, tmp_path):
+    daemon.start(fake="1xH100:80G")
+    gate = tmp_path / "gate"
+    run_d(daemon, "--share", "1", "--", "sh", "-c",
+          "while [ ! -e %s ]; do sleep 0.02; done" % gate)
+    a = run_d(daemon, "--share", "0.5", "--priority", "2", "--", "true")
+    b = run_d(daemon, "--share", "0.5", "--priority", "7", "--", "true")
+    arr = run_d(daemon, "--share", "0.5", "--array", "0-3", "--", "true")
+    q = wait_for(lambda: (lambda q: q if len(q) == 4 else None)(
+        daemon.json("queue", "--json")), what="4 waiting")
+    # the array's element has the default priority, 5: before a's 2
+    assert [e["id"] for e in q] == [b, arr + "_0", a, arr]
+    assert [e["position"] for e in q] == [1, 2, 3, None]
+    assert q[0]["priority"] == 7 and q[0]["effective_priority"] >= 7
+    assert "0.5 of a card" in q[0]["reason"]
+    assert q[3]["pending"] == "1-3" and "behind its element" in q[3]["reason"]
+    text = daemon.gmux("queue", check=0).stdout.decode()
+    assert text.splitlines()[0].split() == ["POS", "ID", "OWNER", "PRIO",
+                                            "WAITED", "WAITS", "FOR"]
+    assert "%s_[1-3]" % arr in text
+    gate.write_text("")
+    wait_ended(daemon, arr)
+    assert daemon.json("queue", "--json") == []
