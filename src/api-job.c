@@ -35,7 +35,10 @@ api_job_lookup(struct evhttp_request *req, const char *id)
 {
 	struct job	*j;
 
-	if ((j = job_find(id)) == NULL)
+	if ((j = job_find(id)) == NULL && job_array_find(id) != NULL)
+		api_error(req, 400, "%s is an array: name one of its elements "
+		    "(%s_N)", id, id);
+	else if (j == NULL)
 		api_error(req, 404, "no job %s", id);
 	else if (!server_tls_may(req, j->owner)) {
 		api_error(req, 403, "%s is %s's", j->name, j->owner);

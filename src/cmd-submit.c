@@ -70,15 +70,14 @@ submit_opts(void)
 	return (all);
 }
 
-/* Prints f's errors, each naming the file and its line, and exits 2. */
-static dead void
+/* Prints f's errors, each naming the file and its line. */
+static void
 submit_bad_file(const char *path, struct jobfile *f)
 {
 	u_int	 i;
 
 	for (i = 0; f->errors[i] != NULL; i++)
 		fprintf(stderr, "gmux submit: %s: %s\n", path, f->errors[i]);
-	exit(EXIT_USAGE);
 }
 
 /*
@@ -181,8 +180,14 @@ submit_request(int argc, char **argv, int *wait, const char **path)
 	jobfile_init(&f);
 	/* Every bad line is told: what parsed is applied all the same. */
 	jobfile_parse(text, len, &f);
-	if (jobfile_apply(&f, o) != 0)
+	if (jobfile_apply(&f, o) != 0) {
 		submit_bad_file(argv[optind], &f);
+		jobfile_free(&f);
+		json_decref(o);
+		json_decref(cli);
+		free(text);
+		exit(EXIT_USAGE);
+	}
 	jobfile_free(&f);
 	json_object_foreach(cli, k, v) {
 		if (json_is_array(v) && json_is_array(json_object_get(o, k)))

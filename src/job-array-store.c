@@ -82,6 +82,9 @@ job_array_adopt(struct job_array *a, struct job *j)
 
 	if (pos < 0 || a->st[pos] != ELEM_NONE)
 		return;
+	/* Made, but the daemon died before the array said so: never twice. */
+	if ((u_int)pos >= a->next)
+		a->next = (u_int)pos + 1;
 	a->ids[pos] = j->id;
 	if (job_ended(j)) {
 		a->st[pos] = ELEM_ENDED;

@@ -8,7 +8,7 @@ limit, ps, stop, a restart), submit --payloads --wait, status and queue."""
 
 import json
 import os
-import subprocess
+import sqlite3
 import time
 
 from conftest import wait_for
@@ -317,6 +317,9 @@ def test_stop_an_array_an_element_and_one_not_made_yet(daemon, tmp_path):
     wait_for(lambda: daemon.job("%s_2" % jid).get("state") == "running",
              what="the next element")
     assert daemon.job(jid)["state"] == "running"
+    r = daemon.gmux("logs", jid)
+    assert r.returncode != 0
+    assert b"is an array: name one of its elements" in r.stderr
     daemon.gmux("stop", jid, check=0)            # the rest
     a = wait_ended(daemon, jid)
     assert a["state"] == "stopped" and a["pending"] == ""
@@ -338,8 +341,14 @@ def test_an_array_survives_a_restart_and_runs_each_element_once(
     wait_for(lambda: daemon.job(jid).get("counts", {}).get("running") == 2,
              what="2 running")
     daemon.kill9()
+    # as if it died after making an element but before saying so
+    db = sqlite3.connect(os.path.join(daemon.home, "state.db"))
+    db.execute("UPDATE arrays SET next = 0")
+    db.commit()
+    db.close()
     daemon.start(fake=FAKE)
-    assert daemon.job(jid)["counts"]["running"] == 2
+    a = daemon.job(jid)
+    assert a["counts"]["running"] == 2 and a["pending"] == "2-5%2"
     gate.write_text("")
     a = wait_ended(daemon, jid)
     assert a["state"] == "exited"
