@@ -303,6 +303,7 @@ test_jobfile_errors(void)
 		"line 17: #GMUX after the script's first command (line 16)",
 	};
 	struct jobfile	 f;
+	json_t		*o;
 	u_int		 i, j, found;
 
 	CHECK(file_of("#!/bin/sh\n"
@@ -338,7 +339,10 @@ test_jobfile_errors(void)
 		    strtol(f.errors[j] + 5, NULL, 10));
 	jobfile_free(&f);
 
-	CHECK(file_of("#GMUX --cpus 1\n\0#GMUX --cpus 2\n", &f) != NULL);
+	/* (a C string: what follows the NUL is not in it) */
+	o = file_of("#GMUX --cpus 1\n\0#GMUX --cpus 2\n", &f);
+	CHECK(o != NULL && f.n == 1);
+	json_decref(o);
 	jobfile_free(&f);
 	jobfile_init(&f);
 	CHECK(jobfile_parse("#GMUX --cpus 1\n\0x", 17, &f) == -1);
