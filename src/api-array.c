@@ -106,36 +106,6 @@ api_array_get(struct evhttp_request *req, const char *id)
 	return (1);
 }
 
-/* The grace a stop asks for in its body; -1 (answered) if it is bad. */
-static int64_t
-api_array_grace(struct evhttp_request *req, int64_t grace)
-{
-	json_t	*body, *v;
-	char	*cause = NULL;
-
-	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) == 0)
-		return (grace);
-	if ((body = api_body(req, &cause)) == NULL || !json_is_object(body)) {
-		api_error(req, 400, "%s", cause ? cause :
-		    "the body must be a JSON object");
-		free(cause);
-		json_decref(body);
-		return (-1);
-	}
-	if ((v = json_object_get(body, "grace_ms")) != NULL) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    json_integer_value(v) > 86400000) {
-			api_error(req, 400, "grace_ms: must be an integer "
-			    "from 0 to 86400000");
-			json_decref(body);
-			return (-1);
-		}
-		grace = json_integer_value(v);
-	}
-	json_decref(body);
-	return (grace);
-}
-
 /*
  * POST /v1/jobs/ID/stop for an array (every element, and no more made) or
  * an element not made yet: 1 if answered, else 0.
@@ -147,7 +117,7 @@ api_array_stop(struct evhttp_request *req, const char *id)
 	json_t			*o;
 	char			*cause = NULL;
 	int64_t			 grace;
-	int			 code, rc;
+	int			 code, rc, wait;
 
 	if ((a = job_array_find(id)) == NULL) {
 		if ((rc = job_array_cancel(id, &code, &cause)) == 0)
@@ -167,7 +137,8 @@ api_array_stop(struct evhttp_request *req, const char *id)
 		api_error(req, 403, "%s is %s's", a->name, a->owner);
 		return (1);
 	}
-	if ((grace = api_array_grace(req, a->req.grace_ms)) == -1)
+	grace = a->req.grace_ms;
+	if (api_stop_body(req, &grace, &wait) != 0)
 		return (1);
 	rc = job_array_stop(a, grace);
 	o = api_array_json(a);
@@ -235,8 +206,10 @@ status_element(const char *name, u_int index, int st, const struct job *j)
 
 	o = json_pack("{s:s,s:I}", "id", name, "index", (json_int_t)index);
 	if (j == NULL) {
+		/* (an ended one whose record retention removed: "ended") */
 		json_object_set_new(o, "state", json_string(st ==
-		    ELEM_SKIPPED ? "stopped" : "pending"));
+		    ELEM_SKIPPED ? "stopped" : st == ELEM_ENDED ? "ended" :
+		    "pending"));
 		json_object_set_new(o, "host", json_null());
 		json_object_set_new(o, "exit_code", json_null());
 		json_object_set_new(o, "result", json_null());

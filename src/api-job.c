@@ -221,50 +221,66 @@ api_job_get(struct evhttp_request *req, const char *id)
 	json_decref(o);
 }
 
+/*
+ * A stop's body, if it has one: {"grace_ms": N, "wait": bool} into *grace
+ * (left as it is without one) and *wait.  -1 once it has answered 400.
+ */
+int
+api_stop_body(struct evhttp_request *req, int64_t *grace, int *wait)
+{
+	json_t	*body, *v;
+	char	*cause = NULL;
+	int	 rc = -1;
+
+	*wait = 0;
+	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) == 0)
+		return (0);
+	if ((body = api_body(req, &cause)) == NULL || !json_is_object(body)) {
+		api_error(req, 400, "%s", cause ? cause :
+		    "the body must be a JSON object");
+		goto out;
+	}
+	if ((v = json_object_get(body, "grace_ms")) != NULL) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 86400000) {
+			api_error(req, 400, "grace_ms: must be an integer "
+			    "from 0 to 86400000");
+			goto out;
+		}
+		*grace = json_integer_value(v);
+	}
+	*wait = json_is_true(json_object_get(body, "wait"));
+	rc = 0;
+out:
+	free(cause);
+	json_decref(body);
+	return (rc);
+}
+
 /* POST /v1/jobs/ID/stop {"grace_ms": N, "wait": bool} */
 void
 api_job_stop(struct evhttp_request *req, const char *id)
 {
 	struct job	*j;
-	json_t		*body = NULL, *v, *o;
-	json_int_t	 grace;
-	char		*cause = NULL;
-	int		 wait = 0;
+	json_t		*o;
+	int64_t		 grace;
+	int		 wait;
 
 	if (api_array_stop(req, id))
 		return;
 	if ((j = api_job_lookup(req, id)) == NULL)
 		return;
 	grace = j->req.grace_ms;
-	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > 0) {
-		if ((body = api_body(req, &cause)) == NULL ||
-		    !json_is_object(body)) {
-			api_error(req, 400, "%s", cause ? cause :
-			    "the body must be a JSON object");
-			goto out;
-		}
-		if ((v = json_object_get(body, "grace_ms")) != NULL) {
-			if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-			    json_integer_value(v) > 86400000) {
-				api_error(req, 400, "grace_ms: must be an "
-				    "integer from 0 to 86400000");
-				goto out;
-			}
-			grace = json_integer_value(v);
-		}
-		wait = json_is_true(json_object_get(body, "wait"));
-	}
+	if (api_stop_body(req, &grace, &wait) != 0)
+		return;
 	job_stop(j, grace, "stopped");
 	if (wait && !job_ended(j)) {
 		follow_start(j, req, 0, FOLLOW_WAIT, NULL);
-		goto out;
+		return;
 	}
 	o = job_to_json(j);
 	api_reply(req, job_ended(j) ? 200 : 202, o);
 	json_decref(o);
-out:
-	free(cause);
-	json_decref(body);
 }
 
 /* GET /v1/jobs/ID/log?from=N&follow=1&raw=1 */

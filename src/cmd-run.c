@@ -79,14 +79,9 @@ static const struct option *
 run_opts(void)
 {
 	static struct option	 all[64];
-	u_int			 i, n = runopt_count();
 
-	if (all[0].name != NULL)
-		return (all);
-	for (i = 0; i < n && i < nitems(all) - nitems(run_own_opts) - 1; i++)
-		runopt_option(i, &all[i]);
-	memcpy(&all[i], run_own_opts, sizeof run_own_opts);
-	return (all);
+	return (runopt_options(all, nitems(all), run_own_opts,
+	    nitems(run_own_opts)));
 }
 
 /* The request from the command line: share, caps, command, here and now. */

@@ -59,15 +59,9 @@ static const struct option *
 submit_opts(void)
 {
 	static struct option	 all[64];
-	u_int			 i, n = runopt_count();
 
-	if (all[0].name != NULL)
-		return (all);
-	for (i = 0; i < n && i < nitems(all) - nitems(submit_own_opts) - 1;
-	    i++)
-		runopt_option(i, &all[i]);
-	memcpy(&all[i], submit_own_opts, sizeof submit_own_opts);
-	return (all);
+	return (runopt_options(all, nitems(all), submit_own_opts,
+	    nitems(submit_own_opts)));
 }
 
 /* Prints f's errors, each naming the file and its line. */

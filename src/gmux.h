@@ -923,6 +923,7 @@ struct job_array *job_array_find(const char *);
 void		 job_array_started(struct job *);
 void		 job_array_ended(struct job *);
 void		 job_array_load(void);
+u_int		 job_array_prune(int64_t);
 
 /* server-api.c: the route table and request helpers */
 struct evhttp;
@@ -944,6 +945,7 @@ void		 api_job_stop(struct evhttp_request *, const char *);
 void		 api_job_log(struct evhttp_request *, const char *);
 void		 api_job_patch(struct evhttp_request *, const char *);
 void		 api_job_explain(struct evhttp_request *, const char *);
+int		 api_stop_body(struct evhttp_request *, int64_t *, int *);
 /* api-array.c: arrays, their elements' status, the queue */
 int		 api_array_get(struct evhttp_request *, const char *);
 int		 api_array_stop(struct evhttp_request *, const char *);

@@ -86,14 +86,9 @@ job_array_adopt(struct job_array *a, struct job *j)
 	if ((u_int)pos >= a->next)
 		a->next = (u_int)pos + 1;
 	a->ids[pos] = j->id;
-	if (job_ended(j)) {
-		a->st[pos] = ELEM_ENDED;
-		a->nended++;
-		if (j->state != JOB_EXITED || j->exit_code != 0)
-			a->nfailed++;
-		if (j->exit_code > a->max_exit)
-			a->max_exit = j->exit_code;
-	} else if (j->state == JOB_RUNNING) {
+	if (job_ended(j))
+		job_array_count_end(a, (u_int)pos, j);
+	else if (j->state == JOB_RUNNING) {
 		a->st[pos] = ELEM_RUNNING;
 		a->nrunning++;
 	} else {
@@ -175,4 +170,42 @@ job_array_load(void)
 		if (a->ended == 0)
 			job_array_kick(a);
 	}
+}
+
+static void
+job_array_free(struct job_array *a)
+{
+	TAILQ_REMOVE(&all_arrays, a, entry);
+	jobreq_clear(&a->req);
+	array_clear(&a->set);
+	free(a->st);
+	free(a->ids);
+	free(a->owner);
+	free(a);
+}
+
+/*
+ * Forgets the arrays that ended before cutoff (retention: their elements,
+ * ended no later, go as jobs do); returns how many went.
+ */
+u_int
+job_array_prune(int64_t cutoff)
+{
+	struct job_array	*a, *next;
+	struct dbstmt		*st;
+	u_int			 n = 0;
+
+	TAILQ_FOREACH_SAFE(a, &all_arrays, entry, next) {
+		if (a->ended == 0 || a->ended >= cutoff)
+			continue;
+		log_debug("%s: %s ended %lld", __func__, a->name,
+		    (long long)a->ended);
+		st = db_prepare(state_database(),
+		    "DELETE FROM arrays WHERE id = ?");
+		db_bind_int(st, 1, a->id);
+		job_array_step(state_database(), st, a->name);
+		job_array_free(a);
+		n++;
+	}
+	return (n);
 }

@@ -153,12 +153,8 @@ static void
 job_array_refused(struct job *j, u_int id, char *cause)
 {
 	job_set_id(j, id);
-	j->state = JOB_FAILED;
-	free(j->reason);
-	j->reason = cause;
-	j->ended = clock_ms();
-	state_save_job(j);
-	follow_job_ended(j);
+	server_sched_refused(j, cause);
+	free(cause);
 }
 
 /* Makes the element at the next position, and submits it. */
@@ -288,6 +284,18 @@ job_array_started(struct job *j)
 	job_array_kick(a);
 }
 
+/* Counts element j, at pos, as ended. */
+void
+job_array_count_end(struct job_array *a, u_int pos, const struct job *j)
+{
+	a->st[pos] = ELEM_ENDED;
+	a->nended++;
+	if (j->state != JOB_EXITED || j->exit_code != 0)
+		a->nfailed++;
+	if (j->exit_code > a->max_exit)
+		a->max_exit = j->exit_code;
+}
+
 /* An element ended (or was refused, or stopped while it waited). */
 void
 job_array_ended(struct job *j)
@@ -303,12 +311,7 @@ job_array_ended(struct job *j)
 		a->nrunning--;
 	else
 		return;
-	a->st[pos] = ELEM_ENDED;
-	a->nended++;
-	if (j->state != JOB_EXITED || j->exit_code != 0)
-		a->nfailed++;
-	if (j->exit_code > a->max_exit)
-		a->max_exit = j->exit_code;
+	job_array_count_end(a, pos, j);
 	job_array_kick(a);
 }
 

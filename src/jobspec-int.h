@@ -50,6 +50,8 @@ struct job_array *job_array_new(u_int, const char *, struct jobreq *,
 void		 job_array_kick(struct job_array *);
 void		 job_array_check_end(struct job_array *);
 void		 job_array_env(const struct job *, char ***);
+void		 job_array_count_end(struct job_array *, u_int,
+		     const struct job *);
 int		 job_array_stop(struct job_array *, int64_t);
 int		 job_array_cancel(const char *, int *, char **);
 
@@ -64,8 +66,8 @@ int		 status_wait(const char *);
 /* runopt.c: gmux run's request flags, for run and job files */
 #define RUNOPT_BASE	0x1000	/* getopt's val of flag 0 */
 struct option;
-u_int		 runopt_count(void);
-void		 runopt_option(u_int, struct option *);
+const struct option *runopt_options(struct option *, u_int,
+		     const struct option *, u_int);
 int		 runopt_find(const char *);
 int		 runopt_has_arg(int);
 int		 runopt_apply(json_t *, int, const char *, char **);

@@ -85,21 +85,27 @@ static const struct runopt runopts[] = {
 	{ "array", 1, runopt_array, "array", 0, 0 },
 };
 
-/* How many there are; flag i is runopts[i] (getopt's val RUNOPT_BASE+i). */
-u_int
-runopt_count(void)
+/*
+ * getopt_long's table for a command that takes these flags and its own
+ * (nown of them), in all (size entries, zeroed: a static of the command's).
+ */
+const struct option *
+runopt_options(struct option *all, u_int size, const struct option *own,
+    u_int nown)
 {
-	return (nitems(runopts));
-}
+	u_int	 i;
 
-/* Fills o[i] with getopt_long's entry for flag i. */
-void
-runopt_option(u_int i, struct option *o)
-{
-	o->name = runopts[i].name;
-	o->has_arg = runopts[i].has_arg ? required_argument : no_argument;
-	o->flag = NULL;
-	o->val = RUNOPT_BASE + (int)i;
+	if (all[0].name != NULL)
+		return (all);
+	for (i = 0; i < nitems(runopts) && i + nown + 1 < size; i++) {
+		all[i].name = runopts[i].name;
+		all[i].has_arg = runopts[i].has_arg ? required_argument :
+		    no_argument;
+		all[i].flag = NULL;
+		all[i].val = RUNOPT_BASE + (int)i;
+	}
+	memcpy(&all[i], own, nown * sizeof *own);
+	return (all);
 }
 
 /* The flag named name (without --), or -1. */

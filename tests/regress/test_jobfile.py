@@ -8,10 +8,12 @@ limit, ps, stop, a restart), submit --payloads --wait, status and queue."""
 
 import json
 import os
+import pty
 import sqlite3
+import subprocess
 import time
 
-from conftest import wait_for
+from conftest import GMUX, T0, wait_for
 
 G = 1 << 30
 FAKE = "2xH100:80G,1xRTX4090:24G"
@@ -438,3 +440,48 @@ def test_queue_shows_order_priority_age_and_reason(daemon, tmp_path):
     gate.write_text("")
     wait_ended(daemon, arr)
     assert daemon.json("queue", "--json") == []
+
+
+def test_retention_forgets_an_old_array_with_its_elements(clocked):
+    d = clocked
+    d.env["GMUX_JOB_RETENTION_DAYS"] = "2"
+    d.start(fake=FAKE)
+    old = run_d(d, "--array", "0-2", "--", "true")
+    wait_ended(d, old)
+    d.stop()
+    with open(os.path.join(d.home, "clock"), "w") as f:
+        f.write(str(T0 + 3 * 24 * 3600 * 1000))
+    d.start(fake=FAKE)
+    wait_for(lambda: d.json("ps", "-a", "--json") == [],
+             what="the array and its elements to be pruned")
+    r = d.gmux("status", old)
+    assert r.returncode == 1 and b"no job" in r.stderr
+    db = sqlite3.connect(os.path.join(d.home, "state.db"))
+    assert db.execute("SELECT count(*) FROM arrays").fetchone()[0] == 0
+    db.close()
+
+
+def test_wait_draws_a_bar_on_a_terminal(daemon, tmp_path):
+    daemon.start(fake=FAKE)
+    (tmp_path / "p.json").write_text(json.dumps([1, 2, 3, 4]))
+    (tmp_path / "t.sh").write_text("#!/bin/sh\ncat\n")
+    leader, follower = pty.openpty()
+    p = subprocess.Popen([GMUX, "submit", "--payloads",
+                          str(tmp_path / "p.json"), "--wait",
+                          str(tmp_path / "t.sh")], env=daemon.env,
+                         stdout=follower, stderr=subprocess.PIPE)
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert p.wait(timeout=30) == 0, p.stderr.read()
+    os.close(leader)
+    text = out.decode()
+    assert "\r  ####################" in text and "100%  4/4 done" in text
+    assert text.splitlines()[-1].split()[-1] == "4"   # the last result
