@@ -14,6 +14,7 @@ import subprocess
 import time
 
 from conftest import GMUX, T0, wait_for
+from remotelib import https_json
 
 G = 1 << 30
 FAKE = "2xH100:80G,1xRTX4090:24G"
@@ -485,3 +486,39 @@ def test_wait_draws_a_bar_on_a_terminal(daemon, tmp_path):
     text = out.decode()
     assert "\r  ####################" in text and "100%  4/4 done" in text
     assert text.splitlines()[-1].split()[-1] == "4"   # the last result
+
+
+def test_over_tcp_an_owner_sees_only_its_own_and_arrays_stay_home(
+        make_daemon):
+    d = make_daemon()
+    d.serve_tls(fake=FAKE)
+    line = d.gmux("token", "add", "alice", check=0).stdout.decode().split()
+    alice = line[-1].split("@")[0]
+    gate = "/tmp/never-%d" % os.getpid()
+    run_d(d, "--share", "1", "--card", "2", "--", "sh", "-c",
+          "while [ ! -e %s ]; do sleep 0.02; done" % gate)
+    mine = run_d(d, "--gpus", "rtx4090", "--array", "0-3", "--", "true")
+    waiting = run_d(d, "--gpus", "rtx4090", "--", "true")
+    assert len(d.json("queue", "--json")) == 3     # the host sees all
+    st, q = https_json(d.port, "GET", "/v1/queue", token=alice)
+    assert st == 200 and q == []
+    for path in ("/v1/jobs/%s/status" % mine, "/v1/jobs/%s" % mine,
+                 "/v1/jobs/%s/status" % waiting):
+        st, j = https_json(d.port, "GET", path, token=alice)
+        assert st == 403 and "root's" in j["error"], (path, st, j)
+    st, j = https_json(d.port, "POST", "/v1/jobs/%s/stop" % mine,
+                       token=alice)
+    assert st == 403, j
+    st, j = https_json(d.port, "GET", "/v1/jobs?all=1", token=alice)
+    assert st == 200 and j == []
+    st, j = https_json(d.port, "POST", "/v1/jobs", json.dumps(
+        {"argv": ["true"], "array": "0-3"}).encode(), token=alice)
+    assert st in (403, 422), j
+    assert st == 403 or "submit it on the host" in j["error"], j
+    st, j = https_json(d.port, "POST", "/v1/jobs", json.dumps(
+        {"argv": ["true"], "output": "o.txt"}).encode(), token=alice)
+    assert st in (403, 422), j
+    assert st == 403 or "output streams back" in j["error"], j
+    open(gate, "w").close()
+    wait_ended(d, mine)
+    os.unlink(gate)
