@@ -9,7 +9,8 @@
 #include "gmux.h"
 
 /*
- * GET /v1/jobs?all=1: the jobs not ended (all: every one).  Over TCP, only
+ * GET /v1/jobs?all=1&arrays=1: the jobs not ended (all: every one), then
+ * with arrays=1 the arrays.  Over TCP, only
  * those the token may act on: another owner's command line, directory and
  * reasons are not this token's to read (as GET /v1/jobs/ID says 403).
  */
@@ -25,7 +26,8 @@ api_jobs_list(struct evhttp_request *req, const char *id)
 		if ((all || !job_ended(j)) && server_tls_may(req, j->owner))
 			json_array_append_new(a, job_to_json(j));
 	}
-	api_array_list(req, a, all);
+	if (api_query_flag(req, "arrays"))
+		api_array_list(req, a, all);
 	api_reply(req, 200, a);
 	json_decref(a);
 }

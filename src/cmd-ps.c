@@ -184,8 +184,8 @@ cmd_ps_exec(int argc, char **argv)
 	if (optind != argc)
 		cmd_usage_error(&cmd_ps_entry, "unexpected argument '%s'",
 		    argv[optind]);
-	a = cmd_call(&cmd_ps_entry, "GET", all ? "/v1/jobs?all=1" :
-	    "/v1/jobs", NULL);
+	a = cmd_call(&cmd_ps_entry, "GET", all ? "/v1/jobs?all=1&arrays=1" :
+	    "/v1/jobs?arrays=1", NULL);
 	if (json) {
 		json_print(a, stdout);
 		json_decref(a);

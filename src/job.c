@@ -98,10 +98,8 @@ job_find(const char *name)
 		free(cause);
 		return (NULL);
 	}
-	/* An element's own id is not a name of it. */
-	if ((j = job_find_id(id)) != NULL && j->req.spec.array_of != 0)
-		return (NULL);
-	return (j);
+	/* (an array's element too: its own number, as the books name it) */
+	return (job_find_id(id));
 }
 
 /* Creates a queued job, taking over what req holds; the list owns it. */
@@ -848,6 +846,7 @@ job_to_json(const struct job *j)
 		    j->req.spec.array_of));
 		json_object_set_new(o, "array_index",
 		    json_integer(j->req.spec.array_index));
+		json_object_set_new(o, "job_id", json_sprintf("j%u", j->id));
 	}
 	job_json_sched(o, j);
 	return (o);
