@@ -215,6 +215,12 @@ def test_a_job_file_with_an_array(daemon, tmp_path):
     els = [j for j in jobs(daemon).values() if j.get("array_job") == jid]
     assert sorted(e["id"] for e in els) == ["j1_%d" % i for i in range(6)]
     assert all(e["mem"] == 20 * G and e["share"] == 0.5 for e in els)
+    # an element is a job of its own number too, as the books name it
+    e = next(e for e in els if e["id"] == jid + "_4")
+    assert e["job_id"] != jid and e["job_id"] not in [x["id"] for x in els]
+    assert daemon.json("status", "--json", e["job_id"])["id"] == jid + "_4"
+    by_job = daemon.json("usage", "--by", "job", "--json")
+    assert e["job_id"] in json.dumps(by_job)
 
 
 def test_slurm_lines_and_flags_over_the_file(daemon, tmp_path):
