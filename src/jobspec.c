@@ -96,14 +96,24 @@ jobspec_string(json_t *v, const char *field, int spaces, char **to,
 	return (0);
 }
 
+/* An --output or --error path; its % patterns are jobspec-host.c's. */
 static int
 jobspec_path(json_t *v, const char *field, char **to, char **cause)
 {
+	const char	*p;
+
 	if (!json_is_string(v) || json_string_length(v) == 0 ||
 	    json_string_length(v) > JOBSPEC_MAX_PATH ||
 	    strlen(json_string_value(v)) != json_string_length(v)) {
 		xasprintf(cause, "%s: must be a file's path", field);
 		return (-1);
+	}
+	for (p = json_string_value(v); (p = strchr(p, '%')) != NULL; p += 2) {
+		if (p[1] == '\0' || strchr("jAaxu%", p[1]) == NULL) {
+			xasprintf(cause, "%s: %%%c is not %%j, %%A, %%a, %%x, "
+			    "%%u or %%%%", field, p[1] ? p[1] : ' ');
+			return (-1);
+		}
 	}
 	free(*to);
 	*to = xstrdup(json_string_value(v));

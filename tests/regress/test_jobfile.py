@@ -180,10 +180,20 @@ def test_name_cpus_output_error_and_chdir(daemon, tmp_path):
     assert (sub / "o-train-j1.txt").read_text() == line
     assert (sub / "e-j1.txt").read_text() == "oops\n"
     assert jobs(daemon)["j1"]["name"] == "train"
+    # an array's elements: %A the array, %a the index
+    a = run_d(daemon, "--array", "3,7", "--job-name", "n", "--chdir",
+              str(sub), "--output", "%x-%A_%a.out", "--", "sh", "-c",
+              "echo $GMUX_ARRAY_INDEX")
+    wait_ended(daemon, a)
+    for i in (3, 7):
+        assert (sub / ("n-%s_%d.out" % (a, i))).read_text() == "%d\n" % i
     # an output file that cannot be made fails the job, saying where
     r = daemon.gmux("run", "--output", "/nonexistent/o.txt", "--", "true")
     assert r.returncode != 0
-    assert "/nonexistent/o.txt" in jobs(daemon)["j2"]["reason"]
+    failed = [j for j in jobs(daemon).values() if j["state"] == "failed"]
+    assert len(failed) == 1 and "/nonexistent/o.txt" in failed[0]["reason"]
+    r = daemon.gmux("run", "--output", "%q.txt", "--", "true")
+    assert r.returncode != 0 and b"output: %q is not %j" in r.stderr
 
 
 # -- job files

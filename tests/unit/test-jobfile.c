@@ -193,6 +193,8 @@ test_jobspec_bad(void)
 		{ "\"time_limit_ms\":0", "time_limit_ms: " },
 		{ "\"element\":{}", "element: " },
 		{ "\"ram\":\"lots\"", "ram: " },
+		{ "\"output\":\"o-%q\"", "output: " },
+		{ "\"error\":\"e-%\"", "error: " },
 	};
 	struct jobreq	 r;
 	char		*text, *cause;
