@@ -116,6 +116,40 @@ ps_row(struct table *t, json_t *j, int64_t now, int hosts)
 	free(cmd);
 }
 
+/*
+ * Moves each array (listed last) to just before the first of its elements,
+ * so that an array reads as a heading over them.
+ */
+static void
+ps_group(json_t *a)
+{
+	json_t		*arr, *j;
+	const char	*id, *of, *host, *ohost;
+	size_t		 i, k, n = json_array_size(a);
+
+	for (i = 0; i < n; i++) {
+		arr = json_array_get(a, i);
+		if (json_object_get(arr, "pending") == NULL)
+			continue;
+		id = json_string_value(json_object_get(arr, "id"));
+		host = json_string_value(json_object_get(arr, "host"));
+		for (k = 0; k < i; k++) {
+			j = json_array_get(a, k);
+			of = json_string_value(json_object_get(j, "array_job"));
+			ohost = json_string_value(json_object_get(j, "host"));
+			if (of != NULL && id != NULL && strcmp(of, id) == 0 &&
+			    (host == NULL) == (ohost == NULL) && (host ==
+			    NULL || strcmp(host, ohost) == 0))
+				break;
+		}
+		if (k == i)
+			continue;
+		json_incref(arr);
+		json_array_remove(a, i);
+		json_array_insert_new(a, k, arr);
+	}
+}
+
 /* ps -l: one more line of detail a job, under the usual table. */
 static void
 ps_long(json_t *a)
@@ -191,6 +225,7 @@ cmd_ps_exec(int argc, char **argv)
 		json_decref(a);
 		return (0);
 	}
+	ps_group(a);
 	if (lng) {
 		ps_long(a);
 		json_decref(a);
