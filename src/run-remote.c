@@ -189,7 +189,8 @@ run_rank(const struct remote **rv, u_int n, json_t *req)
 /*
  * Starts the job on rm (syncing first; again once if the host lost blobs
  * meanwhile).  Returns 0 with *job (the host's reply), 409 if it did not
- * fit there now, or -1 (printed).
+ * fit there now, 422 if it never could (no card of its type), or -1
+ * (printed).
  */
 static int
 run_start(const struct remote *rm, json_t *req, const char *cwd,
@@ -198,7 +199,7 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 	struct client_reply	 r;
 	char			 mdigest[DIGEST_HEX];
 	json_t			*body;
-	int			 tries;
+	int			 tries, code;
 
 	for (tries = 0; tries < 2; tries++) {
 		if (run_sync(rm, cwd, mdigest) != 0)
@@ -217,10 +218,11 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 			break;
 		client_reply_clear(&r);
 	}
-	if (r.status == 409) {
+	if (r.status == 409 || r.status == 422) {
 		fprintf(stderr, "gmux run: %s: %s\n", rm->name, r.error);
+		code = (int)r.status;
 		client_reply_clear(&r);
-		return (409);
+		return (code);
 	}
 	fprintf(stderr, "gmux run: %s: %s\n", rm->name, r.error ? r.error :
 	    "refused");
@@ -307,7 +309,9 @@ run_remote(json_t *req, int detach, char **pulls)
 		return (RUN_FAILED);
 	}
 	for (i = 0; i < n; i++) {
-		if ((rc = run_start(rv[i], req, cwd, &job)) != 409)
+		/* Full now (409), or never (422: no card of its type): the next. */
+		if ((rc = run_start(rv[i], req, cwd, &job)) != 409 &&
+		    rc != 422)
 			break;
 	}
 	if (rc != 0)

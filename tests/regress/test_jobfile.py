@@ -538,3 +538,20 @@ def test_over_tcp_an_owner_sees_only_its_own_and_arrays_stay_home(
     open(gate, "w").close()
     wait_ended(d, mine)
     os.unlink(gate)
+
+
+def test_a_card_type_finds_the_remote_host_that_has_one(make_daemon,
+                                                          make_client):
+    h100, rtx = make_daemon(), make_daemon()
+    c = make_client()
+    for name, d, fake in (("a", h100, "1xH100:80G"),
+                          ("b", rtx, "1xRTX4090:24G")):
+        assert c.add(name, d.serve_tls(fake=fake)).returncode == 0
+    r = c.gmux("run", "--gpus", "rtx4090:1", "--", "echo", "here")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"here\n"
+    assert len(rtx.json("ps", "-a", "--json")) == 1
+    assert h100.json("ps", "-a", "--json") == []
+    r = c.gmux("run", "--gpus", "mi300x:1", "--", "true")
+    assert r.returncode != 0
+    assert r.stderr.count(b"no card is an mi300x") == 2, r.stderr
