@@ -74,16 +74,20 @@ jobspec_cards_of(const char *t, uint64_t vram)
 
 /*
  * The cards s may have, for the scheduler: 0 if any (no type, and a shared
- * job's memory fit is its cap).
+ * job's memory fit is its cap).  None (a job restored after its cards
+ * went) is a card the host lacks, so that nothing is eligible.
  */
 uint64_t
 jobspec_host_cards(const struct jobspec *s)
 {
-	uint64_t	 vram = s->mode == JOBSPEC_SHARED ? 0 : s->vram;
+	uint64_t	 vram = s->mode == JOBSPEC_SHARED ? 0 : s->vram, m;
 
 	if (s->gpu_type == NULL && vram == 0)
 		return (0);
-	return (jobspec_cards_of(s->gpu_type, vram));
+	if ((m = jobspec_cards_of(s->gpu_type, vram)) == 0 &&
+	    server_cards.n < SCHED_CARDS_MAX)
+		m = 1ULL << server_cards.n;
+	return (m);
 }
 
 /* This host's name as --server means it: NAME in its config, or its own. */

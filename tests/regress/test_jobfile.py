@@ -555,3 +555,14 @@ def test_a_card_type_finds_the_remote_host_that_has_one(make_daemon,
     r = c.gmux("run", "--gpus", "mi300x:1", "--", "true")
     assert r.returncode != 0
     assert r.stderr.count(b"no card is an mi300x") == 2, r.stderr
+
+
+def test_a_queued_job_whose_card_type_went_is_refused_after_a_restart(
+        daemon):
+    daemon.start(fake=FAKE)
+    run_d(daemon, "--card", "2", "--share", "1", "--", "sleep", "30")
+    j = run_d(daemon, "--gpus", "rtx4090", "--", "true")
+    daemon.wait_state(j, "queued")
+    daemon.stop()
+    daemon.start(fake="2xH100:80G")
+    assert daemon.wait_state(j, "failed")["card"] is None
