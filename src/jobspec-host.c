@@ -165,7 +165,8 @@ jobspec_host_gpus(const struct jobspec *s)
 		xasprintf(&why, "gpus: needs %u %s cards; this host has %u",
 		    s->gpus, s->gpu_type, n);
 	else if (s->mode != JOBSPEC_SHARED && s->vram != 0 &&
-	    (n = (u_int)__builtin_popcountll(jobspec_host_cards(s))) <
+	    (n = (u_int)__builtin_popcountll(jobspec_cards_of(s->gpu_type,
+	    s->vram))) <
 	    (s->gpus ? s->gpus : 1)) {
 		size = format_size(s->vram);
 		xasprintf(&why, "vram: needs %u card%s with %s; this host has "
