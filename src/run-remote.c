@@ -309,7 +309,7 @@ run_remote(json_t *req, int detach, char **pulls)
 		return (RUN_FAILED);
 	}
 	for (i = 0; i < n; i++) {
-		/* Full now (409), or never (422: no card of its type): the next. */
+		/* Full now (409), or never (422: no card of its type): next. */
 		if ((rc = run_start(rv[i], req, cwd, &job)) != 409 &&
 		    rc != 422)
 			break;
