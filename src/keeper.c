@@ -231,14 +231,17 @@ keeper_resolve(struct keeper *k)
 /*
  * The files --output and --error name (absolute, made by the daemon): the
  * job's stdout and stderr go there as well as to its log.  The same path
- * for both is one file.
+ * for both is one file.  They are the job's files: made with its umask.
  */
 static int
 keeper_open_copies(struct keeper *k)
 {
 	const char	*path[2] = { k->spec->out_path, k->spec->err_path };
-	int		 i;
+	mode_t		 old = 0;
+	int		 i, rc = -1;
 
+	if (k->spec->umask >= 0)
+		old = umask((mode_t)k->spec->umask);
 	for (i = 0; i < 2; i++) {
 		k->copy_fd[i] = -1;
 		if (path[i] == NULL)
@@ -250,10 +253,14 @@ keeper_open_copies(struct keeper *k)
 			xasprintf(&k->error, "%s: %s", path[i],
 			    strerror(errno));
 			k->error_code = 126;
-			return (-1);
+			goto out;
 		}
 	}
-	return (0);
+	rc = 0;
+out:
+	if (k->spec->umask >= 0)
+		umask(old);
+	return (rc);
 }
 
 /* Starts the job; on failure records why (the job then "failed"). */

@@ -179,6 +179,12 @@ def test_name_cpus_output_error_and_chdir(daemon, tmp_path):
     assert r.stdout.decode() == line       # it streams back as ever
     assert (sub / "o-train-j1.txt").read_text() == line
     assert (sub / "e-j1.txt").read_text() == "oops\n"
+    # the job's files, made with the caller's umask
+    r = subprocess.run(["sh", "-c", 'umask 027; exec "$0" run --output '
+                        '"$1" -- true', GMUX, str(sub / "u.txt")],
+                       env=daemon.env, capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert (sub / "u.txt").stat().st_mode & 0o777 == 0o640
     assert jobs(daemon)["j1"]["name"] == "train"
     # an array's elements: %A the array, %a the index
     a = run_d(daemon, "--array", "3,7", "--job-name", "n", "--chdir",
