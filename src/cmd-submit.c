@@ -41,8 +41,10 @@ const struct cmd_entry cmd_submit_entry = {
 	    "--cpus-per-task, --nodes, --array, --time, --output, --error,\n"
 	    "--chdir, --partition).  They are read up to the first command; "
 	    "each bad one\nis an error naming its line.  The script is "
-	    "copied when it is submitted.\nPrints the job's id; an array's "
-	    "elements are ID_N.  Exit code 2 for a bad\nfile, 1 if a waited "
+	    "copied when it is submitted (to a\nremote host it goes with "
+	    "this directory, as gmux run sends it; arrays and\n--wait are "
+	    "for this machine's daemon).  Prints the job's id; an array's\n"
+	    "elements are ID_N.  Exit code 2 for a bad file, 1 if a waited "
 	    "element failed.\n",
 	.exec = cmd_submit_exec,
 };
@@ -141,6 +143,44 @@ submit_own_late(int argc, char **argv, const char **payloads, int *wait)
 	return (n);
 }
 
+/*
+ * For a remote host: the job file as it will be in the synced tree (under
+ * the job's directory, which is the tree), run as its #! line says.  The
+ * tree is sent at submission, so this is the copy too.  Allocated.
+ */
+static char **
+submit_remote_argv(const char *path, const char *text, json_t *o)
+{
+	const char	*cwd = json_string_value(json_object_get(o, "cwd"));
+	char		**v = NULL, *file, *line, *p, *q, *rel;
+	size_t		  n;
+
+	if ((file = realpath(path, NULL)) == NULL)
+		cmd_usage_error(&cmd_submit_entry, "%s: %s", path,
+		    strerror(errno));
+	n = cwd != NULL ? strlen(cwd) : 0;
+	if (cwd == NULL || strncmp(file, cwd, n) != 0 || file[n] != '/')
+		cmd_usage_error(&cmd_submit_entry, "%s: for a remote host the "
+		    "job file must be under the directory that is sent (%s)",
+		    path, cwd != NULL ? cwd : "?");
+	/* As the kernel reads #!: the interpreter, and the rest as one. */
+	line = xstrndup(text, strcspn(text, "\n"));
+	p = strncmp(line, "#!", 2) == 0 ? line + 2 + strspn(line + 2, " \t") :
+	    line + strlen(line);
+	q = p + strcspn(p, " \t");
+	if (*q != '\0')
+		*q++ = '\0';
+	strv_add(&v, *p != '\0' ? p : "/bin/sh");
+	if (*p != '\0' && *(q = strtrim(q)) != '\0')
+		strv_add(&v, q);
+	free(line);
+	xasprintf(&rel, "./%s", file + n + 1);
+	strv_add(&v, rel);
+	free(rel);
+	free(file);
+	return (v);
+}
+
 /* The request: the file's directives, then the command line's. */
 static json_t *
 submit_request(int argc, char **argv, int *wait, const char **path)
@@ -197,15 +237,22 @@ submit_request(int argc, char **argv, int *wait, const char **path)
 	}
 	if (payloads != NULL)
 		json_object_set_new(o, "payloads", submit_payloads(payloads));
-	/* The job runs the copy, with the ARGS. */
-	cmd = xcalloc((size_t)(argc - optind) + 1, sizeof *cmd);
-	cmd[0] = submit_copy(text, len);
+	/*
+	 * The job runs the copy, with the ARGS; on a remote host, the file in
+	 * the tree sent (cwd is known once run_request_here has run).
+	 */
+	run_request_here(c, o, 0, NULL);
+	if (hosts_remote())
+		cmd = submit_remote_argv(*path, text, o);
+	else {
+		cmd = xcalloc(2, sizeof *cmd);
+		cmd[0] = submit_copy(text, len);
+	}
 	for (i = optind + 1; i < argc; i++)
-		cmd[i - optind] = argv[i];
+		strv_add(&cmd, argv[i]);
 	free(text);
-	run_request_here(c, o, argc - optind, cmd);
-	free(cmd[0]);
-	free(cmd);
+	run_request_here(c, o, (int)strv_len(cmd), cmd);
+	strv_free(cmd);
 	return (o);
 }
 
@@ -224,6 +271,33 @@ submit_check(json_t *o, const char *path)
 	jobreq_clear(&r);
 }
 
+/*
+ * To a remote host (synced as gmux run does, detached): one job; an array
+ * is the host's own (it refuses one over TCP), so it is refused here.
+ */
+static int
+submit_remote(json_t *req, const char *path, int wait)
+{
+	int	 rc;
+
+	if (json_object_get(req, "array") != NULL ||
+	    json_object_get(req, "payloads") != NULL) {
+		fprintf(stderr, "gmux submit: %s: an array is submitted on "
+		    "its host (over TCP it is not supported yet)\n", path);
+		json_decref(req);
+		return (EXIT_USAGE);
+	}
+	if (wait) {
+		fprintf(stderr, "gmux submit: --wait is for this machine's "
+		    "daemon; follow a remote job with gmux logs -f\n");
+		json_decref(req);
+		return (EXIT_USAGE);
+	}
+	rc = run_remote(req, 1, NULL);
+	json_decref(req);
+	return (rc);
+}
+
 static int
 cmd_submit_exec(int argc, char **argv)
 {
@@ -232,13 +306,10 @@ cmd_submit_exec(int argc, char **argv)
 	const char		*id, *path;
 	int			 wait = 0, rc = 0;
 
-	if (hosts_remote()) {
-		fprintf(stderr, "gmux submit: to this machine's daemon only "
-		    "(a job file on a remote host is not supported yet)\n");
-		return (EXIT_USAGE);
-	}
 	req = submit_request(argc, argv, &wait, &path);
 	submit_check(req, path);
+	if (hosts_remote())
+		return (submit_remote(req, path, wait));
 	if (client_call("POST", "/v1/jobs", req, &r) != 0 ||
 	    client_ok(&r, "submit") != 0) {
 		client_reply_clear(&r);

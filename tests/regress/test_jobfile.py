@@ -572,3 +572,38 @@ def test_a_queued_job_whose_card_type_went_is_refused_after_a_restart(
     daemon.stop()
     daemon.start(fake="2xH100:80G")
     assert daemon.wait_state(j, "failed")["card"] is None
+
+
+def test_a_job_file_to_a_remote_host(make_daemon, make_client):
+    d = make_daemon()
+    c = make_client()
+    assert c.add("gpu1", d.serve_tls(fake=FAKE)).returncode == 0
+    sub = os.path.join(c.work, "jobs")
+    os.makedirs(sub)
+    with open(os.path.join(sub, "job.gmux"), "w") as f:
+        f.write("#!/bin/sh -e\n#SBATCH --gres=gpu:rtx4090:1 -J far\n"
+                "#GMUX --time 5m\necho \"$SLURM_JOB_NAME $1 $(cat data)\"\n")
+    with open(os.path.join(c.work, "data"), "w") as f:
+        f.write("sent\n")
+    r = c.gmux("submit", "jobs/job.gmux", "arg1")
+    assert r.returncode == 0, r.stderr
+    ref = r.stdout.decode().strip()
+    assert ref.startswith("gpu1:j")
+    jid = ref.split(":")[1]
+    j = wait_ended(d, jid)
+    assert j["exit_code"] == 0 and j["card"] == 2 and j["name"] == "far"
+    assert j["time_limit_ms"] == 5 * 60 * 1000
+    assert c.gmux("logs", ref, check=0).stdout == b"far arg1 sent\n"
+    # what stays home
+    with open(os.path.join(c.work, "arr.gmux"), "w") as f:
+        f.write("#GMUX --array 0-3\ntrue\n")
+    r = c.gmux("submit", "arr.gmux")
+    assert r.returncode == 2 and b"an array is submitted on its host" in \
+        r.stderr
+    r = c.gmux("submit", "--wait", "jobs/job.gmux")
+    assert r.returncode == 2 and b"--wait is for this machine" in r.stderr
+    outside = os.path.join(c.home, "out.gmux")
+    with open(outside, "w") as f:
+        f.write("true\n")
+    r = c.gmux("submit", outside)
+    assert r.returncode == 2 and b"must be under the directory" in r.stderr
