@@ -167,6 +167,7 @@ struct jobspec {
 	u_int		 array_index;
 	u_int		 array_count;
 	int		 stdin_file;	/* reads its directory's "stdin" */
+	int64_t		 array_submit;	/* its array's submission: its age */
 };
 struct jobreq;
 void		 jobspec_init(struct jobspec *);

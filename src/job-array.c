@@ -122,6 +122,7 @@ job_array_element_req(struct job_array *a, u_int pos, struct jobreq *r,
 	r->spec.array_index = array_index(&a->set, pos);
 	r->spec.array_count = a->set.count;
 	r->spec.stdin_file = a->req.spec.payloads != NULL;
+	r->spec.array_submit = a->created;
 	return (0);
 }
 

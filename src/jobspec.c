@@ -471,7 +471,15 @@ jobspec_finish(json_t *o, struct jobreq *r, char **cause)
 		xasprintf(cause, "mode: a job with share 0 has no card");
 		return (-1);
 	}
-	return (jobspec_finish_array(&r->spec, cause));
+	if (jobspec_finish_array(&r->spec, cause) != 0)
+		return (-1);
+	/* Its elements wait with the array's age: a bound would cut them. */
+	if (r->spec.array != NULL && r->timeout_ms != 0) {
+		xasprintf(cause, "timeout_ms: not for an array (its elements "
+		    "wait their turn in it)");
+		return (-1);
+	}
+	return (0);
 }
 
 static void
@@ -526,19 +534,21 @@ jobspec_element_json(const struct jobspec *s)
 {
 	if (s->array_of == 0)
 		return (NULL);
-	return (json_pack("{s:I,s:I,s:I,s:b}", "of", (json_int_t)s->array_of,
-	    "index", (json_int_t)s->array_index, "count",
-	    (json_int_t)s->array_count, "stdin", s->stdin_file));
+	return (json_pack("{s:I,s:I,s:I,s:b,s:I}", "of",
+	    (json_int_t)s->array_of, "index", (json_int_t)s->array_index,
+	    "count", (json_int_t)s->array_count, "stdin", s->stdin_file,
+	    "submit", (json_int_t)s->array_submit));
 }
 
 int
 jobspec_element_from_json(json_t *o, struct jobspec *s, char **cause)
 {
-	json_int_t	 of, index, count;
+	json_int_t	 of, index, count, submit = 0;
 	int		 in;
 
-	if (json_unpack(o, "{s:I,s:I,s:I,s:b}", "of", &of, "index", &index,
-	    "count", &count, "stdin", &in) != 0 || of <= 0 ||
+	if (json_unpack(o, "{s:I,s:I,s:I,s:b,s?I}", "of", &of, "index",
+	    &index, "count", &count, "stdin", &in, "submit", &submit) != 0 ||
+	    of <= 0 || submit < 0 ||
 	    of > UINT32_MAX || index < 0 || index > ARRAY_MAX_INDEX ||
 	    count <= 0 || count > ARRAY_MAX_INDEX + 1) {
 		xasprintf(cause, "element: not an array's element");
@@ -548,5 +558,6 @@ jobspec_element_from_json(json_t *o, struct jobspec *s, char **cause)
 	s->array_index = (u_int)index;
 	s->array_count = (u_int)count;
 	s->stdin_file = in;
+	s->array_submit = submit;
 	return (0);
 }

@@ -271,7 +271,11 @@ server_sched_submit(struct job *j, u_int id, int *code, char **cause)
 
 	if (server_sched_new(j, id, &r, code, cause) != 0)
 		return (-1);
+	/* An array's element waits with its array's age, as one job. */
 	j->submit = clock_ms();
+	if (j->req.spec.array_submit != 0 &&
+	    j->req.spec.array_submit < j->submit)
+		j->submit = j->req.spec.array_submit;
 	r.submit = j->submit;
 	memset(&out, 0, sizeof out);
 	if (sched_submit(server_sched, &r, j->submit, &out) != 0) {

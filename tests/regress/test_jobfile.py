@@ -607,3 +607,24 @@ def test_a_job_file_to_a_remote_host(make_daemon, make_client):
         f.write("true\n")
     r = c.gmux("submit", outside)
     assert r.returncode == 2 and b"must be under the directory" in r.stderr
+
+
+def test_an_array_s_elements_wait_with_the_array_s_age(clocked, tmp_path):
+    d = clocked
+    d.start(fake="1xH100:80G")
+    order = tmp_path / "order"
+    gate = tmp_path / "gate"
+    run_d(d, "--share", "1", "--", "sh", "-c",
+          "while [ ! -e %s ]; do sleep 0.02; done" % gate)
+    arr = run_d(d, "--share", "1", "--array", "0-1", "--", "sh", "-c",
+                "echo a$GMUX_ARRAY_INDEX >> %s" % order)
+    d.set_clock(T0 + 10 * 60 * 1000, tick=False)
+    late = run_d(d, "--share", "1", "--", "sh", "-c",
+                 "echo late >> %s" % order)
+    gate.write_text("")
+    wait_ended(d, late)
+    wait_ended(d, arr)
+    # element 1 was made after "late" came, but it is as old as its array
+    assert order.read_text().split() == ["a0", "a1", "late"]
+    r = d.gmux("run", "--array", "0-1", "--timeout", "1m", "--", "true")
+    assert r.returncode != 0 and b"timeout_ms: not for an array" in r.stderr

@@ -194,6 +194,7 @@ test_jobspec_bad(void)
 		{ "\"element\":{}", "element: " },
 		{ "\"ram\":\"lots\"", "ram: " },
 		{ "\"output\":\"o-%q\"", "output: " },
+		{ "\"array\":\"0-3\",\"timeout_ms\":1000", "timeout_ms: " },
 		{ "\"error\":\"e-%\"", "error: " },
 	};
 	struct jobreq	 r;
