@@ -442,6 +442,8 @@ job_array_cancel(const char *name, int *code, char **cause)
 		    a->name, index, a->req.spec.array);
 		return (-1);
 	}
+	if (a->st[pos] == ELEM_SKIPPED)
+		return (1);	/* (stopped again: as a job's second stop) */
 	if (a->st[pos] != ELEM_NONE)
 		return (0);
 	a->st[pos] = ELEM_SKIPPED;

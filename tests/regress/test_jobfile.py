@@ -336,7 +336,8 @@ def test_stop_an_array_an_element_and_one_not_made_yet(daemon, tmp_path):
     wait_for(lambda: daemon.job(jid).get("counts", {}).get("running") == 2,
              what="2 running")
     daemon.gmux("stop", "%s_1" % jid, check=0)   # running: that one only
-    daemon.gmux("stop", "%s_5" % jid, check=0)   # not made yet: never is
+    r = daemon.gmux("stop", "%s_5" % jid)        # not made yet: never is
+    assert r.returncode == 0 and r.stderr == b"", r.stderr
     r = daemon.gmux("stop", "%s_42" % jid)
     assert r.returncode != 0 and b"no index 42" in r.stderr
     wait_for(lambda: daemon.job("%s_2" % jid).get("state") == "running",
@@ -345,8 +346,9 @@ def test_stop_an_array_an_element_and_one_not_made_yet(daemon, tmp_path):
     r = daemon.gmux("logs", jid)
     assert r.returncode != 0
     assert b"is an array: name one of its elements" in r.stderr
-    daemon.gmux("stop", jid, check=0)            # the rest
-    a = wait_ended(daemon, jid)
+    r = daemon.gmux("stop", "--grace", "0", jid, check=0)  # the rest
+    assert r.stdout.decode() == jid + "\n"
+    a = daemon.job(jid)             # stop waits until it has ended
     assert a["state"] == "stopped" and a["pending"] == ""
     made = [j for j in jobs(daemon) if j.startswith(jid + "_")]
     assert "%s_5" % jid not in made and len(made) < 10
