@@ -25,17 +25,19 @@ job_array_state(const struct job_array *a)
 	return (a->nfailed > 0 ? "failed" : "exited");
 }
 
-/* The element waiting in the queue for the array, if one is. */
+/* The first of its elements waiting in the queue, if one is. */
 static struct job *
 job_array_waiting(const struct job_array *a)
 {
-	u_int	 pos;
+	u_int	 pos, found = 0, first = 0;
 
-	for (pos = a->next; pos > 0; pos--) {
-		if (a->st[pos - 1] == ELEM_QUEUED)
-			return (job_find_id(a->ids[pos - 1]));
+	for (pos = a->next; pos > 0 && found < a->nqueued; pos--) {
+		if (a->st[pos - 1] == ELEM_QUEUED) {
+			first = pos;
+			found++;
+		}
 	}
-	return (NULL);
+	return (first != 0 ? job_find_id(a->ids[first - 1]) : NULL);
 }
 
 /* The array as the API shows it (like a job, and its counts). */

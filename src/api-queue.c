@@ -2,7 +2,7 @@
  * api-queue.c: GET /v1/queue, what waits and in what order: each queued
  * job's place, its priority and what waiting has added to it (one level
  * per SCHED_AGE_MS), and what it waits for; an array's elements not made
- * yet wait behind its one queued element, or for its % limit.
+ * yet wait behind its elements in the queue, or for its % limit.
  */
 
 #include <stdlib.h>
@@ -67,7 +67,7 @@ queue_array(const struct job_array *a, int64_t now)
 
 	pending = array_format(&a->set, a->next);
 	if (a->nqueued > 0)
-		xasprintf(&why, "behind its element in the queue");
+		xasprintf(&why, "behind its elements in the queue");
 	else if (a->set.limit != 0 && a->nrunning >= a->set.limit)
 		xasprintf(&why, "its limit: %u running at once", a->set.limit);
 	else

@@ -16,7 +16,7 @@ const struct cmd_entry cmd_queue_entry = {
 	    "  --json               a JSON array, in queue order\n"
 	    "\nPRIO is the job's priority, then what waiting has added to it "
 	    "(one level\nevery 5 minutes).  An array's elements not made yet "
-	    "wait behind its one\nelement in the queue, or for its % limit.\n",
+	    "wait behind its\nelements in the queue, or for its % limit.\n",
 	.exec = cmd_queue_exec,
 };
 

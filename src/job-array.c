@@ -2,10 +2,13 @@
  * job-array.c: array jobs (--array 0-15%4, or one element per payload).
  * An array is ONE record until its elements start: submitting 10,000 is
  * one row.  Elements are made in index order as there is room: at most
- * one of them waits in the scheduler's queue for the whole array (when it
+ * two of them wait in the scheduler's queue for the whole array (when one
  * starts, the next is made), and never more than the % limit live at
- * once.  Each element is an ordinary job named "j12_3"; the array keeps
- * only what it needs to count and to find them.
+ * once.  Two, not one: the next is made on the loop's next turn, and an
+ * element that ends before then must not hand its card to a job behind
+ * the array while the array still has one waiting.  Each element is an
+ * ordinary job named "j12_3"; the array keeps only what it needs to count
+ * and to find them.
  */
 
 #include <sys/stat.h>
@@ -21,6 +24,7 @@
 #include "jobspec-int.h"
 
 #define ARRAY_FILL_BATCH	64	/* elements made per turn of the loop */
+#define ARRAY_QUEUED		2	/* elements waiting in the queue */
 
 struct job_arrays	 all_arrays = TAILQ_HEAD_INITIALIZER(all_arrays);
 static struct event	*array_fill_ev;
@@ -212,7 +216,8 @@ job_array_fill(struct job_array *a)
 	u_int	 limit = job_array_limit(a), made = 0, was = a->next;
 
 	a->dirty = 0;
-	while (!a->cancelled && a->next < a->set.count && a->nqueued == 0 &&
+	while (!a->cancelled && a->next < a->set.count &&
+	    a->nqueued < ARRAY_QUEUED &&
 	    (limit == 0 || a->nqueued + a->nrunning < limit)) {
 		if (made++ == ARRAY_FILL_BATCH) {
 			a->dirty = 1;	/* the loop serves others first */

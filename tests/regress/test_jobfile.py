@@ -391,7 +391,7 @@ def test_ten_thousand_elements_are_one_record(daemon):
     assert a["count"] == 10000
     assert took < 2.0, took     # the benchmark holds it to 50 ms
     n = len(daemon.json("ps", "-a", "--json"))
-    assert n <= 3, n            # the array and its one made element
+    assert n <= 4, n            # the array and its two made elements
     daemon.gmux("stop", jid, check=0)
     assert wait_ended(daemon, jid)["state"] == "stopped"
 
@@ -450,18 +450,19 @@ def test_queue_shows_order_priority_age_and_reason(daemon, tmp_path):
     a = run_d(daemon, "--share", "0.5", "--priority", "2", "--", "true")
     b = run_d(daemon, "--share", "0.5", "--priority", "7", "--", "true")
     arr = run_d(daemon, "--share", "0.5", "--array", "0-3", "--", "true")
-    q = wait_for(lambda: (lambda q: q if len(q) == 4 else None)(
-        daemon.json("queue", "--json")), what="4 waiting")
-    # the array's element has the default priority, 5: before a's 2
-    assert [e["id"] for e in q] == [b, arr + "_0", a, arr]
-    assert [e["position"] for e in q] == [1, 2, 3, None]
+    q = wait_for(lambda: (lambda q: q if len(q) == 5 else None)(
+        daemon.json("queue", "--json")), what="5 waiting")
+    # the array's two elements in the queue have the default priority, 5:
+    # before a's 2
+    assert [e["id"] for e in q] == [b, arr + "_0", arr + "_1", a, arr]
+    assert [e["position"] for e in q] == [1, 2, 3, 4, None]
     assert q[0]["priority"] == 7 and q[0]["effective_priority"] >= 7
     assert "0.5 of a card" in q[0]["reason"]
-    assert q[3]["pending"] == "1-3" and "behind its element" in q[3]["reason"]
+    assert q[4]["pending"] == "2-3" and "behind its elements" in q[4]["reason"]
     text = daemon.gmux("queue", check=0).stdout.decode()
     assert text.splitlines()[0].split() == ["POS", "ID", "OWNER", "PRIO",
                                             "WAITED", "WAITS", "FOR"]
-    assert "%s_[1-3]" % arr in text
+    assert "%s_[2-3]" % arr in text
     gate.write_text("")
     wait_ended(daemon, arr)
     assert daemon.json("queue", "--json") == []
@@ -523,7 +524,7 @@ def test_over_tcp_an_owner_sees_only_its_own_and_arrays_stay_home(
           "while [ ! -e %s ]; do sleep 0.02; done" % gate)
     mine = run_d(d, "--gpus", "rtx4090", "--array", "0-3", "--", "true")
     waiting = run_d(d, "--gpus", "rtx4090", "--", "true")
-    assert len(d.json("queue", "--json")) == 3     # the host sees all
+    assert len(d.json("queue", "--json")) == 4     # the host sees all
     st, q = https_json(d.port, "GET", "/v1/queue", token=alice)
     assert st == 200 and q == []
     for path in ("/v1/jobs/%s/status" % mine, "/v1/jobs/%s" % mine,
