@@ -91,14 +91,15 @@ api_array_json(const struct job_array *a)
  * GET /v1/jobs/ID for an array: 1 if id named one (answered), else 0.
  */
 int
-api_array_get(struct evhttp_request *req, const char *id)
+api_array_get(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job_array	*a;
 	json_t			*o;
 
 	if ((a = job_array_find(id)) == NULL)
 		return (0);
-	if (!server_tls_may(req, a->owner)) {
+	if (!api_may(who, a->owner)) {
 		api_error(req, 403, "%s is %s's", a->name, a->owner);
 		return (1);
 	}
@@ -113,7 +114,8 @@ api_array_get(struct evhttp_request *req, const char *id)
  * an element not made yet: 1 if answered, else 0.
  */
 int
-api_array_stop(struct evhttp_request *req, const char *id)
+api_array_stop(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job_array	*a;
 	json_t			*o;
@@ -135,7 +137,7 @@ api_array_stop(struct evhttp_request *req, const char *id)
 		free(cause);
 		return (1);
 	}
-	if (!server_tls_may(req, a->owner)) {
+	if (!api_may(who, a->owner)) {
 		api_error(req, 403, "%s is %s's", a->name, a->owner);
 		return (1);
 	}
@@ -151,12 +153,12 @@ api_array_stop(struct evhttp_request *req, const char *id)
 
 /* Adds the arrays (not ended, or all) this request may see to list a. */
 void
-api_array_list(struct evhttp_request *req, json_t *list, int all)
+api_array_list(json_t *list, int all, const struct api_who *who)
 {
 	struct job_array	*a;
 
 	TAILQ_FOREACH(a, &all_arrays, entry) {
-		if ((all || a->ended == 0) && server_tls_may(req, a->owner))
+		if ((all || a->ended == 0) && api_may(who, a->owner))
 			json_array_append_new(list, api_array_json(a));
 	}
 }
@@ -256,7 +258,8 @@ status_array(const struct job_array *a)
  * state, host and result (the last line each printed, as JSON).
  */
 void
-api_job_status(struct evhttp_request *req, const char *id)
+api_job_status(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job_array	*a;
 	struct job		*j;
@@ -271,7 +274,7 @@ api_job_status(struct evhttp_request *req, const char *id)
 		api_error(req, 404, "no job %s", id);
 		return;
 	}
-	if (!server_tls_may(req, owner)) {
+	if (!api_may(who, owner)) {
 		api_error(req, 403, "%s is %s's", id, owner);
 		return;
 	}

@@ -15,7 +15,8 @@
  * reasons are not this token's to read (as GET /v1/jobs/ID says 403).
  */
 void
-api_jobs_list(struct evhttp_request *req, const char *id)
+api_jobs_list(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*a;
@@ -23,17 +24,18 @@ api_jobs_list(struct evhttp_request *req, const char *id)
 
 	a = json_array();
 	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if ((all || !job_ended(j)) && server_tls_may(req, j->owner))
+		if ((all || !job_ended(j)) && api_may(who, j->owner))
 			json_array_append_new(a, job_to_json(j));
 	}
 	if (api_query_flag(req, "arrays"))
-		api_array_list(req, a, all);
+		api_array_list(a, all, who);
 	api_reply(req, 200, a);
 	json_decref(a);
 }
 
 static struct job *
-api_job_lookup(struct evhttp_request *req, const char *id)
+api_job_lookup(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 
@@ -42,7 +44,7 @@ api_job_lookup(struct evhttp_request *req, const char *id)
 		    "(%s_N)", id, id);
 	else if (j == NULL)
 		api_error(req, 404, "no job %s", id);
-	else if (!server_tls_may(req, j->owner)) {
+	else if (!api_may(who, j->owner)) {
 		api_error(req, 403, "%s is %s's", j->name, j->owner);
 		j = NULL;
 	}
@@ -51,23 +53,23 @@ api_job_lookup(struct evhttp_request *req, const char *id)
 
 /* POST /v1/jobs with an array: one record, 201 and the array. */
 static void
-api_jobs_create_array(struct evhttp_request *req, struct jobreq *r)
+api_jobs_create_array(struct evhttp_request *req, struct jobreq *r,
+    const struct api_who *who)
 {
 	json_t	*o;
-	char	*owner = api_owner(req), *cause = NULL;
+	char	*cause = NULL;
 	int	 code;
 
 	if (api_query_flag(req, "attach"))
 		api_error(req, 400, "array: an array's elements are followed "
 		    "one by one (gmux logs ID_N); submit it detached");
-	else if (job_array_create(r, owner, &o, &code, &cause) != 0)
+	else if (job_array_create(r, who->owner, &o, &code, &cause) != 0)
 		api_error(req, code, "%s", cause);
 	else {
 		api_reply(req, 201, o);
 		json_decref(o);
 	}
 	free(cause);
-	free(owner);
 }
 
 /*
@@ -77,13 +79,14 @@ api_jobs_create_array(struct evhttp_request *req, struct jobreq *r)
  * output stream, else 201 and the job.
  */
 void
-api_jobs_create(struct evhttp_request *req, const char *id)
+api_jobs_create(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct jobreq	 r;
 	struct job	*j;
 	struct prepare	*prep;
 	json_t		*body, *o;
-	char		*cause = NULL, *owner;
+	char		*cause = NULL;
 	int		 code, rc;
 
 	jobreq_init(&r);
@@ -96,20 +99,17 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 	 * A job from another machine runs in a jail, or not at all unless
 	 * the operator said so (docs/isolation.md); never as it asks.
 	 */
-	if (server_tls_request(req) &&
-	    jail_remote_job(&r.confined, &cause) != 0) {
+	if (who->confined && jail_remote_job(&r.confined, &cause) != 0) {
 		api_error(req, 403, "%s", cause);
 		goto out;
 	}
 	if (r.spec.array != NULL) {
-		api_jobs_create_array(req, &r);
+		api_jobs_create_array(req, &r, who);
 		goto out;
 	}
-	if (api_remote_job(req, &r, state_peek_id(), &prep) != 0)
+	if (api_remote_job(req, who, &r, state_peek_id(), &prep) != 0)
 		goto out;
-	owner = api_owner(req);
-	j = job_create(0, owner, &r);
-	free(owner);
+	j = job_create(0, who->owner, &r);
 	/* A synced tree is copied first, off the loop; then it is submitted. */
 	if (prep != NULL)
 		rc = prepare_submit(prep, j, state_peek_id(), &code, &cause);
@@ -145,7 +145,8 @@ out:
  * explicit cap keeps it.
  */
 void
-api_job_patch(struct evhttp_request *req, const char *id)
+api_job_patch(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct jobreq	 r;
 	struct job	*j;
@@ -153,7 +154,7 @@ api_job_patch(struct evhttp_request *req, const char *id)
 	char		*cause = NULL;
 	uint64_t	 mem;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	jobreq_init(&r);
 	r.seats = j->req.seats;
@@ -185,13 +186,14 @@ out:
 
 /* GET /v1/jobs/ID/explain: why it waits, or where it runs and why. */
 void
-api_job_explain(struct evhttp_request *req, const char *id)
+api_job_explain(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*o;
 	char		*text = NULL;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	if (!job_ended(j))
 		text = sched_explain(server_sched, j->id, clock_ms());
@@ -209,14 +211,15 @@ api_job_explain(struct evhttp_request *req, const char *id)
 }
 
 void
-api_job_get(struct evhttp_request *req, const char *id)
+api_job_get(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*o;
 
-	if (api_array_get(req, id))
+	if (api_array_get(req, id, who))
 		return;
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	o = job_to_json(j);
 	api_reply(req, 200, o);
@@ -261,16 +264,17 @@ out:
 
 /* POST /v1/jobs/ID/stop {"grace_ms": N, "wait": bool} */
 void
-api_job_stop(struct evhttp_request *req, const char *id)
+api_job_stop(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*o;
 	int64_t		 grace;
 	int		 wait;
 
-	if (api_array_stop(req, id))
+	if (api_array_stop(req, id, who))
 		return;
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	grace = j->req.grace_ms;
 	if (api_stop_body(req, &grace, &wait) != 0)
@@ -287,7 +291,8 @@ api_job_stop(struct evhttp_request *req, const char *id)
 
 /* GET /v1/jobs/ID/log?from=N&follow=1&raw=1 */
 void
-api_job_log(struct evhttp_request *req, const char *id)
+api_job_log(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*info;
@@ -296,7 +301,7 @@ api_job_log(struct evhttp_request *req, const char *id)
 	char		*end;
 	int		 flags = 0;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	if ((from = api_query(req, "from")) != NULL) {
 		off = strtoull(from, &end, 10);
@@ -317,7 +322,8 @@ api_job_log(struct evhttp_request *req, const char *id)
 }
 
 void
-api_version(struct evhttp_request *req, const char *id)
+api_version(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	json_t	*o;
 

@@ -85,7 +85,8 @@ queue_array(const struct job_array *a, int64_t now)
 
 /* GET /v1/queue: the queued jobs this request may see, in order. */
 void
-api_queue_list(struct evhttp_request *req, const char *id)
+api_queue_list(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job_array	*a;
 	struct job		*j;
@@ -94,14 +95,14 @@ api_queue_list(struct evhttp_request *req, const char *id)
 	int64_t			 now = clock_ms();
 
 	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if (j->state != JOB_QUEUED || !server_tls_may(req, j->owner))
+		if (j->state != JOB_QUEUED || !api_may(who, j->owner))
 			continue;
 		v = xreallocarray(v, n + 1, sizeof *v);
 		v[n++] = queue_entry(j, now);
 	}
 	TAILQ_FOREACH(a, &all_arrays, entry) {
 		if (a->ended != 0 || a->cancelled || a->next >= a->set.count ||
-		    !server_tls_may(req, a->owner))
+		    !api_may(who, a->owner))
 			continue;
 		v = xreallocarray(v, n + 1, sizeof *v);
 		v[n++] = queue_array(a, now);

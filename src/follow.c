@@ -61,7 +61,7 @@ static void	follow_pump(struct follower *);
  * headers are read from large buffered chunks: a line-buffered job writes
  * a frame per line, and a daemon that read them one by one would stall.
  */
-int
+static int
 follow_seek(int fd, uint64_t from, off_t *off, uint64_t *skip)
 {
 	static u_char	 buf[1 << 20];
@@ -470,9 +470,6 @@ follow_job_ended(struct job *j)
 	struct follower	*f, *next;
 	json_t		*o;
 
-	/* (Until one seam tells every change: an array counts its ends.) */
-	if (j->req.spec.array_of != 0)
-		job_array_ended(j);
 	TAILQ_FOREACH_SAFE(f, &j->followers, entry, next) {
 		if (!f->wait_only) {
 			follow_pump(f);

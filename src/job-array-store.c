@@ -62,10 +62,7 @@ job_array_save(struct job_array *a, int whole)
 		    "?4, skipped = ?5, created = ?6, ended = ?7 WHERE id = ?8");
 	db_bind_int(st, 3, a->next);
 	db_bind_int(st, 4, a->cancelled);
-	if (skipped != NULL)
-		db_bind_text(st, 5, skipped);
-	else
-		db_bind_null(st, 5);
+	db_bind_text(st, 5, skipped != NULL ? skipped : "[]");
 	db_bind_int(st, 6, a->created);
 	db_bind_int(st, 7, a->ended);
 	db_bind_int(st, 8, a->id);
@@ -123,7 +120,7 @@ job_array_row(struct dbstmt *st)
 	if (a->next > a->set.count)
 		a->next = a->set.count;
 	a->cancelled = (int)db_col_int(st, 4);
-	skipped = json_loads(db_col_null(st, 5) ? "[]" : db_col_text(st, 5),
+	skipped = json_loads(db_col_text(st, 5) ? db_col_text(st, 5) : "[]",
 	    0, NULL);
 	json_array_foreach(skipped, i, v) {
 		if (json_is_integer(v) && json_integer_value(v) >= 0 &&

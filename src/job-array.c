@@ -195,7 +195,7 @@ job_array_make(struct job_array *a)
 }
 
 /* Whether every element has ended (or will never be made). */
-void
+static void
 job_array_check_end(struct job_array *a)
 {
 	if (a->ended != 0 || a->nqueued + a->nrunning != 0)

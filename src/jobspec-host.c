@@ -32,7 +32,7 @@ squeeze(const char *s)
  * contains t not followed by a digit ("rtx4090" in "NVIDIA GeForce RTX
  * 4090"; "a10" is not an "A100").
  */
-int
+static int
 jobspec_card_is(const struct card *c, const char *t)
 {
 	char		*m, *want, *p;

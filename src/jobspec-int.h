@@ -41,14 +41,12 @@ TAILQ_HEAD(job_arrays, job_array);
 extern struct job_arrays all_arrays;
 
 /* jobspec-host.c */
-int		 jobspec_card_is(const struct card *, const char *);
 const char	*jobspec_host_name(void);
 
 /* job-array.c */
 struct job_array *job_array_new(u_int, const char *, struct jobreq *,
 		     char **);
 void		 job_array_kick(struct job_array *);
-void		 job_array_check_end(struct job_array *);
 void		 job_array_env(const struct job *, char ***);
 void		 job_array_count_end(struct job_array *, u_int,
 		     const struct job *);

@@ -41,27 +41,6 @@ jobspec_clear(struct jobspec *s)
 	jobspec_init(s);
 }
 
-static char *
-dup_or_null(const char *s)
-{
-	return (s != NULL ? xstrdup(s) : NULL);
-}
-
-/* Copies what an array's element keeps of its array's directives. */
-void
-jobspec_copy(struct jobspec *to, const struct jobspec *from)
-{
-	*to = *from;
-	to->name = dup_or_null(from->name);
-	to->gpu_type = dup_or_null(from->gpu_type);
-	to->server = dup_or_null(from->server);
-	to->output = dup_or_null(from->output);
-	to->error = dup_or_null(from->error);
-	to->partition = dup_or_null(from->partition);
-	to->array = NULL;
-	to->payloads = NULL;
-}
-
 /* A name, tag or type: printable, no '/', no spaces at either end. */
 static int
 jobspec_word(const char *s, size_t max, int spaces)
