@@ -181,6 +181,10 @@ SRCS += src/remote-net.c src/run-remote.c src/prepare.c src/server-guard.c
 # -- seams
 SRCS += src/job-state.c
 
+# -- remote uploads, per owner (issue 11)
+SRCS += src/remote-want.c
+$(O)/src/remote-host.o $(O)/src/remote-want.o: src/remote-int.h
+
 # -- remote jobs' jail
 SRCS += src/landlock.c src/jail.c
 BENCHES += $(O)/bench/jail-start

@@ -66,17 +66,79 @@ api_jobs_create_array(struct evhttp_request *req, struct jobreq *r,
 	else if (job_array_create(r, who->owner, &o, &code, &cause) != 0)
 		api_error(req, code, "%s", cause);
 	else {
-		api_reply(req, 201, o);
+		api_reply(req, code, o);	/* 200: a retry's, by its key */
 		json_decref(o);
 	}
 	free(cause);
 }
 
 /*
+ * The job owner submitted with key before (a retry after a lost reply),
+ * or NULL.  Ended jobs count until they are forgotten.
+ */
+static struct job *
+api_job_by_key(const char *owner, const char *key)
+{
+	struct job	*j;
+
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (j->req.key != NULL && strcmp(j->req.key, key) == 0 &&
+		    strcmp(j->owner, owner) == 0)
+			return (j);
+	}
+	return (NULL);
+}
+
+/*
+ * The idempotency key may come in the query too (the CLI's way: a daemon
+ * older than the key ignores a query, where it refuses a field).
+ */
+static int
+api_job_query_key(struct evhttp_request *req, struct jobreq *r,
+    char **cause)
+{
+	const char	*k = api_query(req, "idempotency_key");
+
+	if (k == NULL)
+		return (0);
+	if (!jobreq_key_ok(k)) {
+		xasprintf(cause, "idempotency_key: must be %s",
+		    JOBREQ_KEY_RULE);
+		return (-1);
+	}
+	if (r->key != NULL && strcmp(r->key, k) != 0) {
+		xasprintf(cause, "idempotency_key: the query's is not the "
+		    "body's");
+		return (-1);
+	}
+	free(r->key);
+	r->key = xstrdup(k);
+	return (0);
+}
+
+/* Answers a submission with its job: as made (201), or found again. */
+static void
+api_job_submitted(struct evhttp_request *req, struct job *j, int code)
+{
+	json_t	*o;
+
+	if (api_query_flag(req, "attach")) {
+		o = job_info_json(j);
+		follow_start(j, req, 0, FOLLOW_LIVE, o);
+	} else {
+		o = job_to_json(j);
+		api_reply(req, code, o);
+	}
+	json_decref(o);
+}
+
+/*
  * POST /v1/jobs: checks the request and submits it: it starts, or waits in
  * the queue.  422 if no card could ever hold it, 409 if it does not fit
  * now and may not wait (no_wait); with ?attach=1 the reply is the job's
- * output stream, else 201 and the job.
+ * output stream, else 201 and the job.  A request with the
+ * idempotency_key of one this owner made before gets that job (200), not
+ * a second one.
  */
 void
 api_jobs_create(struct evhttp_request *req, const char *id,
@@ -85,13 +147,14 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 	struct jobreq	 r;
 	struct job	*j;
 	struct prepare	*prep;
-	json_t		*body, *o;
+	json_t		*body;
 	char		*cause = NULL;
 	int		 code, rc;
 
 	jobreq_init(&r);
 	if ((body = api_body(req, &cause)) == NULL ||
-	    jobreq_from_json(body, &r, &cause) != 0) {
+	    jobreq_from_json(body, &r, &cause) != 0 ||
+	    api_job_query_key(req, &r, &cause) != 0) {
 		api_error(req, 400, "%s", cause);
 		goto out;
 	}
@@ -103,8 +166,19 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 		api_error(req, 403, "%s", cause);
 		goto out;
 	}
+	if (r.confined && fence_has_unix(r.fence)) {
+		api_error(req, 400, "allow: unix: names a socket of this "
+		    "host's, which a remote job may not reach");
+		goto out;
+	}
 	if (r.spec.array != NULL) {
 		api_jobs_create_array(req, &r, who);
+		goto out;
+	}
+	if (r.key != NULL &&
+	    (j = api_job_by_key(who->owner, r.key)) != NULL) {
+		log_debug("%s: %s again (key %s)", __func__, j->name, r.key);
+		api_job_submitted(req, j, 200);
 		goto out;
 	}
 	if (api_remote_job(req, who, &r, state_peek_id(), &prep) != 0)
@@ -122,14 +196,7 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 		goto out;
 	}
 	state_next_id();
-	if (api_query_flag(req, "attach")) {
-		o = job_info_json(j);
-		follow_start(j, req, 0, FOLLOW_LIVE, o);
-	} else {
-		o = job_to_json(j);
-		api_reply(req, 201, o);
-	}
-	json_decref(o);
+	api_job_submitted(req, j, 201);
 out:
 	free(cause);
 	json_decref(body);

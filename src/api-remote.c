@@ -118,13 +118,15 @@ api_sync_manifest_get(struct evhttp_request *req, const char *id,
 {
 	struct cas	*c;
 	json_t		*reply = NULL;
-	char		*cause = NULL;
+	char		*cause = NULL, *owner;
 	int		 code;
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
-	code = remote_host_manifest_get(c, api_size_setting("UPLOAD_LIMIT",
-	    API_UPLOAD_MAX), id, &reply, &cause);
+	owner = xstrdup(who->owner);
+	code = remote_host_manifest_get(c, owner, api_size_setting(
+	    "UPLOAD_LIMIT", API_UPLOAD_MAX), id, &reply, &cause);
+	free(owner);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -136,15 +138,17 @@ api_sync_manifest_post(struct evhttp_request *req, const char *id,
 	struct cas	*c;
 	const void	*body;
 	json_t		*reply = NULL;
-	char		*cause = NULL;
+	char		*cause = NULL, *owner;
 	size_t		 len;
 	int		 code;
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
 	body = api_raw(req, &len);
-	code = remote_host_manifest_post(c, api_size_setting("UPLOAD_LIMIT",
-	    API_UPLOAD_MAX), body, len, &reply, &cause);
+	owner = xstrdup(who->owner);
+	code = remote_host_manifest_post(c, owner, api_size_setting(
+	    "UPLOAD_LIMIT", API_UPLOAD_MAX), body, len, &reply, &cause);
+	free(owner);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -156,14 +160,16 @@ api_blobs_post(struct evhttp_request *req, const char *id,
 	struct cas	*c;
 	const void	*body;
 	json_t		*reply = NULL;
-	char		*cause = NULL;
+	char		*cause = NULL, *owner;
 	size_t		 len;
 	int		 code;
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
 	body = api_raw(req, &len);
-	code = remote_host_batch(c, body, len, &reply, &cause);
+	owner = xstrdup(who->owner);
+	code = remote_host_batch(c, owner, body, len, &reply, &cause);
+	free(owner);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -194,7 +200,7 @@ api_blob_put(struct evhttp_request *req, const char *id,
 	struct cas	*c;
 	const void	*body;
 	json_t		*reply = NULL;
-	char		*cause = NULL;
+	char		*cause = NULL, *owner;
 	uint64_t	 size, offset;
 	size_t		 len;
 	int		 code, rs, ro;
@@ -208,11 +214,13 @@ api_blob_put(struct evhttp_request *req, const char *id,
 	}
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
+	owner = xstrdup(who->owner);
 	if (rs == -1)
-		code = remote_host_blob_put(c, id, body, len, &cause);
+		code = remote_host_blob_put(c, owner, id, body, len, &cause);
 	else
-		code = remote_host_blob_part(c, id, offset, size, body, len,
-		    &reply, &cause);
+		code = remote_host_blob_part(c, owner, id, offset, size, body,
+		    len, &reply, &cause);
+	free(owner);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -239,7 +247,7 @@ api_blob_get(struct evhttp_request *req, const char *id,
 		close(fd);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "application/octet-stream");
-	evhttp_send_reply(req, 200, "OK", b);
+	api_send(req, 200, b);
 	evbuffer_free(b);
 }
 

@@ -83,7 +83,9 @@ struct fence_call {			/* a notified connect or bind */
 	int		 cloexec;	/* and FD_CLOEXEC */
 };
 struct fence_unix;
-struct fence_unix *fence_unix_create(const char *, char *const *);
+#define FENCE_UNIX_OWNDIRS	0x1	/* jailed: its directories' sockets */
+struct fence_unix *fence_unix_create(const char *, char *const *,
+		     const struct fence *, int);
 int		 fence_unix_connect(struct fence_unix *,
 		     const struct fence_call *, int *, int *);
 int		 fence_unix_bind(struct fence_unix *,

@@ -873,7 +873,8 @@ fence_super_create(const struct fence *policy, struct fence_names *names,
 		xasprintf(cause, "epoll: %s", strerror(errno));
 		goto fail;
 	}
-	s->local = fence_unix_create(workdir, dirs);
+	s->local = fence_unix_create(workdir, dirs, policy,
+	    (flags & FENCE_SUPER_JAIL) ? FENCE_UNIX_OWNDIRS : 0);
 	/*
 	 * The job waits while we work and we wait while it runs: waking
 	 * each other on the same CPU saves an inter-processor interrupt

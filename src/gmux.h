@@ -300,13 +300,18 @@ struct jobreq {
 	int		  confined;	/* came over TCP: jailed (set by the
 					   daemon, saved, never taken from a
 					   request) */
+	char		 *key;		/* idempotency_key: a retry's job is
+					   the first's (per owner) */
 	struct jobspec	  spec;		/* placement directives */
 };
+#define JOBREQ_KEY_MAX	64
+#define JOBREQ_KEY_RULE	"1 to 64 letters, digits, '.', '_', ':' or '-'"
 void		 jobreq_init(struct jobreq *);
 void		 jobreq_clear(struct jobreq *);
 int		 jobreq_from_json(json_t *, struct jobreq *, char **);
 int		 jobreq_patch_from_json(json_t *, struct jobreq *, char **);
 json_t		*jobreq_to_json(const struct jobreq *);
+int		 jobreq_key_ok(const char *);
 int		 jobreq_from_saved(json_t *, struct jobreq *, char **);
 
 /* http.c: the client's HTTP/1.1 response parser */
@@ -870,6 +875,7 @@ void		 retention_tick(void);
 #define FOLLOW_RAW	0x2	/* bare output, no frames (for curl) */
 #define FOLLOW_WAIT	0x4	/* no stream: reply with the job when it ends */
 struct evhttp_request;
+struct evbuffer;
 void		 follow_start(struct job *, struct evhttp_request *, uint64_t,
 		     int, json_t *);
 void		 follow_job_changed(struct job *);
@@ -1078,8 +1084,10 @@ struct fence_rule {
 	u_int		 prefix;	/* leading bits that must match */
 	uint16_t	 port_lo;	/* 0: any port */
 	uint16_t	 port_hi;
+	char		*path;		/* unix:PATH (AF_UNIX), or NULL */
 	char		*text;		/* the canonical spelling */
 };
+#define FENCE_UNIX_PATH_MAX	108	/* sun_path */
 struct fence_pin {			/* --add-host NAME=ADDR */
 	char		*name;
 	int		 family;
@@ -1100,6 +1108,7 @@ struct fence	*fence_open(void);
 void		 fence_free(struct fence *);
 int		 fence_allow(struct fence *, const char *, char **);
 int		 fence_add_host(struct fence *, const char *, char **);
+int		 fence_has_unix(const struct fence *);
 int		 fence_from_json(json_t *, struct fence **, char **);
 void		 fence_to_json(const struct fence *, json_t *);
 char		*fence_text(const struct fence *);
@@ -1307,16 +1316,17 @@ int		 remote_pull(const struct remote_io *, const char *,
 		     char **);
 
 /* remote-host.c: the host's side of the sync routes */
-int		 remote_host_manifest_post(struct cas *, uint64_t,
-		     const void *, size_t, json_t **, char **);
-int		 remote_host_manifest_get(struct cas *, uint64_t, const char *,
-		     json_t **, char **);
-int		 remote_host_blob_put(struct cas *, const char *, const void *,
-		     size_t, char **);
-int		 remote_host_blob_part(struct cas *, const char *, uint64_t,
+int		 remote_host_manifest_post(struct cas *, const char *,
 		     uint64_t, const void *, size_t, json_t **, char **);
-int		 remote_host_batch(struct cas *, const void *, size_t,
+int		 remote_host_manifest_get(struct cas *, const char *, uint64_t,
+		     const char *, json_t **, char **);
+int		 remote_host_blob_put(struct cas *, const char *, const char *,
+		     const void *, size_t, char **);
+int		 remote_host_blob_part(struct cas *, const char *,
+		     const char *, uint64_t, uint64_t, const void *, size_t,
 		     json_t **, char **);
+int		 remote_host_batch(struct cas *, const char *, const void *,
+		     size_t, json_t **, char **);
 int		 remote_host_tree(struct cas *, const char *, struct manifest *,
 		     json_t **, char **);
 int		 remote_host_prepare(struct cas *, const char *, const char *,
@@ -1493,6 +1503,7 @@ const char	*api_me(void);
 int		 api_may(const struct api_who *, const char *);
 void		 api_setup(struct evhttp *);
 json_t		*api_body(struct evhttp_request *, char **);
+void		 api_send(struct evhttp_request *, int, struct evbuffer *);
 void		 api_reply(struct evhttp_request *, int, json_t *);
 void		 api_error(struct evhttp_request *, int, const char *, ...)
 		     printflike(3, 4);
@@ -1590,6 +1601,8 @@ struct client_reply {
 	json_t		*body;		/* NULL if not JSON */
 	/* the body's "error", or a transport error */
 	char		*error;
+	int		 lost;		/* connected, then no reply: the
+					   request may have been acted on */
 };
 struct client_stream_cbs {
 	int		 (*frame)(const struct frame *, void *);
@@ -1667,6 +1680,7 @@ int		 hosts_stream(const char *, const char *, json_t *,
 /* run-remote.c: gmux run on remote hosts */
 int		 run_remote(json_t *, int, char **);
 void		 run_why(const struct stream *);	/* cmd-run.c */
+int		 run_retry(const char *, struct client_reply *); /* cmd-run.c */
 
 /* ---- Commands ------------------------------------------------------------ */
 

@@ -117,6 +117,7 @@ job_array_element_req(struct job_array *a, u_int pos, struct jobreq *r,
 	o = jobreq_to_json(&a->req);
 	json_object_del(o, "array");
 	json_object_del(o, "payloads");
+	json_object_del(o, "idempotency_key");	/* the array's, not theirs */
 	jobreq_init(r);
 	rc = jobreq_from_saved(o, r, cause);
 	json_decref(o);
@@ -382,6 +383,16 @@ job_array_create(struct jobreq *r, const char *owner, json_t **out,
 	json_t			*o;
 	int			 rc;
 
+	/* A retry after a lost reply gets the array the first try made. */
+	TAILQ_FOREACH(a, &all_arrays, entry) {
+		if (r->key != NULL && a->req.key != NULL &&
+		    strcmp(a->req.key, r->key) == 0 &&
+		    strcmp(a->owner, owner) == 0) {
+			*out = api_array_json(a);
+			*code = 200;
+			return (0);
+		}
+	}
 	*code = 422;
 	if (r->manifest != NULL || r->confined) {
 		xasprintf(cause, "array: an array runs on the host's own "
@@ -392,6 +403,7 @@ job_array_create(struct jobreq *r, const char *owner, json_t **out,
 	o = jobreq_to_json(r);
 	json_object_del(o, "array");
 	json_object_del(o, "payloads");
+	json_object_del(o, "idempotency_key");
 	jobreq_init(&probe);
 	rc = jobreq_from_json(o, &probe, cause);
 	json_decref(o);
@@ -409,6 +421,7 @@ job_array_create(struct jobreq *r, const char *owner, json_t **out,
 	job_array_save(a, 1);
 	job_array_kick(a);
 	*out = api_array_json(a);
+	*code = 201;
 	log_debug("%s: %s: %u elements", __func__, a->name, a->set.count);
 	return (0);
 }

@@ -393,8 +393,16 @@ manifest_line(struct manifest *m, const char *p, const char *end,
 	}
 	if (e.type == MENTRY_LINK) {
 		e.target = manifest_unescape(sp + 1, (size_t)(end - sp - 1));
-		if (e.target == NULL || !manifest_link_ok(e.path, e.target) ||
-		    e.size != strlen(e.target)) {
+		if (e.target == NULL)
+			goto bad;
+		if (e.size != strlen(e.target)) {
+			xasprintf(cause, "entry %zu: symlink '%.200s': size "
+			    "%llu is not its target's length, %zu", m->n + 1,
+			    e.path, (unsigned long long)e.size,
+			    strlen(e.target));
+			goto fail;
+		}
+		if (!manifest_link_ok(e.path, e.target)) {
 			xasprintf(cause, "entry %zu: symlink '%.200s' points "
 			    "out of the tree", m->n + 1, e.path);
 			goto fail;

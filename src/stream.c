@@ -199,7 +199,7 @@ stream_run(struct stream *s, const char *method, const char *path,
 	struct client_reply	 r;
 	char			*next = NULL;
 	int64_t			 deadline = 0;
-	int			 rc, told = 0;
+	int			 rc, told = 0, retried = 0;
 
 	if (s->mode != STREAM_LOGS) {
 		client_catch_interrupts();
@@ -213,6 +213,10 @@ stream_run(struct stream *s, const char *method, const char *path,
 			free(next);
 			return (-1);
 		}
+		/* A submission whose reply was lost goes once more. */
+		if (rc == -1 && s->mode == STREAM_RUN && s->job[0] == '\0' &&
+		    !retried++ && run_retry(path, &r))
+			continue;
 		if (rc == -1 && (s->job[0] == '\0' || !follow)) {
 			client_ok(&r, s->mode == STREAM_RUN ? "run" : "logs");
 			client_reply_clear(&r);

@@ -631,3 +631,15 @@ def test_an_array_s_elements_wait_with_the_array_s_age(clocked, tmp_path):
     assert order.read_text().split() == ["a0", "a1", "late"]
     r = d.gmux("run", "--array", "0-1", "--timeout", "1m", "--", "true")
     assert r.returncode != 0 and b"timeout_ms: not for an array" in r.stderr
+
+
+def test_an_array_s_retry_with_its_key_gets_the_same_array(daemon):
+    daemon.start(fake=FAKE)
+    body = json.dumps({"argv": ["true"], "array": "0-2"})
+    code, a = daemon.curl("POST", "/v1/jobs?idempotency_key=k-1", body)
+    assert code == 201, a
+    first = json.loads(a)["id"]
+    wait_ended(daemon, first)
+    code, b = daemon.curl("POST", "/v1/jobs?idempotency_key=k-1", body)
+    assert code == 200 and json.loads(b)["id"] == first, b
+    assert len([j for j in jobs(daemon) if j.startswith(first)]) == 4
