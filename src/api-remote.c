@@ -118,15 +118,13 @@ api_sync_manifest_get(struct evhttp_request *req, const char *id,
 {
 	struct cas	*c;
 	json_t		*reply = NULL;
-	char		*cause = NULL, *owner;
+	char		*cause = NULL;
 	int		 code;
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
-	owner = xstrdup(who->owner);
-	code = remote_host_manifest_get(c, owner, api_size_setting(
+	code = remote_host_manifest_get(c, who->owner, api_size_setting(
 	    "UPLOAD_LIMIT", API_UPLOAD_MAX), id, &reply, &cause);
-	free(owner);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -138,17 +136,15 @@ api_sync_manifest_post(struct evhttp_request *req, const char *id,
 	struct cas	*c;
 	const void	*body;
 	json_t		*reply = NULL;
-	char		*cause = NULL, *owner;
+	char		*cause = NULL;
 	size_t		 len;
 	int		 code;
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
 	body = api_raw(req, &len);
-	owner = xstrdup(who->owner);
-	code = remote_host_manifest_post(c, owner, api_size_setting(
+	code = remote_host_manifest_post(c, who->owner, api_size_setting(
 	    "UPLOAD_LIMIT", API_UPLOAD_MAX), body, len, &reply, &cause);
-	free(owner);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -160,16 +156,14 @@ api_blobs_post(struct evhttp_request *req, const char *id,
 	struct cas	*c;
 	const void	*body;
 	json_t		*reply = NULL;
-	char		*cause = NULL, *owner;
+	char		*cause = NULL;
 	size_t		 len;
 	int		 code;
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
 	body = api_raw(req, &len);
-	owner = xstrdup(who->owner);
-	code = remote_host_batch(c, owner, body, len, &reply, &cause);
-	free(owner);
+	code = remote_host_batch(c, who->owner, body, len, &reply, &cause);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -200,7 +194,7 @@ api_blob_put(struct evhttp_request *req, const char *id,
 	struct cas	*c;
 	const void	*body;
 	json_t		*reply = NULL;
-	char		*cause = NULL, *owner;
+	char		*cause = NULL;
 	uint64_t	 size, offset;
 	size_t		 len;
 	int		 code, rs, ro;
@@ -214,13 +208,12 @@ api_blob_put(struct evhttp_request *req, const char *id,
 	}
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
-	owner = xstrdup(who->owner);
 	if (rs == -1)
-		code = remote_host_blob_put(c, owner, id, body, len, &cause);
+		code = remote_host_blob_put(c, who->owner, id, body, len,
+		    &cause);
 	else
-		code = remote_host_blob_part(c, owner, id, offset, size, body,
-		    len, &reply, &cause);
-	free(owner);
+		code = remote_host_blob_part(c, who->owner, id, offset, size,
+		    body, len, &reply, &cause);
 	api_remote_answer(req, code, reply, cause);
 }
 
