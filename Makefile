@@ -195,6 +195,11 @@ SRCS += src/overlay.c src/worktree.c
 # -- review fixes (issue 16): slow hosts, the books verified where kept
 SRCS += src/hosts-slow.c src/api-verify.c src/remote-probe.c
 
+# -- job files, directives, arrays (issue 15)
+SRCS += src/array.c src/jobspec.c src/jobspec-host.c src/job-array.c
+SRCS += src/job-array-store.c src/api-array.c src/api-queue.c src/runopt.c
+SRCS += src/jobfile.c src/cmd-submit.c src/cmd-status.c src/cmd-queue.c
+
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
 LIB = $(O)/libgmuxcore.a

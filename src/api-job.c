@@ -9,7 +9,8 @@
 #include "gmux.h"
 
 /*
- * GET /v1/jobs?all=1: the jobs not ended (all: every one).  Over TCP, only
+ * GET /v1/jobs?all=1&arrays=1: the jobs not ended (all: every one), then
+ * with arrays=1 the arrays.  Over TCP, only
  * those the token may act on: another owner's command line, directory and
  * reasons are not this token's to read (as GET /v1/jobs/ID says 403).
  */
@@ -26,6 +27,8 @@ api_jobs_list(struct evhttp_request *req, const char *id,
 		if ((all || !job_ended(j)) && api_may(who, j->owner))
 			json_array_append_new(a, job_to_json(j));
 	}
+	if (api_query_flag(req, "arrays"))
+		api_array_list(a, all, who);
 	api_reply(req, 200, a);
 	json_decref(a);
 }
@@ -36,13 +39,37 @@ api_job_lookup(struct evhttp_request *req, const char *id,
 {
 	struct job	*j;
 
-	if ((j = job_find(id)) == NULL)
+	if ((j = job_find(id)) == NULL && job_array_find(id) != NULL)
+		api_error(req, 400, "%s is an array: name one of its elements "
+		    "(%s_N)", id, id);
+	else if (j == NULL)
 		api_error(req, 404, "no job %s", id);
 	else if (!api_may(who, j->owner)) {
 		api_error(req, 403, "%s is %s's", j->name, j->owner);
 		j = NULL;
 	}
 	return (j);
+}
+
+/* POST /v1/jobs with an array: one record, 201 and the array. */
+static void
+api_jobs_create_array(struct evhttp_request *req, struct jobreq *r,
+    const struct api_who *who)
+{
+	json_t	*o;
+	char	*cause = NULL;
+	int	 code;
+
+	if (api_query_flag(req, "attach"))
+		api_error(req, 400, "array: an array's elements are followed "
+		    "one by one (gmux logs ID_N); submit it detached");
+	else if (job_array_create(r, who->owner, &o, &code, &cause) != 0)
+		api_error(req, code, "%s", cause);
+	else {
+		api_reply(req, code, o);	/* 200: a retry's, by its key */
+		json_decref(o);
+	}
+	free(cause);
 }
 
 /*
@@ -144,6 +171,10 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 	if (r.confined && fence_has_unix(r.fence)) {
 		api_error(req, 400, "allow: unix: names a socket of this "
 		    "host's, which a remote job may not reach");
+		goto out;
+	}
+	if (r.spec.array != NULL) {
+		api_jobs_create_array(req, &r, who);
 		goto out;
 	}
 	if (r.key != NULL &&
@@ -255,6 +286,8 @@ api_job_get(struct evhttp_request *req, const char *id,
 	struct job	*j;
 	json_t		*o;
 
+	if (api_array_get(req, id, who))
+		return;
 	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	o = job_to_json(j);
@@ -283,6 +316,48 @@ api_job_stop_cancel(struct evhttp_request *req, struct job *j, json_t *v)
 }
 
 /*
+ * A stop's body, if it has one: {"grace_ms": N, "wait": bool} into *grace
+ * (left as it is without one) and *wait; with cancel, also its "cancel"
+ * (a new reference, or NULL).  -1 once it has answered 400.
+ */
+int
+api_stop_body(struct evhttp_request *req, int64_t *grace, int *wait,
+    json_t **cancel)
+{
+	json_t	*body, *v;
+	char	*cause = NULL;
+	int	 rc = -1;
+
+	*wait = 0;
+	if (cancel != NULL)
+		*cancel = NULL;
+	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) == 0)
+		return (0);
+	if ((body = api_body(req, &cause)) == NULL || !json_is_object(body)) {
+		api_error(req, 400, "%s", cause ? cause :
+		    "the body must be a JSON object");
+		goto out;
+	}
+	if ((v = json_object_get(body, "grace_ms")) != NULL) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 86400000) {
+			api_error(req, 400, "grace_ms: must be an integer "
+			    "from 0 to 86400000");
+			goto out;
+		}
+		*grace = json_integer_value(v);
+	}
+	*wait = json_is_true(json_object_get(body, "wait"));
+	if (cancel != NULL && (v = json_object_get(body, "cancel")) != NULL)
+		*cancel = json_incref(v);
+	rc = 0;
+out:
+	free(cause);
+	json_decref(body);
+	return (rc);
+}
+
+/*
  * POST /v1/jobs/ID/stop {"grace_ms": N, "wait": bool} or {"cancel": true}
  */
 void
@@ -290,47 +365,30 @@ api_job_stop(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {
 	struct job	*j;
-	json_t		*body = NULL, *v, *o;
-	json_int_t	 grace;
-	char		*cause = NULL;
-	int		 wait = 0;
+	json_t		*o, *cancel;
+	int64_t		 grace;
+	int		 wait;
 
+	if (api_array_stop(req, id, who))
+		return;
 	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	grace = j->req.grace_ms;
-	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > 0) {
-		if ((body = api_body(req, &cause)) == NULL ||
-		    !json_is_object(body)) {
-			api_error(req, 400, "%s", cause ? cause :
-			    "the body must be a JSON object");
-			goto out;
-		}
-		if ((v = json_object_get(body, "grace_ms")) != NULL) {
-			if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-			    json_integer_value(v) > 86400000) {
-				api_error(req, 400, "grace_ms: must be an "
-				    "integer from 0 to 86400000");
-				goto out;
-			}
-			grace = json_integer_value(v);
-		}
-		wait = json_is_true(json_object_get(body, "wait"));
-		if ((v = json_object_get(body, "cancel")) != NULL) {
-			api_job_stop_cancel(req, j, v);
-			goto out;
-		}
+	if (api_stop_body(req, &grace, &wait, &cancel) != 0)
+		return;
+	if (cancel != NULL) {
+		api_job_stop_cancel(req, j, cancel);
+		json_decref(cancel);
+		return;
 	}
 	job_stop(j, grace, "stopped");
 	if (wait && !job_ended(j)) {
 		follow_start(j, req, 0, FOLLOW_WAIT, NULL);
-		goto out;
+		return;
 	}
 	o = job_to_json(j);
 	api_reply(req, job_ended(j) ? 200 : 202, o);
 	json_decref(o);
-out:
-	free(cause);
-	json_decref(body);
 }
 
 /* GET /v1/jobs/ID/log?from=N&follow=1&raw=1 */

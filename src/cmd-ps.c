@@ -35,18 +35,40 @@ static const struct option ps_opts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+/* The command; a submitted job file's copy by the job's name. */
 static char *
-ps_cmd(json_t *cmd)
+ps_cmd(json_t *j)
 {
-	char	**v, *s;
-	size_t	  i, n = json_array_size(cmd);
+	json_t		*cmd = json_object_get(j, "cmd");
+	const char	*name = json_string_value(json_object_get(j, "name"));
+	char		**v, *s, *scripts;
+	size_t		  i, n = json_array_size(cmd);
 
+	xasprintf(&scripts, "%s/scripts/", path_home());
 	v = xcalloc(n + 1, sizeof *v);
 	for (i = 0; i < n; i++)
 		v[i] = (char *)json_string_value(json_array_get(cmd, i));
+	if (n > 0 && name != NULL && v[0] != NULL &&
+	    strncmp(v[0], scripts, strlen(scripts)) == 0)
+		v[0] = (char *)name;
 	s = strv_join(v, " ");
 	free(v);
+	free(scripts);
 	return (s);
+}
+
+/* The id; an array's with what of it is still to start: j12_[4-15%4]. */
+static const char *
+ps_id(json_t *j, char *buf, size_t len)
+{
+	const char	*id = json_string_value(json_object_get(j, "id"));
+	const char	*pending = json_string_value(json_object_get(j,
+			    "pending"));
+
+	if (pending == NULL || *pending == '\0')
+		return (id);
+	snprintf(buf, len, "%s_[%s]", id, pending);
+	return (buf);
 }
 
 static void
@@ -54,6 +76,7 @@ ps_row(struct table *t, json_t *j, int64_t now, int hosts)
 {
 	json_t		*card = json_object_get(j, "card");
 	char		*share, *mem, *age, *cmd, cardbuf[16], state[64];
+	char		 idbuf[128];
 	const char	*st = json_string_value(json_object_get(j, "state"));
 	json_t		*code = json_object_get(j, "exit_code");
 
@@ -63,7 +86,7 @@ ps_row(struct table *t, json_t *j, int64_t now, int hosts)
 	    "mem")));
 	age = format_age(now - json_integer_value(json_object_get(j,
 	    "created")));
-	cmd = ps_cmd(json_object_get(j, "cmd"));
+	cmd = ps_cmd(j);
 	if (json_is_integer(card))
 		snprintf(cardbuf, sizeof cardbuf, "%lld",
 		    (long long)json_integer_value(card));
@@ -80,12 +103,12 @@ ps_row(struct table *t, json_t *j, int64_t now, int hosts)
 		snprintf(state, sizeof state, "%s", st ? st : "?");
 	if (hosts)
 		table_add(t, json_string_value(json_object_get(j, "host")),
-		    json_string_value(json_object_get(j, "id")),
+		    ps_id(j, idbuf, sizeof idbuf),
 		    json_string_value(json_object_get(j, "owner")), cardbuf,
 		    share, json_integer_value(json_object_get(j, "mem")) ? mem :
 		    "-", state, age, cmd);
 	else
-		table_add(t, json_string_value(json_object_get(j, "id")),
+		table_add(t, ps_id(j, idbuf, sizeof idbuf),
 		    json_string_value(json_object_get(j, "owner")), cardbuf,
 		    share, json_integer_value(json_object_get(j, "mem")) ? mem :
 		    "-", state, age, cmd);
@@ -93,6 +116,40 @@ ps_row(struct table *t, json_t *j, int64_t now, int hosts)
 	free(mem);
 	free(age);
 	free(cmd);
+}
+
+/*
+ * Moves each array (listed last) to just before the first of its elements,
+ * so that an array reads as a heading over them.
+ */
+static void
+ps_group(json_t *a)
+{
+	json_t		*arr, *j;
+	const char	*id, *of, *host, *ohost;
+	size_t		 i, k, n = json_array_size(a);
+
+	for (i = 0; i < n; i++) {
+		arr = json_array_get(a, i);
+		if (json_object_get(arr, "pending") == NULL)
+			continue;
+		id = json_string_value(json_object_get(arr, "id"));
+		host = json_string_value(json_object_get(arr, "host"));
+		for (k = 0; k < i; k++) {
+			j = json_array_get(a, k);
+			of = json_string_value(json_object_get(j, "array_job"));
+			ohost = json_string_value(json_object_get(j, "host"));
+			if (of != NULL && id != NULL && strcmp(of, id) == 0 &&
+			    (host == NULL) == (ohost == NULL) && (host ==
+			    NULL || strcmp(host, ohost) == 0))
+				break;
+		}
+		if (k == i)
+			continue;
+		json_incref(arr);
+		json_array_remove(a, i);
+		json_array_insert_new(a, k, arr);
+	}
 }
 
 /* ps -l: one more line of detail a job, under the usual table. */
@@ -128,7 +185,7 @@ ps_long(json_t *a)
 			free(c);
 			cs = cmd;
 		}
-		cmd = ps_cmd(json_object_get(j, "cmd"));
+		cmd = ps_cmd(j);
 		table_add(t, json_string_value(json_object_get(j, "id")),
 		    json_string_value(json_object_get(j, "state")), prio,
 		    *flags ? flags : "-", cs, json_string_value(
@@ -195,13 +252,14 @@ cmd_ps_exec(int argc, char **argv)
 	if (optind != argc)
 		cmd_usage_error(&cmd_ps_entry, "unexpected argument '%s'",
 		    argv[optind]);
-	a = cmd_call(&cmd_ps_entry, "GET", all ? "/v1/jobs?all=1" :
-	    "/v1/jobs", NULL);
+	a = cmd_call(&cmd_ps_entry, "GET", all ? "/v1/jobs?all=1&arrays=1" :
+	    "/v1/jobs?arrays=1", NULL);
 	if (json) {
 		json_print(a, stdout);
 		json_decref(a);
 		return (0);
 	}
+	ps_group(a);
 	if (lng) {
 		ps_long(a);
 		json_decref(a);

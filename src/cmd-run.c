@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "jobspec-int.h"
 
 #define RUN_FAILED	125	/* gmux itself failed (as docker run does) */
 #define RUN_RETRY_US	500000	/* before a lost submission goes again */
@@ -22,7 +23,10 @@ const struct cmd_entry cmd_run_entry = {
 	.args = "[--share F] [--mem SIZE] [--card N|UUID] [--cards N] "
 	    "[--priority P]\n                [--burst] [--preemptible] "
 	    "[--requeue] [--no-wait] [--timeout DUR] [-d]\n"
-	    "                -- COMMAND [ARGS...]",
+	    "                [--gpus [TYPE:]N] [--cpus N] [--ram SIZE] "
+	    "[--vram SIZE] [--mode M]\n"
+	    "                [--time LIMIT] [--array SPEC] [DIRECTIVES...] "
+	    "-- COMMAND [ARGS...]",
 	.help = "run a command as a job on a share of a card",
 	.options =
 	    "  --share F            guaranteed fraction of a card, 0.01 to 1 "
@@ -51,6 +55,7 @@ const struct cmd_entry cmd_run_entry = {
 	    "(repeatable)\n"
 	    "  --grace DURATION     from SIGTERM to SIGKILL when stopped "
 	    "(default 10s)\n"
+	    RUNOPT_HELP
 	    "  -d, --detach         print the job's id and return at once\n"
 	    "  --idempotency-key K  a retry with K gets the job the first made "
 	    "(default:\n"
@@ -70,53 +75,25 @@ const struct cmd_entry cmd_run_entry = {
 	.exec = cmd_run_exec,
 };
 
-enum { OPT_SHARE = 256, OPT_MEM, OPT_CARD, OPT_GRACE, OPT_CARDS,
-    OPT_PRIORITY, OPT_BURST, OPT_PREEMPTIBLE, OPT_REQUEUE, OPT_NOWAIT,
-    OPT_TIMEOUT, OPT_ALLOW, OPT_DENYNET, OPT_ADDHOST, OPT_PULL, OPT_KEY };
+enum { OPT_PULL = 256, OPT_KEY };
 
-static const struct option run_opts[] = {
-	{ "share", required_argument, NULL, OPT_SHARE },
-	{ "mem", required_argument, NULL, OPT_MEM },
-	{ "card", required_argument, NULL, OPT_CARD },
-	{ "grace", required_argument, NULL, OPT_GRACE },
-	{ "cards", required_argument, NULL, OPT_CARDS },
-	{ "priority", required_argument, NULL, OPT_PRIORITY },
-	{ "burst", no_argument, NULL, OPT_BURST },
-	{ "preemptible", no_argument, NULL, OPT_PREEMPTIBLE },
-	{ "requeue", no_argument, NULL, OPT_REQUEUE },
-	{ "no-wait", no_argument, NULL, OPT_NOWAIT },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "allow", required_argument, NULL, OPT_ALLOW },
-	{ "deny-net", no_argument, NULL, OPT_DENYNET },
-	{ "add-host", required_argument, NULL, OPT_ADDHOST },
+/* run's own flags; the request's come from runopt.c's table. */
+static const struct option run_own_opts[] = {
 	{ "detach", no_argument, NULL, 'd' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "pull", required_argument, NULL, OPT_PULL },
 	{ "idempotency-key", required_argument, NULL, OPT_KEY },
 	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 }
 };
 
-/* --allow and --add-host: checked here, so a typo is a usage error. */
-static void
-run_request_fence(json_t *o, int ch, const char *v)
+/* getopt_long's table: the request's flags, then run's own. */
+static const struct option *
+run_opts(void)
 {
-	const struct cmd_entry	*c = &cmd_run_entry;
-	struct fence		*f = fence_create();
-	const char		*key = ch == OPT_ALLOW ? "allow" : "add_host";
-	char			*cause = NULL;
-	json_t			*a;
+	static struct option	 all[64];
 
-	if ((ch == OPT_ALLOW ? fence_allow(f, v, &cause) :
-	    fence_add_host(f, v, &cause)) != 0)
-		cmd_usage_error(c, "--%s: %s", ch == OPT_ALLOW ? "allow" :
-		    "add-host", cause);
-	fence_free(f);
-	if ((a = json_object_get(o, key)) == NULL) {
-		a = json_array();
-		json_object_set_new(o, key, a);
-	}
-	json_array_append_new(a, json_string(v));
+	return (runopt_options(all, nitems(all), run_own_opts,
+	    nitems(run_own_opts)));
 }
 
 /*
@@ -148,82 +125,19 @@ run_request_key(json_t *o)
 	json_object_set_new(o, "idempotency_key", json_string(key));
 }
 
-/* The scheduler's options: how many cards, priority, what may happen. */
-static void
-run_request_sched(json_t *o, int ch)
-{
-	const struct cmd_entry	*c = &cmd_run_entry;
-
-	switch (ch) {
-	case OPT_CARDS:
-		json_object_set_new(o, "cards", json_integer(cmd_arg_uint(c,
-		    "--cards", optarg, 1, 64)));
-		break;
-	case OPT_PRIORITY:
-		json_object_set_new(o, "priority", json_integer(cmd_arg_uint(c,
-		    "--priority", optarg, 0, 9)));
-		break;
-	case OPT_BURST:
-		json_object_set_new(o, "burst", json_true());
-		break;
-	case OPT_PREEMPTIBLE:
-		json_object_set_new(o, "preemptible", json_true());
-		break;
-	case OPT_REQUEUE:
-		json_object_set_new(o, "requeue", json_true());
-		break;
-	case OPT_NOWAIT:
-		json_object_set_new(o, "no_wait", json_true());
-		break;
-	case OPT_TIMEOUT:
-		json_object_set_new(o, "timeout_ms", json_integer(
-		    cmd_arg_duration(c, "--timeout", optarg)));
-		break;
-	case OPT_ALLOW:
-	case OPT_ADDHOST:
-		run_request_fence(o, ch, optarg);
-		break;
-	case OPT_DENYNET:
-		json_object_set_new(o, "deny_net", json_true());
-		break;
-	}
-}
-
 /* The request from the command line: share, caps, command, here and now. */
 static json_t *
 run_request(int argc, char **argv, int *flags, char ***pulls)
 {
 	const struct cmd_entry	*c = &cmd_run_entry;
-	json_t			*o, *a, *v;
-	char			*cwd, *why;
-	mode_t			 mask;
+	json_t			*o;
+	char			*cause = NULL, *why;
 	size_t			 n;
-	int			 ch, i;
+	int			 ch;
 
 	o = json_object();
-	while ((ch = cmd_getopt(c, argc, argv, "dqh", run_opts)) != -1) {
+	while ((ch = cmd_getopt(c, argc, argv, "dqh", run_opts())) != -1) {
 		switch (ch) {
-		case OPT_SHARE:
-			json_object_set_new(o, "share", json_real(
-			    cmd_arg_share(c, "--share", optarg) / 100.0));
-			break;
-		case OPT_MEM:
-			json_object_set_new(o, "mem", json_integer(
-			    (json_int_t)cmd_arg_size(c, "--mem", optarg)));
-			break;
-		case OPT_CARD:
-			if (strspn(optarg, "0123456789") == strlen(optarg))
-				json_object_set_new(o, "card",
-				    json_integer(cmd_arg_uint(c, "--card",
-				    optarg, 0, 1023)));
-			else
-				json_object_set_new(o, "card",
-				    json_string(optarg));
-			break;
-		case OPT_GRACE:
-			json_object_set_new(o, "grace_ms", json_integer(
-			    cmd_arg_duration(c, "--grace", optarg)));
-			break;
 		case 'd':
 			*flags |= RUN_DETACH;
 			break;
@@ -243,7 +157,9 @@ run_request(int argc, char **argv, int *flags, char ***pulls)
 			(*pulls)[n + 1] = NULL;
 			break;
 		default:
-			run_request_sched(o, ch);
+			if (runopt_apply(o, ch - RUNOPT_BASE, optarg,
+			    &cause) != 0)
+				cmd_usage_error(c, "%s", cause);
 			break;
 		}
 	}
@@ -251,12 +167,32 @@ run_request(int argc, char **argv, int *flags, char ***pulls)
 		cmd_usage_error(c, "a command to run is needed (gmux run -- "
 		    "COMMAND)");
 	run_request_key(o);
+	run_request_here(c, o, argc - optind, argv + optind);
+	/* An array's elements are followed one by one: it is detached. */
+	if (json_object_get(o, "array") != NULL)
+		*flags |= RUN_DETACH;
+	return (o);
+}
+
+/*
+ * What a request takes from here and now: the command (argc words of
+ * argv), this environment, this directory (unless --chdir said), the
+ * umask.  gmux run and gmux submit share it.
+ */
+void
+run_request_here(const struct cmd_entry *c, json_t *o, int argc, char **argv)
+{
+	json_t	*a, *v;
+	char	*cwd;
+	mode_t	 mask;
+	int	 i;
+
 	/* JSON carries UTF-8 only: say so rather than lose an argument. */
 	a = json_array();
-	for (i = optind; i < argc; i++) {
+	for (i = 0; i < argc; i++) {
 		if ((v = json_string(argv[i])) == NULL)
 			cmd_usage_error(c, "argument %d of the command is not "
-			    "valid UTF-8", i - optind);
+			    "valid UTF-8", i);
 		json_array_append_new(a, v);
 	}
 	json_object_set_new(o, "argv", a);
@@ -265,23 +201,26 @@ run_request(int argc, char **argv, int *flags, char ***pulls)
 		if ((v = json_string(environ[i])) != NULL)
 			json_array_append_new(a, v);
 		else
-			fprintf(stderr, "gmux run: %.*s is not valid UTF-8; "
-			    "the job will not have it\n",
+			fprintf(stderr, "gmux %s: %.*s is not valid UTF-8; "
+			    "the job will not have it\n", c->name,
 			    (int)strcspn(environ[i], "="), environ[i]);
 	}
 	json_object_set_new(o, "env", a);
-	if ((cwd = getcwd(NULL, 0)) == NULL) {
-		fprintf(stderr, "gmux run: this directory is gone\n");
-		exit(RUN_FAILED);
+	if (json_object_get(o, "cwd") == NULL) {	/* (--chdir) */
+		if ((cwd = getcwd(NULL, 0)) == NULL) {
+			fprintf(stderr, "gmux %s: this directory is gone\n",
+			    c->name);
+			exit(RUN_FAILED);
+		}
+		if ((v = json_string(cwd)) == NULL)
+			cmd_usage_error(c, "this directory's path is not "
+			    "valid UTF-8");
+		json_object_set_new(o, "cwd", v);
+		free(cwd);
 	}
-	if ((v = json_string(cwd)) == NULL)
-		cmd_usage_error(c, "this directory's path is not valid UTF-8");
-	json_object_set_new(o, "cwd", v);
-	free(cwd);
 	mask = umask(0);
 	umask(mask);
 	json_object_set_new(o, "umask", json_integer(mask));
-	return (o);
 }
 
 /*

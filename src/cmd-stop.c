@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "gmux.h"
 
@@ -30,6 +31,31 @@ static const struct option stop_opts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+/*
+ * An array answers a stop at once (202) while its elements stop: waiting
+ * is polling it until it has ended.
+ */
+static void
+stop_wait_array(const char *job)
+{
+	struct timespec		 ts = { 0, 100 * 1000000L };
+	struct client_reply	 r;
+	char			*path;
+	int			 ended = 0;
+
+	xasprintf(&path, "/v1/jobs/%s", job);
+	while (!ended) {
+		if (client_call("GET", path, NULL, &r) != 0 || r.status != 200)
+			ended = 1;	/* gone: nothing to wait for */
+		else
+			ended = !json_is_null(json_object_get(r.body, "ended"));
+		client_reply_clear(&r);
+		if (!ended)
+			nanosleep(&ts, NULL);
+	}
+	free(path);
+}
+
 static int
 stop_one(const char *job, int64_t grace, int wait)
 {
@@ -47,6 +73,9 @@ stop_one(const char *job, int64_t grace, int wait)
 	json_decref(body);
 	if (rc != 0 || client_ok(&r, "stop") != 0)
 		rc = -1;
+	else if (wait && r.status == 202 &&
+	    json_object_get(r.body, "count") != NULL)
+		stop_wait_array(job);
 	client_reply_clear(&r);
 	return (rc);
 }

@@ -12,6 +12,9 @@
 static const struct cmd_entry *cmd_table[] = {
 	&cmd_serve_entry,
 	&cmd_run_entry,
+	&cmd_submit_entry,
+	&cmd_status_entry,
+	&cmd_queue_entry,
 	&cmd_ps_entry,
 	&cmd_logs_entry,
 	&cmd_attach_entry,
@@ -196,18 +199,6 @@ cmd_arg_duration(const struct cmd_entry *c, const char *opt, const char *v)
 	char	*cause;
 
 	if (parse_duration(v, &n, &cause) != 0)
-		cmd_usage_error(c, "%s: %s", opt, cause);
-	return (n);
-}
-
-u_int
-cmd_arg_uint(const struct cmd_entry *c, const char *opt, const char *v,
-    u_int min, u_int max)
-{
-	u_int	 n;
-	char	*cause;
-
-	if (parse_uint(v, min, max, &n, &cause) != 0)
 		cmd_usage_error(c, "%s: %s", opt, cause);
 	return (n);
 }

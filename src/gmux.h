@@ -218,6 +218,67 @@ uint32_t	 frame_len(const u_char *);
 ssize_t		 frame_parse(const void *, size_t, struct frame *, char **);
 int		 frame_counts(u_char);
 
+/* array.c: an array job's indices, "0-15%4" (pure) */
+#define ARRAY_MAX_INDEX	999999
+struct array_range {
+	u_int		 lo;
+	u_int		 hi;		/* the last index the step reaches */
+	u_int		 step;
+};
+struct array_spec {
+	struct array_range *v;		/* ascending, not overlapping */
+	u_int		 n;
+	u_int		 count;		/* indices in all */
+	u_int		 limit;		/* at most this many at once; 0: any */
+};
+int		 array_parse(const char *, struct array_spec *, char **);
+void		 array_clear(struct array_spec *);
+u_int		 array_index(const struct array_spec *, u_int);
+int64_t		 array_position(const struct array_spec *, u_int);
+char		*array_format(const struct array_spec *, u_int);
+
+/* jobspec.c: a request's placement directives (docs/scheduling.md) */
+enum jobspec_mode {
+	JOBSPEC_SHARED,			/* a guaranteed share, memory fits */
+	JOBSPEC_EXCLUSIVE,		/* whole cards */
+	JOBSPEC_OVERCOMMIT,		/* on measured use; memory unreserved */
+};
+struct jobspec {
+	char		*name;		/* --job-name; NULL: none */
+	char		*gpu_type;	/* a vendor or model; NULL: any */
+	u_int		 gpus;		/* --gpus N; 0: not asked */
+	u_int		 cpus;		/* 0: not asked */
+	uint64_t	 ram;		/* 0: not asked */
+	uint64_t	 vram;		/* free memory on each card; 0: any */
+	char		*server;	/* the member it must run on */
+	enum jobspec_mode mode;
+	int64_t		 time_ms;	/* stopped past this run time; 0: no */
+	char		*output;	/* stdout to this file too */
+	char		*error;		/* stderr to this file too */
+	char		*partition;	/* a member's tag */
+	u_int		 nodes;		/* members at once (a gang); 1 */
+	char		*array;		/* the array's indices; NULL: one job */
+	json_t		*payloads;	/* element i reads payload i; NULL */
+	/* An array's element (set by the daemon, saved, never asked for): */
+	u_int		 array_of;	/* its array's id; 0: not an element */
+	u_int		 array_index;
+	u_int		 array_count;
+	int		 stdin_file;	/* reads its directory's "stdin" */
+	int64_t		 array_submit;	/* its array's submission: its age */
+};
+struct jobreq;
+void		 jobspec_init(struct jobspec *);
+void		 jobspec_clear(struct jobspec *);
+int		 jobspec_field(const char *, json_t *, struct jobreq *,
+		     char **);
+int		 jobspec_finish(json_t *, struct jobreq *, char **);
+void		 jobspec_to_json(const struct jobspec *, json_t *);
+json_t		*jobspec_element_json(const struct jobspec *);
+int		 jobspec_element_from_json(json_t *, struct jobspec *,
+		     char **);
+int		 jobspec_gpus(const char *, char **, u_int *, char **);
+int		 jobspec_time(const char *, int64_t *, char **);
+
 /* jobreq.c: what a client asks for when it starts a job */
 #define JOB_BURST	0x1
 #define JOB_PREEMPTIBLE	0x2
@@ -245,6 +306,7 @@ struct jobreq {
 					   request) */
 	char		 *key;		/* idempotency_key: a retry's job is
 					   the first's (per owner) */
+	struct jobspec	  spec;		/* placement directives */
 };
 #define JOBREQ_KEY_MAX	64
 #define JOBREQ_KEY_RULE	"1 to 64 letters, digits, '.', '_', ':' or '-'"
@@ -509,6 +571,7 @@ struct sched_req {			/* a job as the scheduler sees it */
 	int		 flags;		/* JOB_BURST, JOB_PREEMPTIBLE... */
 	int64_t		 submit;	/* ms; when it (re)entered the queue */
 	int64_t		 timeout;	/* ms it may wait; 0: no bound */
+	uint64_t	 only;		/* the cards it may have; 0: any */
 };
 struct sched_run {			/* where a running job is */
 	uint64_t	 cards;		/* bit i: card i */
@@ -707,7 +770,7 @@ enum job_state {
 struct follower;
 struct job {
 	u_int		 id;
-	char		 name[16];	/* "j12" */
+	char		 name[24];	/* "j12", an array's element "j12_3" */
 	char		*owner;
 	struct jobreq	 req;
 	enum job_state	 state;
@@ -756,6 +819,7 @@ void		 job_requeue(struct job *);
 json_t		*job_to_json(const struct job *);
 json_t		*job_info_json(const struct job *);
 void		 job_free(struct job *);
+void		 job_env_set(char ***, const char *, ...) printflike(2, 3);
 
 /* job-state.c: the one place a job's state changes */
 #define JOB_QUIET	0x1	/* its followers are told later (job_tell) */
@@ -778,6 +842,9 @@ struct keeper_spec {
 	const struct fence *fence;	/* NULL: not fenced */
 	const struct jail_spec *jail;	/* a remote job's; NULL: none */
 	const struct overlay *overlay;	/* its tree's; NULL: none */
+	const char	 *stdin_path;	/* NULL: /dev/null */
+	const char	 *out_path;	/* stdout copied here too; NULL */
+	const char	 *err_path;	/* stderr copied here too; NULL */
 };
 pid_t		 keeper_spawn(const struct keeper_spec *, int *, char **);
 int		 keeper_connect(u_int);
@@ -792,6 +859,7 @@ u_int		 state_peek_id(void);
 void		 state_save_job(const struct job *);
 void		 state_load_jobs(void);
 void		 state_delete_job(u_int);
+struct db	*state_database(void);
 
 /* config.c: the daemon's settings, KEY=VALUE */
 struct config_entry {
@@ -1433,6 +1501,24 @@ void		 server_sched_resume(void);
 void		 server_sched_card(u_int, u_int *, uint64_t *, u_int *);
 int		 server_sched_where(const struct job *, u_int *, char **);
 
+/* jobspec-host.c: what this host makes of a job's directives */
+int		 jobspec_host_check(struct job *, int *, char **);
+uint64_t	 jobspec_host_cards(const struct jobspec *);
+void		 jobspec_host_env(const struct job *, char ***);
+int		 jobspec_host_paths(const struct job *, char **, char **,
+		     char **);
+void		 jobspec_host_tick(void);
+
+/* job-array.c, job-array-store.c: arrays, one record until elements start */
+struct job_array;
+int		 job_array_create(struct jobreq *, const char *, json_t **,
+		     int *, char **);
+struct job_array *job_array_find(const char *);
+void		 job_array_started(struct job *);
+void		 job_array_ended(struct job *);
+void		 job_array_load(void);
+u_int		 job_array_prune(int64_t);
+
 /* server-api.c: the route table and request helpers */
 struct evhttp;
 /*
@@ -1478,6 +1564,19 @@ void		 api_job_log(struct evhttp_request *, const char *,
 void		 api_job_patch(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_job_explain(struct evhttp_request *, const char *,
+		     const struct api_who *);
+int		 api_stop_body(struct evhttp_request *, int64_t *, int *,
+		     json_t **);
+
+/* api-array.c, api-queue.c: arrays, their elements' status, the queue */
+int		 api_array_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+int		 api_array_stop(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_array_list(json_t *, int, const struct api_who *);
+void		 api_job_status(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_queue_list(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_cards_list(struct evhttp_request *, const char *,
 		     const struct api_who *);
@@ -1696,8 +1795,6 @@ u_int		 cmd_arg_share(const struct cmd_entry *, const char *,
 		     const char *);
 int64_t		 cmd_arg_duration(const struct cmd_entry *, const char *,
 		     const char *);
-u_int		 cmd_arg_uint(const struct cmd_entry *, const char *,
-		     const char *, u_int, u_int);
 json_t		*cmd_call(const struct cmd_entry *, const char *, const char *,
 		     json_t *);
 
@@ -1717,5 +1814,8 @@ extern const struct cmd_entry cmd_version_entry;
 extern const struct cmd_entry cmd_remote_entry;
 extern const struct cmd_entry cmd_token_entry;
 extern const struct cmd_entry cmd_help_entry;
+extern const struct cmd_entry cmd_submit_entry;
+extern const struct cmd_entry cmd_status_entry;
+extern const struct cmd_entry cmd_queue_entry;
 
 #endif /* GMUX_H */

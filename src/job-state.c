@@ -109,6 +109,9 @@ job_set_state(struct job *j, enum job_state s, int flags)
 	job_save(j);
 	if (~flags & JOB_QUIET)
 		job_tell(j);
+	/* An array's element: its array counts its end (once). */
+	if (j->req.spec.array_of != 0 && job_ended(j))
+		job_array_ended(j);
 }
 
 /*

@@ -41,19 +41,29 @@ job_find_id(u_int id)
 	return (NULL);
 }
 
-/* Finds a job by "j12" or "12". */
+/* Finds a job by "j12" or "12", an array's element by "j12_3". */
 struct job *
 job_find(const char *name)
 {
-	u_int	 id;
-	char	*cause = NULL;
+	struct job	*j;
+	u_int		 id;
+	char		*cause = NULL;
 
+	if (strchr(name, '_') != NULL) {
+		TAILQ_FOREACH_REVERSE(j, &all_jobs, jobs, entry) {
+			if (strcmp(j->name, name) == 0 || (*name != 'j' &&
+			    strcmp(j->name + 1, name) == 0))
+				return (j);
+		}
+		return (NULL);
+	}
 	if (*name == 'j')
 		name++;
 	if (parse_uint(name, 1, UINT32_MAX - 1, &id, &cause) != 0) {
 		free(cause);
 		return (NULL);
 	}
+	/* (an array's element too: its own number, as the books name it) */
 	return (job_find_id(id));
 }
 
@@ -65,10 +75,10 @@ job_create(u_int id, const char *owner, struct jobreq *req)
 
 	j = xcalloc(1, sizeof *j);
 	j->id = id;
-	snprintf(j->name, sizeof j->name, "j%u", id);
 	j->owner = xstrdup(owner);
 	j->req = *req;
 	jobreq_init(req);
+	job_set_id(j, id);
 	j->seats = j->req.seats;
 	j->mem = j->req.mem;
 	j->card = -1;
@@ -87,8 +97,14 @@ job_create(u_int id, const char *owner, struct jobreq *req)
 void
 job_set_id(struct job *j, u_int id)
 {
+	const struct jobspec	*s = &j->req.spec;
+
 	j->id = id;
-	snprintf(j->name, sizeof j->name, "j%u", id);
+	if (s->array_of != 0)
+		snprintf(j->name, sizeof j->name, "j%u_%u", s->array_of,
+		    s->array_index);
+	else
+		snprintf(j->name, sizeof j->name, "j%u", id);
 }
 
 void
@@ -109,12 +125,9 @@ job_free(struct job *j)
 	free(j);
 }
 
-static void
-env_set(char ***envp, const char *fmt, ...) printflike(2, 3);
-
 /* Appends NAME=VALUE to a NULL-terminated vector, replacing NAME if set. */
-static void
-env_set(char ***envp, const char *fmt, ...)
+void
+job_env_set(char ***envp, const char *fmt, ...)
 {
 	va_list	 ap;
 	char	*kv, **v = *envp;
@@ -161,7 +174,7 @@ job_env_devices(struct job *j, char ***envp)
 		free(old);
 		free(id);
 	}
-	env_set(envp, "%s=%s", var, list);
+	job_env_set(envp, "%s=%s", var, list);
 	free(list);
 }
 
@@ -179,7 +192,7 @@ job_env_jail(struct job *j, char ***envp)
 
 	tmp = path_job_file(j->id, "tmp");
 	for (i = 0; i < nitems(vars); i++)
-		env_set(envp, "%s=%s", vars[i], tmp);
+		job_env_set(envp, "%s=%s", vars[i], tmp);
 	free(tmp);
 }
 
@@ -198,14 +211,14 @@ job_env(struct job *j, char **cause)
 		env = strv_copy(j->req.env);
 	else {
 		env = xcalloc(1, sizeof *env);
-		env_set(&env, "PATH=/usr/local/bin:/usr/bin:/bin");
+		job_env_set(&env, "PATH=/usr/local/bin:/usr/bin:/bin");
 		if (getenv("HOME") != NULL)
-			env_set(&env, "HOME=%s", getenv("HOME"));
+			job_env_set(&env, "HOME=%s", getenv("HOME"));
 	}
 	share = format_share(j->seats);
-	env_set(&env, "GMUX_JOB_ID=%s", j->name);
-	env_set(&env, "GMUX_SHARE=%s", share);
-	env_set(&env, "GMUX_MEM=%llu", (unsigned long long)j->mem);
+	job_env_set(&env, "GMUX_JOB_ID=%s", j->name);
+	job_env_set(&env, "GMUX_SHARE=%s", share);
+	job_env_set(&env, "GMUX_MEM=%llu", (unsigned long long)j->mem);
 	free(share);
 	for (c = 0; c < server_cards.n; c++) {
 		if ((j->cards & (1ULL << c)) == 0)
@@ -220,6 +233,7 @@ job_env(struct job *j, char **cause)
 		job_env_devices(j, &env);
 	if (j->req.confined)
 		job_env_jail(j, &env);
+	jobspec_host_env(j, &env);
 	return (env);
 }
 
@@ -329,7 +343,8 @@ job_start(struct job *j, char **cause)
 	struct keeper_spec	 s;
 	struct jail_spec	 js;
 	struct overlay		*ov = NULL;
-	char			*dir, *path;
+	char			*dir, *path, *out_path = NULL;
+	char			*err_path = NULL, *in_path = NULL;
 	int			 rc = -1, fd;
 
 	/* Confined when it came, confined now, or not started at all. */
@@ -375,6 +390,12 @@ job_start(struct job *j, char **cause)
 	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
+	if (jobspec_host_paths(j, &out_path, &err_path, cause) != 0)
+		goto out;
+	s.out_path = out_path;
+	s.err_path = err_path;
+	if (j->req.spec.stdin_file)
+		s.stdin_path = in_path = path_job_file(j->id, "stdin");
 	/*
 	 * Recorded as running before its keeper exists: a daemon killed in
 	 * between finds a running job without a keeper (failed), never a
@@ -395,6 +416,9 @@ job_start(struct job *j, char **cause)
 		enforce_forget(j->id);
 out:
 	strv_free(s.env);
+	free(out_path);
+	free(err_path);
+	free(in_path);
 	jail_spec_clear(&js);
 	overlay_free(ov);
 	free(dir);
@@ -480,7 +504,7 @@ job_close_link(struct job *j)
 static void
 job_lost(struct job *j)
 {
-	char	 env[32];
+	char	 env[48];
 	int64_t	 last;
 
 	snprintf(env, sizeof env, "GMUX_JOB_ID=%s", j->name);
@@ -812,6 +836,14 @@ job_to_json(const struct job *j)
 	    json_null());
 	json_object_set_new(o, "audit", j->audit ? json_string(j->audit) :
 	    json_null());
+	jobspec_to_json(&j->req.spec, o);
+	if (j->req.spec.array_of != 0) {
+		json_object_set_new(o, "array_job", json_sprintf("j%u",
+		    j->req.spec.array_of));
+		json_object_set_new(o, "array_index",
+		    json_integer(j->req.spec.array_index));
+		json_object_set_new(o, "job_id", json_sprintf("j%u", j->id));
+	}
 	job_json_sched(o, j);
 	return (o);
 }

@@ -24,6 +24,7 @@ jobreq_init(struct jobreq *r)
 	r->priority = 5;
 	r->grace_ms = 10 * 1000;
 	r->umask = -1;
+	jobspec_init(&r->spec);
 }
 
 void
@@ -36,6 +37,7 @@ jobreq_clear(struct jobreq *r)
 	fence_free(r->fence);
 	free(r->manifest);
 	free(r->key);
+	jobspec_clear(&r->spec);
 	jobreq_init(r);
 }
 
@@ -293,6 +295,8 @@ field_from_json(const char *k, json_t *v, struct jobreq *r, char **cause)
 		xasprintf(cause, "confined: the host decides, not a request");
 		return (-1);
 	}
+	if ((n = jobspec_field(k, v, r, cause)) != 1)
+		return ((int)n);
 	/* The fence's fields are read together once the loop is done. */
 	if (strcmp(k, "allow") == 0 || strcmp(k, "deny_net") == 0 ||
 	    strcmp(k, "add_host") == 0)
@@ -326,6 +330,10 @@ jobreq_from_json(json_t *o, struct jobreq *r, char **cause)
 		xasprintf(cause, "argv: a command is needed");
 		return (-1);
 	}
+	if (jobspec_finish(o, r, cause) != 0)
+		return (-1);
+	if (r->spec.gpus != 0)
+		have_cards = 1;
 	fence_free(r->fence);
 	if (fence_from_json(o, &r->fence, cause) != 0)
 		return (-1);
@@ -354,12 +362,21 @@ int
 jobreq_from_saved(json_t *o, struct jobreq *r, char **cause)
 {
 	int	 confined = json_is_true(json_object_get(o, "confined"));
+	json_t	*el = json_incref(json_object_get(o, "element"));
+	int	 rc = -1;
 
 	json_object_del(o, "confined");
+	json_object_del(o, "element");
 	if (jobreq_from_json(o, r, cause) != 0)
-		return (-1);
+		goto out;
+	if (el != NULL &&
+	    jobspec_element_from_json(el, &r->spec, cause) != 0)
+		goto out;
 	r->confined = confined;
-	return (0);
+	rc = 0;
+out:
+	json_decref(el);
+	return (rc);
 }
 
 /*
@@ -443,5 +460,8 @@ jobreq_to_json(const struct jobreq *r)
 		json_object_set_new(o, "idempotency_key", json_string(r->key));
 	if (r->confined)
 		json_object_set_new(o, "confined", json_true());
+	jobspec_to_json(&r->spec, o);
+	if ((a = jobspec_element_json(&r->spec)) != NULL)
+		json_object_set_new(o, "element", a);
 	return (o);
 }

@@ -46,6 +46,7 @@ struct keeper {
 	int		 log_fd;
 	int		 out_fd;	/* the job's stdout, -1 at EOF */
 	int		 err_fd;
+	int		 copy_fd[2];	/* --output, --error files; -1: none */
 	int		 sig_fd;
 	int		 listen_fd;
 	int		 conns[KEEPER_MAX_CONNS];
@@ -123,7 +124,11 @@ keeper_child(struct keeper *k, int out, int err, int errpipe)
 	sigprocmask(SIG_SETMASK, &set, NULL);
 	if (s->umask >= 0)
 		umask((mode_t)s->umask);
-	if ((null = open("/dev/null", O_RDONLY)) != -1)
+	if (s->stdin_path != NULL) {
+		if ((null = open(s->stdin_path, O_RDONLY|O_NOFOLLOW)) == -1)
+			keeper_child_fail(errpipe, 'i');
+		dup2(null, 0);
+	} else if ((null = open("/dev/null", O_RDONLY)) != -1)
 		dup2(null, 0);
 	dup2(out, 1);
 	dup2(err, 2);
@@ -224,6 +229,41 @@ keeper_resolve(struct keeper *k)
 	return (found);
 }
 
+/*
+ * The files --output and --error name (absolute, made by the daemon): the
+ * job's stdout and stderr go there as well as to its log.  The same path
+ * for both is one file.  They are the job's files: made with its umask.
+ */
+static int
+keeper_open_copies(struct keeper *k)
+{
+	const char	*path[2] = { k->spec->out_path, k->spec->err_path };
+	mode_t		 old = 0;
+	int		 i, rc = -1;
+
+	if (k->spec->umask >= 0)
+		old = umask((mode_t)k->spec->umask);
+	for (i = 0; i < 2; i++) {
+		k->copy_fd[i] = -1;
+		if (path[i] == NULL)
+			continue;
+		if (i == 1 && path[0] != NULL && strcmp(path[0], path[1]) == 0)
+			k->copy_fd[1] = k->copy_fd[0];
+		else if ((k->copy_fd[i] = open(path[i], O_WRONLY|O_CREAT|
+		    O_TRUNC|O_APPEND|O_CLOEXEC|O_NOFOLLOW, 0666)) == -1) {
+			xasprintf(&k->error, "%s: %s", path[i],
+			    strerror(errno));
+			k->error_code = 126;
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (k->spec->umask >= 0)
+		umask(old);
+	return (rc);
+}
+
 /* Starts the job; on failure records why (the job then "failed"). */
 static int
 keeper_start_job(struct keeper *k)
@@ -232,6 +272,8 @@ keeper_start_job(struct keeper *k)
 	char	 stage = 0;
 	ssize_t	 n;
 
+	if (keeper_open_copies(k) != 0)
+		return (-1);
 	if (pipe2(out, O_CLOEXEC) == -1 || pipe2(err, O_CLOEXEC) == -1 ||
 	    pipe2(ep, O_CLOEXEC) == -1) {
 		xasprintf(&k->error, "pipe: %s", strerror(errno));
@@ -275,7 +317,7 @@ keeper_start_job(struct keeper *k)
 	if (k->error == NULL && n == 1 &&
 	    read(ep[0], &e, sizeof e) == (ssize_t)sizeof e) {
 		xasprintf(&k->error, "%s: %s", stage == 'c' ? k->spec->cwd :
-		    k->spec->argv[0], strerror(e));
+		    stage == 'i' ? "stdin" : k->spec->argv[0], strerror(e));
 		k->error_code = stage == 'x' && e == ENOENT ? 127 : 126;
 	}
 	close(ep[0]);
@@ -421,6 +463,9 @@ keeper_pump(struct keeper *k, int fd, u_char type)
 	if (n <= 0)
 		return (-1);
 	keeper_frame(k, type, buf, (size_t)n);
+	if (k->copy_fd[type == FRAME_STDERR] != -1 &&
+	    write_all(k->copy_fd[type == FRAME_STDERR], buf, (size_t)n) == -1)
+		k->copy_fd[type == FRAME_STDERR] = -1;	/* the log has it */
 	return (0);
 }
 
@@ -766,6 +811,7 @@ keeper_main(const struct keeper_spec *s, int link)
 	memset(&k, 0, sizeof k);
 	k.spec = s;
 	k.out_fd = k.err_fd = -1;
+	k.copy_fd[0] = k.copy_fd[1] = -1;
 	for (i = 0; i < KEEPER_MAX_CONNS; i++)
 		k.conns[i] = -1;
 	k.conns[0] = link;

@@ -44,7 +44,7 @@ retention_remove_dir(u_int id)
 	free(dir);
 }
 
-/* Removes what ended before cutoff; returns how many jobs went. */
+/* Removes what ended before cutoff; returns how many jobs (and arrays) went. */
 static u_int
 retention_prune(int64_t cutoff)
 {
@@ -62,6 +62,7 @@ retention_prune(int64_t cutoff)
 		job_free(j);
 		n++;
 	}
+	n += job_array_prune(cutoff);
 	return (n);
 }
 

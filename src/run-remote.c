@@ -222,7 +222,8 @@ run_warnings(const struct remote *rm, json_t *job)
 /*
  * Starts the job on rm (syncing first; again once if the host lost blobs
  * meanwhile).  Returns 0 with *job (the host's reply), 409 if it did not
- * fit there now, 400 if the request was bad, or -1 (printed).
+ * fit there now, 422 if it never could (no card of its type), 400 if the
+ * request was bad, or -1 (printed).
  */
 static int
 run_start(const struct remote *rm, json_t *req, const char *cwd,
@@ -231,7 +232,7 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 	struct client_reply	 r;
 	char			 mdigest[DIGEST_HEX];
 	json_t			*body;
-	int			 tries, rc;
+	int			 tries, code;
 
 	for (tries = 0; tries < 2; tries++) {
 		if (run_sync(rm, cwd, mdigest) != 0)
@@ -251,16 +252,17 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 			break;
 		client_reply_clear(&r);
 	}
-	if (r.status == 409) {
+	if (r.status == 409 || r.status == 422) {
 		fprintf(stderr, "gmux run: %s: %s\n", rm->name, r.error);
+		code = (int)r.status;
 		client_reply_clear(&r);
-		return (409);
+		return (code);
 	}
 	fprintf(stderr, "gmux run: %s: %s\n", rm->name, r.error ? r.error :
 	    "refused");
-	rc = r.status == 400 ? 400 : -1;
+	code = r.status == 400 ? 400 : -1;
 	client_reply_clear(&r);
-	return (rc);
+	return (code);
 }
 
 /* What a pull brought: how many files and bytes, or that none matched. */
@@ -401,7 +403,9 @@ run_remote(json_t *req, int flags, char **pulls)
 	if (run_too_big(req, &big))
 		return (RUN_FAILED);
 	for (i = 0; i < n; i++) {
-		if ((rc = run_start(rv[i], req, cwd, &job)) != 409)
+		/* Full now (409), or never (422: no card of its type): next. */
+		if ((rc = run_start(rv[i], req, cwd, &job)) != 409 &&
+		    rc != 422)
 			break;
 	}
 	if (rc != 0)

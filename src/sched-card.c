@@ -36,7 +36,7 @@ sched_card_need(const struct sched *s, const struct sched_req *r, u_int c)
 	return ((uint64_t)r->seats * s->card[c].memory / SEATS_PER_CARD);
 }
 
-/* The cards that could ever hold r (empty, and its pin if any). */
+/* The cards that could ever hold r (empty; its pin, its only cards). */
 uint64_t
 sched_card_eligible(const struct sched *s, const struct sched_req *r)
 {
@@ -47,6 +47,8 @@ sched_card_eligible(const struct sched *s, const struct sched_req *r)
 		return (0);
 	for (c = 0; c < s->ncards; c++) {
 		if (r->pin >= 0 && (u_int)r->pin != c)
+			continue;
+		if (r->only != 0 && !(r->only & BIT(c)))
 			continue;
 		if (sched_card_need(s, r, c) <= s->card[c].memory)
 			m |= BIT(c);
@@ -68,6 +70,8 @@ sched_card_fit(const struct sched *s, const struct sched_req *r, uint64_t cards,
 
 	if (r->pin >= 0)
 		cards &= (u_int)r->pin < s->ncards ? BIT(r->pin) : 0;
+	if (r->only != 0)
+		cards &= r->only;
 	while (cards != 0) {
 		c = __builtin_ctzll(cards);
 		cards &= cards - 1;

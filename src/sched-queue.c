@@ -115,6 +115,7 @@ class_hash(const struct sched_req *r)
 	h = r->seats | (uint64_t)r->ncards << 8 | (uint64_t)(r->pin + 1) << 16 |
 	    (uint64_t)r->prio << 28;
 	h ^= r->mem * 0x9e3779b97f4a7c15ULL;
+	h ^= r->only * 0xc2b2ae3d27d4eb4fULL;
 	return (h ^ (h >> 29));
 }
 
@@ -122,7 +123,8 @@ static int
 class_same(const struct sched_req *a, const struct sched_req *b)
 {
 	return (a->seats == b->seats && a->mem == b->mem &&
-	    a->ncards == b->ncards && a->pin == b->pin && a->prio == b->prio);
+	    a->ncards == b->ncards && a->pin == b->pin && a->prio == b->prio &&
+	    a->only == b->only);
 }
 
 static void
@@ -164,6 +166,7 @@ class_get(struct sched *s, const struct sched_req *r)
 	k->shape.mem = r->mem;
 	k->shape.ncards = r->ncards;
 	k->shape.pin = r->pin;
+	k->shape.only = r->only;
 	k->shape.prio = r->prio;
 	k->elig = sched_card_eligible(s, r);
 	TAILQ_INIT(&k->jobs);

@@ -37,6 +37,8 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/jobs/*/explain", api_job_explain },
 	{ EVHTTP_REQ_POST, "/v1/jobs/*/stop", api_job_stop },
 	{ EVHTTP_REQ_GET, "/v1/jobs/*/log", api_job_log },
+	{ EVHTTP_REQ_GET, "/v1/jobs/*/status", api_job_status },
+	{ EVHTTP_REQ_GET, "/v1/queue", api_queue_list },
 	{ EVHTTP_REQ_GET, "/v1/usage", api_usage },
 	{ EVHTTP_REQ_POST, "/v1/usage/prune", api_usage_prune },
 	{ EVHTTP_REQ_GET, "/v1/usage/verify", api_usage_verify },

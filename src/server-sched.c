@@ -43,6 +43,7 @@ server_sched_req(const struct job *j, struct sched_req *r)
 	r->flags = j->req.flags;
 	r->submit = j->submit;
 	r->timeout = j->req.timeout_ms;
+	r->only = jobspec_host_cards(&j->req.spec);
 }
 
 static void
@@ -83,6 +84,8 @@ server_sched_start(struct job *j)
 		j->reason = NULL;
 		job_save(j);
 		job_tell(j);	/* an attached run says it started */
+		if (j->req.spec.array_of != 0)
+			job_array_started(j);
 		return (0);
 	}
 	log_warnx("%s: %s: %s", __func__, j->name, cause);
@@ -205,6 +208,8 @@ server_sched_new(struct job *j, u_int id, struct sched_req *r, int *code,
 {
 	struct card	*c;
 
+	if (jobspec_host_check(j, code, cause) != 0)
+		return (-1);
 	if (j->req.card_uuid != NULL) {
 		if ((c = cards_find(&server_cards, j->req.card_uuid)) == NULL) {
 			xasprintf(cause, "card: no card '%s'",
@@ -261,7 +266,11 @@ server_sched_submit(struct job *j, u_int id, int *code, char **cause)
 
 	if (server_sched_new(j, id, &r, code, cause) != 0)
 		return (-1);
+	/* An array's element waits with its array's age, as one job. */
 	j->submit = clock_ms();
+	if (j->req.spec.array_submit != 0 &&
+	    j->req.spec.array_submit < j->submit)
+		j->submit = j->req.spec.array_submit;
 	r.submit = j->submit;
 	memset(&out, 0, sizeof out);
 	if (sched_submit(server_sched, &r, j->submit, &out) != 0) {

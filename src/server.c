@@ -229,6 +229,7 @@ server_tick(void)
 	enforce_tick(&server_cards, server_audit_done, NULL);
 	server_tick_usage();
 	server_sched_tick();
+	jobspec_host_tick();
 	follow_heartbeat(clock_mono_ms());
 	if (server_ledger != NULL &&
 	    ledger_tick(server_ledger, clock_ms(), &cause) != 0) {
@@ -333,6 +334,7 @@ server_setup(const char *fake, char **cause)
 	 * and one pass admits what fits.
 	 */
 	state_load_jobs();
+	job_array_load();
 	prepare_restore();
 	server_sched_restore();
 	server_adopt_keepers();

@@ -26,7 +26,12 @@ static const char state_schema[] =
     " state TEXT NOT NULL, reason TEXT, card INTEGER, seats INTEGER,"
     " mem INTEGER, exit_code INTEGER, created INTEGER, started INTEGER,"
     " ended INTEGER, keeper_pid INTEGER, pgid INTEGER, submit INTEGER,"
-    " cards INTEGER, by_job INTEGER, by_card INTEGER);";
+    " cards INTEGER, by_job INTEGER, by_card INTEGER);"
+    /* Arrays (job-array-store.c): their ids come from the same counter. */
+    "CREATE TABLE IF NOT EXISTS arrays ("
+    " id INTEGER PRIMARY KEY, owner TEXT NOT NULL, req TEXT NOT NULL,"
+    " next INTEGER NOT NULL, cancelled INTEGER NOT NULL, skipped TEXT,"
+    " created INTEGER NOT NULL, ended INTEGER NOT NULL);";
 
 int
 state_open(char **cause)
@@ -53,6 +58,13 @@ state_close(void)
 	state_db = NULL;
 }
 
+/* The database, for other files' tables (job-array-store.c's arrays). */
+struct db *
+state_database(void)
+{
+	return (state_db);
+}
+
 static void
 state_load_next(void)
 {
@@ -60,7 +72,8 @@ state_load_next(void)
 
 	st = db_prepare(state_db, "SELECT max((SELECT v FROM meta "
 	    "WHERE k = 'next_id'), "
-	    "coalesce((SELECT max(id) + 1 FROM jobs), 1))");
+	    "coalesce((SELECT max(id) + 1 FROM jobs), 1), "
+	    "coalesce((SELECT max(id) + 1 FROM arrays), 1))");
 	if (db_step(st) == 1)
 		state_next = (u_int)db_col_int(st, 0);
 	db_finalize(st);

@@ -274,7 +274,7 @@ top_job_cmp(const void *a, const void *b)
 static void
 top_job(struct top_frame *fr, json_t *j, int64_t now, int hosts)
 {
-	char		 card[16], share[16], rt[32], *mem;
+	char		 card[16], share[16], rt[32], *mem, id[32];
 	int64_t		 started, ended;
 	int		 seats;
 	json_t		*c = json_object_get(j, "card");
@@ -294,10 +294,15 @@ top_job(struct top_frame *fr, json_t *j, int64_t now, int hosts)
 	/* No cap yet (share x the card it has not got): as ps says it. */
 	mem = top_u64(json_object_get(j, "mem")) == 0 ? xstrdup("-") :
 	    format_size(top_u64(json_object_get(j, "mem")));
-	top_line(fr, "%-*.*s%sj%-5lld %-10.10s %-4s %-5s %-6s %-9.9s %s",
+	/* "j12", an array's element "j12_3" */
+	if (json_is_string(json_object_get(j, "id")))
+		snprintf(id, sizeof id, "%s", top_str(j, "id", "?"));
+	else
+		snprintf(id, sizeof id, "j%lld", (long long)top_job_id(j));
+	top_line(fr, "%-*.*s%s%-6s %-10.10s %-4s %-5s %-6s %-9.9s %s",
 	    hosts ? 10 : 0, hosts ? 10 : 0, top_str(j, "host", ""), hosts ?
-	    " " : "", (long long)top_job_id(j), top_str(j, "owner", "?"), card,
-	    share, mem, top_str(j, "state", "?"), rt);
+	    " " : "", id, top_str(j, "owner", "?"), card, share, mem,
+	    top_str(j, "state", "?"), rt);
 	free(mem);
 }
 
