@@ -182,6 +182,9 @@ SRCS += src/remote-net.c src/run-remote.c src/prepare.c src/server-guard.c
 SRCS += src/landlock.c src/jail.c
 BENCHES += $(O)/bench/jail-start
 
+# -- cluster (issue 15): etcd and members (docs/cluster.md)
+SRCS += src/etcd.c
+
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
 LIB = $(O)/libgmuxcore.a

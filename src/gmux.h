@@ -1587,6 +1587,8 @@ int		 digest_equal(const char *, const char *);
 void		 hex_encode(const u_char *, size_t, char *);
 void		 random_bytes(void *, size_t);
 void		 base64url_encode(const u_char *, size_t, char *);
+void		 base64_encode(const u_char *, size_t, char *);
+ssize_t		 base64_decode(const char *, size_t, u_char *);
 /* (end) */
 
 /* hmap.c (issue 7) */
