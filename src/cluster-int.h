@@ -74,4 +74,115 @@ struct etcd_call *etcd_observe(struct etcd *, const char *, etcd_cb, void *);
 void		 etcd_cancel(struct etcd_call *);
 int		 etcd_wait(struct etcd *, const int *);
 
+/* cluster-mirror.c: a prefix of keys kept in memory, by range and watch */
+struct mirror;
+struct mirror_entry {
+	char		*key;
+	json_t		*val;		/* NULL: deleted (a tombstone) */
+	int64_t		 mod_rev;	/* or the delete's revision */
+	int64_t		 create_rev;
+	int64_t		 lease;
+};
+typedef void	(*mirror_cb)(void *);
+struct mirror	*mirror_create(struct etcd *, const char *, mirror_cb, void *);
+void		 mirror_free(struct mirror *);
+int		 mirror_ready(const struct mirror *);
+int64_t		 mirror_revision(const struct mirror *);
+const struct mirror_entry *mirror_get(const struct mirror *, const char *);
+int		 mirror_next(const struct mirror *, size_t *,
+		     const struct mirror_entry **);
+void		 mirror_put(struct mirror *, const char *, json_t *, int64_t,
+		     int64_t);
+void		 mirror_delete(struct mirror *, const char *, int64_t);
+void		 mirror_restart(struct mirror *);
+
+/* cluster.c: this daemon as a member */
+#define CLUSTER_TICK_MS		250
+#define CLUSTER_KEEPALIVE_MS	1000
+#define CLUSTER_RECORD_MS	5000	/* a record's rewrites, at most */
+#define CLUSTER_GRACE_MS	2000	/* after a lease, before requeueing */
+#define CLUSTER_RETRY_MS	5000	/* a name taken: tried again */
+#define CLUSTER_POLITE_MS	2000	/* a better member live this long */
+struct cluster_card {
+	char		*vendor;
+	char		*model;
+	uint64_t	 memory;
+};
+struct cluster_member {			/* a member's record, parsed */
+	char		*name;
+	char		*addr;
+	char		*pin;
+	struct cluster_card *cards;
+	u_int		 ncards;
+	uint64_t	 gpumem;	/* all its cards together */
+	u_int		 cpus;
+	uint64_t	 ram;
+};
+struct cluster {
+	struct event_base *base;
+	struct etcd	*etcd;
+	char		*id;
+	char		*name;
+	char		*prefix;	/* "/gmux/ID/" */
+	char		*elect;		/* the election's name */
+	char		*instance;	/* this daemon's, in its record */
+	u_int		 ttl;		/* seconds */
+	int64_t		 lease;		/* 0: none */
+	int64_t		 last_ok;	/* mono ms of the last keepalive */
+	int64_t		 ka_sent;
+	int		 busy;		/* a lease or record call in flight */
+	int		 ka_busy;
+	int		 registered;
+	int64_t		 reg_next;	/* mono ms: the next try */
+	int64_t		 reg_mod;	/* our own older record's */
+	char		*record;	/* as last written */
+	int64_t		 record_at;
+	struct cluster_member self;
+	struct etcd_call *campaign;
+	int		 leading;
+	struct etcd_kv	 lkey;		/* our leader key while leading */
+	int64_t		 lead_since;	/* ms since the epoch */
+	json_t		*leader;	/* who leads, as last asked */
+	int64_t		 leader_asked;
+	int		 leader_busy;
+	int		 resigning;
+	char		*error;		/* why it is not a member, or NULL */
+	u_int		 nwrites;	/* records and jobs written */
+};
+extern struct cluster *cluster;
+const char	*cluster_key(const char *, ...) printflike(1, 2);
+int		 cluster_member_parse(json_t *, struct cluster_member *,
+		     char **);
+void		 cluster_member_clear(struct cluster_member *);
+int		 cluster_member_cmp(const struct cluster_member *,
+		     const struct cluster_member *);
+void		 cluster_set_error(const char *, ...) printflike(1, 2);
+void		 cluster_deposed(void);
+json_t		*cluster_fence(json_t *);
+
+/* cluster-sched.c: the leader's placement */
+struct cluster_shape {			/* what a job asks of one member */
+	u_int		 seats;		/* per card */
+	uint64_t	 mem;		/* per card; 0: share x memory */
+	u_int		 ncards;
+	u_int		 prio;
+	int		 flags;
+	int64_t		 submitted;
+};
+int		 cluster_shape_parse(json_t *, struct cluster_shape *,
+		     char **);
+char		*cluster_refusal(const struct cluster_member *, u_int,
+		     const struct cluster_shape *);
+void		 cluster_sched_start(void);
+void		 cluster_sched_stop(void);
+void		 cluster_sched_tick(int64_t);
+int		 cluster_sched_members(struct cluster_member **, u_int *);
+void		 cluster_sched_counts(uint64_t *, uint64_t *);
+
+/* cluster-job.c: jobs submitted, claimed, run and ended here */
+void		 cluster_job_start(void);
+void		 cluster_job_stop(void);
+void		 cluster_job_tick(int64_t);
+void		 cluster_job_cutoff(void);
+
 #endif

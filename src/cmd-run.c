@@ -149,7 +149,7 @@ run_request_sched(json_t *o, int ch)
 }
 
 /* The request from the command line: share, caps, command, here and now. */
-static json_t *
+json_t *
 run_request(int argc, char **argv, int *detach, char ***pulls)
 {
 	const struct cmd_entry	*c = &cmd_run_entry;

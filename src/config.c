@@ -25,6 +25,12 @@ static const char *config_keys[] = {
 	"REMOTE_LOOPBACK",
 	"AUTH_TIMEOUT",
 	"TCP_CONNECTIONS_MAX",
+	"CLUSTER_MODE",		/* clusters (docs/cluster.md) */
+	"CLUSTER_ID",
+	"ETCD",
+	"NAME",
+	"ADDR",
+	"CLUSTER_LEASE",
 };
 
 static struct config_entry	*config_entries;

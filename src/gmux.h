@@ -931,6 +931,20 @@ char		*sched_explain_impossible(const struct sched *,
 		     const struct sched_req *);
 /* (end) */
 
+/* cluster.c, api-cluster.c (issue 15): a member of a cluster on etcd */
+int		 cluster_init(struct event_base *, char **);
+void		 cluster_shutdown(void);
+void		 api_cluster_get(struct evhttp_request *, const char *);
+void		 api_cluster_members(struct evhttp_request *, const char *);
+void		 api_cluster_leader(struct evhttp_request *, const char *);
+void		 api_cluster_queue(struct evhttp_request *, const char *);
+void		 api_cluster_jobs(struct evhttp_request *, const char *);
+void		 api_cluster_submit(struct evhttp_request *, const char *);
+extern const struct cmd_entry cmd_cluster_entry;
+json_t		*run_request(int, char **, int *, char ***); /* cmd-run.c */
+extern const struct cmd_entry cmd_queue_entry;
+/* (end) */
+
 /* hash.c (issue 4): SHA-256 without OpenSSL's headers */
 #define HASH_LEN	32
 #define HASH_HEX_LEN	64
@@ -1531,6 +1545,7 @@ int		 server_tls_request(struct evhttp_request *);
 char		*server_tls_owner(struct evhttp_request *);
 int		 server_tls_may(struct evhttp_request *, const char *);
 int		 server_tls_start(char **);
+int		 server_tls_where(char **, const char **);
 void		 server_tls_stop(void);
 /* (end) */
 

@@ -310,6 +310,8 @@ server_setup(const char *fake, char **cause)
 
 	if (config_load(cause) != 0)
 		return (-1);
+	if (server_tls_addr == NULL)
+		server_tls_addr = config_get("ADDR");	/* docs/cluster.md */
 	if (cards_detect(&server_cards, fake, cause) != 0)
 		return (-1);
 	if (server_sched_init(cause) != 0)
@@ -347,6 +349,8 @@ server_setup(const char *fake, char **cause)
 		if (server_tls_start(cause) != 0)
 			return (-1);
 	}
+	if (cluster_init(server_base, cause) != 0)
+		return (-1);
 	return (0);
 }
 
@@ -399,6 +403,7 @@ server_main(const char *fake, int detach)
 	log_info("serving %s with %u card(s)", path_socket(), server_cards.n);
 	server_ready(ready);
 	event_base_dispatch(server_base);
+	cluster_shutdown();
 	evhttp_free(server_http);
 	server_tls_stop();
 	api_remote_close();

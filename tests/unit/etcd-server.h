@@ -48,7 +48,7 @@ etcd_server_free_port(void)
 static inline int
 etcd_server_start(struct etcd_server *s)
 {
-	char	 client[64], peer[64], cluster[96], cmd[160], *data;
+	char	 client[64], peer[64], initial[96], cmd[160], *data;
 	u_int	 i, pport;
 
 	snprintf(s->dir, sizeof s->dir, "/tmp/gmux-etcd.XXXXXX");
@@ -59,7 +59,7 @@ etcd_server_start(struct etcd_server *s)
 	snprintf(s->url, sizeof s->url, "http://127.0.0.1:%u", s->port);
 	snprintf(client, sizeof client, "http://127.0.0.1:%u", s->port);
 	snprintf(peer, sizeof peer, "http://127.0.0.1:%u", pport);
-	snprintf(cluster, sizeof cluster, "e1=%s", peer);
+	snprintf(initial, sizeof initial, "e1=%s", peer);
 	xasprintf(&data, "%s/data", s->dir);
 	if ((s->pid = fork()) == 0) {
 		int fd = open("/dev/null", O_WRONLY);
@@ -69,7 +69,7 @@ etcd_server_start(struct etcd_server *s)
 		    "--listen-client-urls", client, "--advertise-client-urls",
 		    client, "--listen-peer-urls", peer,
 		    "--initial-advertise-peer-urls", peer,
-		    "--initial-cluster", cluster,
+		    "--initial-cluster", initial,
 		    (char *)NULL);
 		_exit(127);
 	}

@@ -1,0 +1,223 @@
+/*
+ * cmd-cluster.c: gmux cluster ls/leader/ps/submit, the cluster this
+ * machine's daemon is a member of (docs/cluster.md).
+ */
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmux.h"
+
+static int	cmd_cluster_exec(int, char **);
+
+const struct cmd_entry cmd_cluster_entry = {
+	.name = "cluster",
+	.args = "ls [--json] | leader [--json] | ps [--json] | "
+	    "submit [RUN-FLAGS] -- COMMAND...",
+	.help = "the cluster this daemon is a member of",
+	.options =
+	    "  --json               ls, leader and ps as JSON\n"
+	    "\nls lists the live members: cards, CPUs, RAM, measured use, "
+	    "jobs, the leader.\nleader says who schedules, since when, and "
+	    "at what etcd revision.\nps lists the cluster's jobs in every "
+	    "state and where they run.\nsubmit queues a job for the cluster "
+	    "with gmux run's flags; it prints its id.\n",
+	.exec = cmd_cluster_exec,
+	.here = 1,
+};
+
+enum { OPT_JSON = 256 };
+
+static const struct option cluster_opts[] = {
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static const char *
+cl_str(json_t *o, const char *k)
+{
+	const char	*s = json_string_value(json_object_get(o, k));
+
+	return (s != NULL ? s : "-");
+}
+
+static char *
+cl_cards(json_t *cards)
+{
+	json_t	*c;
+	size_t	 i;
+	char	*s = xstrdup(""), *t, *mem;
+
+	json_array_foreach(cards, i, c) {
+		mem = format_size((uint64_t)json_integer_value(
+		    json_object_get(c, "memory")));
+		xasprintf(&t, "%s%s%s:%s", s, i ? "," : "", cl_str(c, "model"),
+		    mem);
+		free(mem);
+		free(s);
+		s = t;
+	}
+	if (*s == '\0') {
+		free(s);
+		s = xstrdup("-");
+	}
+	return (s);
+}
+
+static int
+cluster_ls(int json)
+{
+	static const char *const hdr[] = { "NAME", "CARDS", "CPUS", "RAM",
+	    "LOAD", "JOBS", "ADDR", "LEADER" };
+	struct table	*t;
+	json_t		*a, *m;
+	char		*cards, *ram, cpus[16], load[16], jobs[16];
+	size_t		 i;
+
+	a = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster/members", NULL);
+	if (json) {
+		json_print(a, stdout);
+		json_decref(a);
+		return (0);
+	}
+	t = table_create(hdr, nitems(hdr));
+	json_array_foreach(a, i, m) {
+		cards = cl_cards(json_object_get(m, "cards"));
+		ram = format_size((uint64_t)json_integer_value(
+		    json_object_get(m, "ram")));
+		snprintf(cpus, sizeof cpus, "%lld", (long long)
+		    json_integer_value(json_object_get(m, "cpus")));
+		snprintf(load, sizeof load, "%.1f", json_number_value(
+		    json_object_get(json_object_get(m, "use"), "load")));
+		snprintf(jobs, sizeof jobs, "%lld", (long long)
+		    json_integer_value(json_object_get(m, "jobs")));
+		table_add(t, cl_str(m, "name"), cards, cpus, ram, load, jobs,
+		    cl_str(m, "addr"), json_is_true(json_object_get(m,
+		    "leader")) ? "*" : "");
+		free(cards);
+		free(ram);
+	}
+	table_print(t, stdout);
+	table_free(t);
+	json_decref(a);
+	return (0);
+}
+
+static int
+cluster_leader(int json)
+{
+	json_t	*o;
+	char	*age;
+
+	o = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster/leader", NULL);
+	if (json)
+		json_print(o, stdout);
+	else {
+		age = format_age(clock_ms() - json_integer_value(
+		    json_object_get(o, "since")));
+		printf("%s leads since %s ago (leader key revision %lld, etcd "
+		    "revision %lld)\n", cl_str(o, "name"), age, (long long)
+		    json_integer_value(json_object_get(o, "revision")),
+		    (long long)json_integer_value(json_object_get(o,
+		    "etcd_revision")));
+		free(age);
+	}
+	json_decref(o);
+	return (0);
+}
+
+static int
+cluster_ps(int json)
+{
+	static const char *const hdr[] = { "ID", "STATE", "MEMBER", "OWNER",
+	    "EXIT", "COMMAND" };
+	struct table	*t;
+	json_t		*a, *j, *argv, *x;
+	char		 code[16], *cmd;
+	char		**v;
+	size_t		 i, k;
+
+	a = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster/jobs", NULL);
+	if (json) {
+		json_print(a, stdout);
+		json_decref(a);
+		return (0);
+	}
+	t = table_create(hdr, nitems(hdr));
+	json_array_foreach(a, i, j) {
+		argv = json_object_get(json_object_get(j, "req"), "argv");
+		v = xcalloc(json_array_size(argv) + 1, sizeof *v);
+		json_array_foreach(argv, k, x)
+			v[k] = (char *)json_string_value(x);
+		cmd = strv_join(v, " ");
+		free(v);
+		x = json_object_get(j, "exit_code");
+		snprintf(code, sizeof code, "%s", "-");
+		if (json_is_integer(x) && json_integer_value(x) >= 0)
+			snprintf(code, sizeof code, "%lld",
+			    (long long)json_integer_value(x));
+		table_add(t, cl_str(j, "id"), cl_str(j, "state"),
+		    cl_str(j, "member"), cl_str(j, "owner"), code, cmd);
+		free(cmd);
+	}
+	table_print(t, stdout);
+	table_free(t);
+	json_decref(a);
+	return (0);
+}
+
+static int
+cluster_submit(int argc, char **argv)
+{
+	json_t		*req, *o;
+	char		**pulls = NULL;
+	int		 detach = 0;
+
+	req = run_request(argc, argv, &detach, &pulls);
+	if (pulls != NULL)
+		cmd_usage_error(&cmd_cluster_entry, "--pull: not for cluster "
+		    "jobs yet");
+	o = cmd_call(&cmd_cluster_entry, "POST", "/v1/cluster/jobs", req);
+	printf("%s\n", cl_str(o, "id"));
+	json_decref(o);
+	json_decref(req);
+	return (0);
+}
+
+static int
+cmd_cluster_exec(int argc, char **argv)
+{
+	const char	*sub;
+	int		 ch, json = 0;
+
+	if (argc < 2 || argv[1][0] == '-') {
+		while ((ch = cmd_getopt(&cmd_cluster_entry, argc, argv, "h",
+		    cluster_opts)) != -1)
+			;
+		cmd_usage_error(&cmd_cluster_entry, "ls, leader, ps or "
+		    "submit?");
+	}
+	sub = argv[1];
+	argc--;
+	argv++;
+	if (strcmp(sub, "submit") == 0)
+		return (cluster_submit(argc, argv));
+	while ((ch = cmd_getopt(&cmd_cluster_entry, argc, argv, "h",
+	    cluster_opts)) != -1) {
+		if (ch == OPT_JSON)
+			json = 1;
+	}
+	if (optind != argc)
+		cmd_usage_error(&cmd_cluster_entry, "%s: no argument expected",
+		    sub);
+	if (strcmp(sub, "ls") == 0)
+		return (cluster_ls(json));
+	if (strcmp(sub, "leader") == 0)
+		return (cluster_leader(json));
+	if (strcmp(sub, "ps") == 0)
+		return (cluster_ps(json));
+	cmd_usage_error(&cmd_cluster_entry, "%s: not ls, leader, ps or submit",
+	    sub);
+}
