@@ -364,6 +364,30 @@ ac_submitted_cb(struct etcd_reply *r, const char *err, void *arg)
 	ac_free(a);
 }
 
+/*
+ * A new job id, NAME.T: T the time in ms (base 36), made to grow, so
+ * that ids stay unique across this daemon's restarts without a write; the
+ * submission's compare catches a clock set back.
+ */
+static char *
+ac_new_id(void)
+{
+	static int64_t	 last;
+	int64_t		 v = clock_ms();
+	char		 buf[16], *p = buf + sizeof buf - 1, *id;
+
+	if (v <= last)
+		v = last + 1;
+	last = v;
+	*p = '\0';
+	do {
+		*--p = "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36];
+		v /= 36;
+	} while (v > 0 && p > buf);
+	xasprintf(&id, "%s.%s", cluster->name, p);
+	return (id);
+}
+
 /* The members' records came: refuse what none could hold, else queue. */
 static void
 ac_submit_cb(struct etcd_reply *r, const char *err, void *arg)
@@ -386,7 +410,7 @@ ac_submit_cb(struct etcd_reply *r, const char *err, void *arg)
 		why = NULL;
 		json_decref(o);
 	}
-	xasprintf(&id, "%s.%u", cluster->name, state_next_id());
+	id = ac_new_id();
 	a->out = json_pack("{s:s,s:s,s:O,s:I,s:s}", "id", id, "owner",
 	    a->owner, "req", a->body, "submitted", (json_int_t)clock_ms(),
 	    "from", cluster->name);

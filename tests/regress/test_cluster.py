@@ -75,7 +75,7 @@ def test_members_leader_and_a_job(members, tmp, etcd):
     r = submit(b, tmp, "sh", "-c", "echo $GMUX_CLUSTER_JOB >> %s" % out)
     assert r.returncode == 0, r.stderr
     jid = r.stdout.decode().strip()
-    assert jid.startswith("b.")
+    assert jid.startswith("b.") and len(jid) > 4
     wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") == "exited",
              20, 0.1, what="the job to end")
     j = jobs(a)[jid]
