@@ -185,6 +185,7 @@ BENCHES += $(O)/bench/jail-start
 # -- cluster (issue 15): etcd and members (docs/cluster.md)
 SRCS += src/etcd.c src/cluster.c src/cluster-mirror.c src/cluster-sched.c
 SRCS += src/cluster-job.c src/api-cluster.c src/cmd-cluster.c src/cmd-queue.c
+BENCHES += $(O)/bench/cluster-sim
 
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
