@@ -790,32 +790,34 @@ etcd_txn(struct etcd *e, json_t *compare, json_t *success, json_t *failure,
 	return (etcd_post(e, "/v3/kv/txn", o, cb, arg));
 }
 
-struct etcd_call *
-etcd_lease_grant(struct etcd *e, u_int ttl, etcd_cb cb, void *arg)
+/* A lease call: {FIELD: v} to path. */
+static struct etcd_call *
+etcd_lease_call(struct etcd *e, const char *path, const char *field,
+    int64_t v, etcd_cb cb, void *arg)
 {
 	json_t	*o = json_object();
 
-	etcd_set_int(o, "TTL", ttl);
-	return (etcd_post(e, "/v3/lease/grant", o, cb, arg));
+	etcd_set_int(o, field, v);
+	return (etcd_post(e, path, o, cb, arg));
+}
+
+struct etcd_call *
+etcd_lease_grant(struct etcd *e, u_int ttl, etcd_cb cb, void *arg)
+{
+	return (etcd_lease_call(e, "/v3/lease/grant", "TTL", ttl, cb, arg));
 }
 
 /* One keepalive; the reply's ttl is 0 when the lease is gone. */
 struct etcd_call *
 etcd_keepalive(struct etcd *e, int64_t id, etcd_cb cb, void *arg)
 {
-	json_t	*o = json_object();
-
-	etcd_set_int(o, "ID", id);
-	return (etcd_post(e, "/v3/lease/keepalive", o, cb, arg));
+	return (etcd_lease_call(e, "/v3/lease/keepalive", "ID", id, cb, arg));
 }
 
 struct etcd_call *
 etcd_lease_revoke(struct etcd *e, int64_t id, etcd_cb cb, void *arg)
 {
-	json_t	*o = json_object();
-
-	etcd_set_int(o, "ID", id);
-	return (etcd_post(e, "/v3/lease/revoke", o, cb, arg));
+	return (etcd_lease_call(e, "/v3/lease/revoke", "ID", id, cb, arg));
 }
 
 /* Waits (on a connection of its own) until value leads election name. */
