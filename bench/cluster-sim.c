@@ -130,6 +130,15 @@ now_us(void)
 	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
 }
 
+static int64_t
+cpu_us(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+}
+
 static int
 cmp64(const void *a, const void *b)
 {
@@ -171,7 +180,7 @@ main(int argc, char **argv)
 	u_int		 nj = argc > 3 ? (u_int)atoi(argv[3]) : 5000;
 	struct etcd_kv	 lk;
 	char		*cause = NULL, **keys = NULL;
-	int64_t		*leases, t0, t, *pass = NULL, r0, r1;
+	int64_t		*leases, t0, t, *pass = NULL, r0, r1, c0;
 	uint64_t	 placed, txns;
 	u_int		 i, npass = 0;
 	json_t		*o;
@@ -221,6 +230,7 @@ main(int argc, char **argv)
 	wait_call();
 	r0 = rev;
 	cluster_sched_start();
+	c0 = cpu_us();
 	t0 = now_us();
 	pass = xcalloc(nj + 100, sizeof *pass);
 	for (;;) {
@@ -235,6 +245,7 @@ main(int argc, char **argv)
 		event_base_loop(base, EVLOOP_ONCE);
 	}
 	t = now_us() - t0;
+	c0 = cpu_us() - c0;
 	etcd_range(cluster->etcd, "/", 0, cb, NULL);
 	wait_call();
 	r1 = rev;
@@ -242,6 +253,9 @@ main(int argc, char **argv)
 	printf("placement: %llu jobs of %u tenants on %u members in %.3f s: "
 	    "%.0f placements/s (target >= 1000)\n", (unsigned long long)placed,
 	    nj < 5000 ? nj : 5000, nm, t / 1e6, placed / (t / 1e6));
+	printf("scheduler CPU: %.3f s for %llu placements: %.0f placements per "
+	    "CPU-second (one core; the rest is waiting for etcd)\n",
+	    c0 / 1e6, (unsigned long long)placed, placed / (c0 / 1e6));
 	printf("etcd writes: %lld for %llu placements: %.3f per placement "
 	    "(%llu fenced Txns)\n", (long long)(r1 - r0),
 	    (unsigned long long)placed, (double)(r1 - r0) / (placed ? placed :

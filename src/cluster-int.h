@@ -82,15 +82,18 @@ struct mirror_entry {
 	int64_t		 mod_rev;	/* or the delete's revision */
 	int64_t		 create_rev;
 	int64_t		 lease;
+	void		*cache;		/* its reader's parse of val, or NULL */
 };
 typedef void	(*mirror_cb)(void *);
 struct mirror	*mirror_create(struct etcd *, const char *, mirror_cb, void *);
 void		 mirror_free(struct mirror *);
 int		 mirror_ready(const struct mirror *);
 int64_t		 mirror_revision(const struct mirror *);
-const struct mirror_entry *mirror_get(const struct mirror *, const char *);
+void		 mirror_cache_free(struct mirror *, void (*)(void *));
+size_t		 mirror_count(const struct mirror *);
+struct mirror_entry *mirror_get(const struct mirror *, const char *);
 int		 mirror_next(const struct mirror *, size_t *,
-		     const struct mirror_entry **);
+		     struct mirror_entry **);
 void		 mirror_put(struct mirror *, const char *, json_t *, int64_t,
 		     int64_t);
 void		 mirror_delete(struct mirror *, const char *, int64_t);

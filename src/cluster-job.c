@@ -201,7 +201,7 @@ cj_claim_cb(struct etcd_reply *r, const char *err, void *arg)
 }
 
 static void
-cj_claim(const struct mirror_entry *me)
+cj_claim(struct mirror_entry *me)
 {
 	const char	*id = strrchr(me->key, '/') + 1;
 	json_t		*rec;
@@ -259,7 +259,7 @@ cj_load_cb(struct etcd_reply *r, const char *err, void *arg)
 void
 cluster_job_tick(int64_t now)
 {
-	const struct mirror_entry	*me;
+	struct mirror_entry		*me;
 	size_t				 it = 0;
 	const char			*k;
 	void				*v;

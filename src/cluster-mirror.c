@@ -22,15 +22,25 @@ struct mirror {
 	struct etcd_call *call;		/* the range or the watch */
 	mirror_cb	 cb;
 	void		*arg;
+	void		(*cache_free)(void *);
 };
 
 static void	mirror_start(struct mirror *);
 
 static void
-mirror_entry_free(struct mirror_entry *me)
+mirror_uncache(struct mirror *m, struct mirror_entry *me)
+{
+	if (me->cache != NULL)
+		(m->cache_free != NULL ? m->cache_free : free)(me->cache);
+	me->cache = NULL;
+}
+
+static void
+mirror_entry_free(struct mirror *m, struct mirror_entry *me)
 {
 	if (me == NULL)
 		return;
+	mirror_uncache(m, me);
 	json_decref(me->val);
 	free(me->key);
 	free(me);
@@ -44,7 +54,7 @@ mirror_clear(struct mirror *m)
 	void		*v;
 
 	while (hmap_next(m->map, &it, &k, &v))
-		mirror_entry_free(v);
+		mirror_entry_free(m, v);
 	hmap_free(m->map);
 	m->map = hmap_create();
 }
@@ -65,6 +75,7 @@ mirror_set(struct mirror *m, const char *key, json_t *val, int64_t rev,
 		me->key = xstrdup(key);
 		hmap_put(m->map, me->key, me);
 	}
+	mirror_uncache(m, me);
 	json_decref(me->val);
 	me->val = val;
 	me->mod_rev = rev;
@@ -122,7 +133,7 @@ mirror_purge(struct mirror *m)
 		}
 	}
 	for (i = 0; i < n; i++)
-		mirror_entry_free(hmap_del(m->map, gone[i]));
+		mirror_entry_free(m, hmap_del(m->map, gone[i]));
 	free(gone);
 }
 
@@ -231,19 +242,32 @@ mirror_revision(const struct mirror *m)
 	return (m->rev);
 }
 
+/* How many entries there are, tombstones too (a bound for arrays). */
+size_t
+mirror_count(const struct mirror *m)
+{
+	return (hmap_count(m->map));
+}
+
+/* How a reader's cache of an entry is freed (default: free). */
+void
+mirror_cache_free(struct mirror *m, void (*fn)(void *))
+{
+	m->cache_free = fn;
+}
+
 /* The live entry for key, or NULL (none, or deleted). */
-const struct mirror_entry *
+struct mirror_entry *
 mirror_get(const struct mirror *m, const char *key)
 {
-	const struct mirror_entry	*me = hmap_get(m->map, key);
+	struct mirror_entry	*me = hmap_get(m->map, key);
 
 	return (me != NULL && me->val != NULL ? me : NULL);
 }
 
 /* The live entries, one by one: *it starts at 0. */
 int
-mirror_next(const struct mirror *m, size_t *it,
-    const struct mirror_entry **out)
+mirror_next(const struct mirror *m, size_t *it, struct mirror_entry **out)
 {
 	const char		*k;
 	void			*v;

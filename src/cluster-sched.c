@@ -24,7 +24,7 @@ struct cs_member {
 };
 
 struct cs_job {
-	const struct mirror_entry *me;
+	struct mirror_entry *me;
 	const char	*id;
 	struct cluster_shape s;
 	int64_t		 key;		/* queue order: lower first */
@@ -214,44 +214,103 @@ cs_member_find(const char *name, size_t len)
 static void
 cs_members_clear(void)
 {
-	u_int	 i;
-
-	for (i = 0; i < cs.nmembers; i++)
-		cluster_member_clear(&cs.members[i].m);
-	free(cs.members);
+	free(cs.members);	/* shallow copies of the mirror's cache */
 	cs.members = NULL;
 	cs.nmembers = 0;
+}
+
+/* A job record's request, parsed once per revision (bad: warned once). */
+struct cs_parsed {
+	int			 ok;
+	struct cluster_shape	 s;
+	u_int			 cards[CLUSTER_CARDS];
+	u_int			 ncards;
+};
+
+static const struct cs_parsed *
+cs_job_parse(struct mirror_entry *me)
+{
+	struct cs_parsed	*p = me->cache;
+	json_t			*x;
+	size_t			 i;
+	char			*cause = NULL;
+
+	if (p == NULL) {
+		me->cache = p = xcalloc(1, sizeof *p);
+		if (cluster_shape_parse(me->val, &p->s, &cause) != 0) {
+			log_warnx("cluster: %s (revision %lld): %s; skipped",
+			    me->key, (long long)me->mod_rev, cause);
+			free(cause);
+			return (NULL);
+		}
+		p->ok = 1;
+		json_array_foreach(json_object_get(me->val, "cards"), i, x) {
+			if (p->ncards < CLUSTER_CARDS && json_is_integer(x))
+				p->cards[p->ncards++] = (u_int)
+				    json_integer_value(x);
+		}
+	}
+	return (p->ok ? p : NULL);
+}
+
+struct cs_parsed_member {
+	int			 ok;
+	struct cluster_member	 m;
+};
+
+static void
+cs_member_cache_free(void *arg)
+{
+	struct cs_parsed_member	*p = arg;
+
+	cluster_member_clear(&p->m);
+	free(p);
+}
+
+static const struct cluster_member *
+cs_member_parse(struct mirror_entry *me)
+{
+	struct cs_parsed_member	*p = me->cache;
+	char			*cause = NULL;
+
+	if (p == NULL) {
+		me->cache = p = xcalloc(1, sizeof *p);
+		if (cluster_member_parse(me->val, &p->m, &cause) != 0) {
+			log_warnx("cluster: %s (revision %lld): %s; skipped",
+			    me->key, (long long)me->mod_rev, cause);
+			free(cause);
+			return (NULL);
+		}
+		p->ok = 1;
+	}
+	return (p->ok ? &p->m : NULL);
 }
 
 /* The live members, from the mirrored records (corrupt ones skipped). */
 static void
 cs_members_load(int64_t now)
 {
-	const struct mirror_entry	*me;
+	struct mirror_entry		*me;
+	const struct cluster_member	*pm;
 	struct cs_member		*m;
 	size_t				 it = 0;
-	char				*cause = NULL;
 	int64_t				*seen;
 
-	cs_members_clear();
+	cs.nmembers = 0;
+	cs.members = xreallocarray(cs.members, mirror_count(cs.m) + 1,
+	    sizeof *cs.members);
 	while (mirror_next(cs.m, &it, &me)) {
-		cs.members = xreallocarray(cs.members, cs.nmembers + 1,
-		    sizeof *cs.members);
-		m = &cs.members[cs.nmembers];
-		memset(m, 0, sizeof *m);
-		if (cluster_member_parse(me->val, &m->m, &cause) != 0) {
-			log_debug("%s: %s: %s", __func__, me->key, cause);
-			free(cause);
-			cause = NULL;
+		if ((pm = cs_member_parse(me)) == NULL)
 			continue;
-		}
+		m = &cs.members[cs.nmembers++];
+		memset(m, 0, sizeof *m);
+		m->m = *pm;		/* shallow: the cache owns it */
 		if ((seen = hmap_get(cs.seen, m->m.name)) == NULL) {
 			seen = xmalloc(sizeof *seen);
 			*seen = now;
 			hmap_put(cs.seen, xstrdup(m->m.name), seen);
 		}
 		m->seen = *seen;
-		cs.nmembers++;
 	}
 }
 
@@ -259,32 +318,19 @@ cs_members_load(int64_t now)
 static void
 cs_commit_load(struct mirror *mr, size_t plen)
 {
-	const struct mirror_entry	*me;
-	struct cluster_shape		 s;
-	struct cs_member		*m;
-	json_t				*c, *x;
-	u_int				 cards[CLUSTER_CARDS], n;
-	size_t				 it = 0, i;
-	const char			*name, *slash;
-	char				*cause = NULL;
+	struct mirror_entry	*me;
+	const struct cs_parsed	*p;
+	struct cs_member	*m;
+	size_t			 it = 0;
+	const char		*name, *slash;
 
 	while (mirror_next(mr, &it, &me)) {
 		name = me->key + plen;
 		if ((slash = strchr(name, '/')) == NULL ||
 		    (m = cs_member_find(name, (size_t)(slash - name))) == NULL)
 			continue;
-		if (cluster_shape_parse(me->val, &s, &cause) != 0) {
-			free(cause);
-			cause = NULL;
-			continue;
-		}
-		n = 0;
-		c = json_object_get(me->val, "cards");
-		json_array_foreach(c, i, x) {
-			if (n < CLUSTER_CARDS && json_is_integer(x))
-				cards[n++] = (u_int)json_integer_value(x);
-		}
-		cs_charge(m, &s, cards, n);
+		if ((p = cs_job_parse(me)) != NULL)
+			cs_charge(m, &p->s, p->cards, p->ncards);
 	}
 }
 
@@ -302,23 +348,20 @@ cs_job_cmp(const void *a, const void *b)
 static struct cs_job *
 cs_queue(int64_t nowms, u_int *n)
 {
-	const struct mirror_entry	*me;
-	struct cs_job			*v = NULL;
+	struct mirror_entry		*me;
+	const struct cs_parsed		*p;
+	struct cs_job			*v;
 	size_t				 it = 0, plen;
-	char				*cause = NULL;
 
 	*n = 0;
 	plen = strlen(cluster_key("q/"));
+	v = xreallocarray(NULL, mirror_count(cs.q) + 1, sizeof *v);
 	while (mirror_next(cs.q, &it, &me)) {
-		v = xreallocarray(v, *n + 1, sizeof *v);
+		if ((p = cs_job_parse(me)) == NULL)
+			continue;
 		v[*n].me = me;
 		v[*n].id = me->key + plen;
-		if (cluster_shape_parse(me->val, &v[*n].s, &cause) != 0) {
-			log_warnx("cluster: %s: %s; skipped", me->key, cause);
-			free(cause);
-			cause = NULL;
-			continue;
-		}
+		v[*n].s = p->s;
 		v[*n].key = v[*n].s.submitted - (int64_t)v[*n].s.prio *
 		    SCHED_AGE_MS;
 		(*n)++;
@@ -344,7 +387,7 @@ struct cs_batch {
 };
 
 static void
-cs_batch_add(struct cs_batch *b, const struct mirror_entry *me,
+cs_batch_add(struct cs_batch *b, struct mirror_entry *me,
     const char *to, json_t *val)
 {
 	struct cs_op	*op = &b->op[b->n++];
@@ -502,11 +545,11 @@ static void
 cs_reap(struct cs_batch *b, struct mirror *mr, size_t plen, int64_t now,
     int requeue_only)
 {
-	const struct mirror_entry	*me;
-	struct cluster_shape		 s;
+	struct mirror_entry		*me;
+	const struct cs_parsed		*p;
 	size_t				 it = 0;
 	const char			*name, *slash;
-	char				*cause = NULL, *nm;
+	char				*nm;
 	int64_t				*gone;
 	json_t				*o;
 
@@ -529,12 +572,9 @@ cs_reap(struct cs_batch *b, struct mirror *mr, size_t plen, int64_t now,
 		if (now + *gone < (int64_t)cluster->ttl * 1000 +
 		    CLUSTER_GRACE_MS)
 			continue;
-		if (cluster_shape_parse(me->val, &s, &cause) != 0) {
-			free(cause);
-			cause = NULL;
+		if ((p = cs_job_parse(me)) == NULL)
 			continue;
-		}
-		if (requeue_only && !(s.flags & JOB_REQUEUE))
+		if (requeue_only && !(p->s.flags & JOB_REQUEUE))
 			continue;
 		o = json_deep_copy(me->val);
 		json_object_del(o, "member");
@@ -617,6 +657,7 @@ cluster_sched_start(void)
 	cs.seen = hmap_create();
 	cs.m = mirror_create(cluster->etcd, cluster_key("m/"), cs_changed,
 	    NULL);
+	mirror_cache_free(cs.m, cs_member_cache_free);
 	cs.q = mirror_create(cluster->etcd, cluster_key("q/"), cs_changed,
 	    NULL);
 	cs.a = mirror_create(cluster->etcd, cluster_key("a/"), cs_changed,
