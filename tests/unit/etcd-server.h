@@ -12,6 +12,7 @@
 
 #include <netinet/in.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
