@@ -114,3 +114,76 @@ def jobs(d):
     if r.returncode != 0:
         return None
     return {j["id"]: j for j in json.loads(r.stdout)}
+
+
+class Cut:
+    """A TCP relay on loopback in front of etcd, to cut a member off: while
+    cut, it forwards nothing and answers nothing (as a partition does);
+    healed, it drops what it held and forwards again."""
+
+    def __init__(self, port):
+        import socket
+        import threading
+        self.target = port
+        self.cut = False
+        self.conns = []
+        self.lock = threading.Lock()
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(64)
+        self.port = self.ls.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        import threading
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            u = socket.create_connection(("127.0.0.1", self.target))
+            with self.lock:
+                self.conns += [c, u]
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pump, args=(a, b),
+                                 daemon=True).start()
+
+    def _pump(self, a, b):
+        while True:
+            while self.cut:
+                time.sleep(0.02)
+            try:
+                data = a.recv(65536)
+            except OSError:
+                data = b""
+            if self.cut:        # what came while cut is lost with it
+                continue
+            if not data:
+                break
+            try:
+                b.sendall(data)
+            except OSError:
+                break
+        for s in (a, b):
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def set_cut(self, cut):
+        if not cut:
+            with self.lock:
+                conns, self.conns = self.conns, []
+            for s in conns:
+                try:
+                    s.shutdown(2)
+                except OSError:
+                    pass
+        self.cut = cut
+
+    def close(self):
+        self.ls.close()
+        self.set_cut(False)

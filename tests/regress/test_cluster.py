@@ -220,3 +220,73 @@ def _live_leader(ds):
         if n is not None and ds[n].running is not None:
             return n
     return None
+
+
+class _Urls:
+    def __init__(self, urls):
+        self.urls = urls
+
+
+def test_cut_off_member_stops_requeue_jobs_first(tmp, etcd):
+    """A member cut off from etcd past its lease stops its --requeue job
+    before the leader places it again (never two copies); its other job
+    keeps running and is reconciled when it is back."""
+    from clusterlib import Cut
+    cut = Cut(etcd.clients[0])
+    a = member(tmp, etcd, "a", "t8", "2xH100:80G")
+    b = member(tmp, _Urls(cut.url), "b", "t8", "1xH100:80G")
+    log, kf = os.path.join(tmp, "log"), os.path.join(tmp, "k")
+    try:
+        a.start(fake="2xH100:80G")
+        b.start(fake="1xH100:80G")
+        wait_for(lambda: len(cluster_state(a)) == 2 and leader(a) == "a",
+                 20, 0.1, what="a leading 2 members")
+        blocker = submit(a, tmp, "sleep", "120",
+                         flags=("--share", "1", "--cards", "2"))
+        bid = blocker.stdout.decode().strip()
+        wait_for(lambda: (jobs(a) or {}).get(bid, {}).get("member") == "a"
+                 and jobs(a)[bid]["state"] == "running", 20, 0.1,
+                 what="the blocker on a")
+        script = ("if [ -e %s/j1 ]; then echo second $(date +%%s.%%N) >> %s;"
+                  " exit 0; fi; touch %s/j1; echo first $(date +%%s.%%N) >> "
+                  "%s; trap 'echo stopped $(date +%%s.%%N) >> %s; exit 143' "
+                  "TERM; sleep 60 & wait" % (tmp, log, tmp, log, log))
+        j = submit(a, tmp, "sh", "-c", script,
+                   flags=("--share", "0.5", "--requeue", "--grace", "1s"))
+        k = submit(a, tmp, "sh", "-c", "sleep 9; echo k >> %s" % kf,
+                   flags=("--share", "0.5"))
+        jid, kid = j.stdout.decode().strip(), k.stdout.decode().strip()
+        wait_for(lambda: all((jobs(a) or {}).get(x, {}).get("state") ==
+                             "running" for x in (jid, kid)), 20, 0.1,
+                 what="both jobs running on b")
+        assert jobs(a)[jid]["member"] == "b"
+        wait_for(lambda: os.path.exists(log), 10, 0.05, what="j to start")
+        cut.set_cut(True)
+        t0 = time.monotonic()
+        wait_for(lambda: "stopped" in open(log).read(), 15, 0.05,
+                 what="b to stop its --requeue job")
+        stopped_after = time.monotonic() - t0
+        wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
+                 "queued", 15, 0.1, what="the leader to requeue j")
+        requeued_after = time.monotonic() - t0
+        print("\ncut off: b stopped its --requeue job after %.2f s, the "
+              "leader requeued it after %.2f s" % (stopped_after,
+                                                   requeued_after))
+        assert stopped_after < requeued_after
+        cut.set_cut(False)
+        wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
+                 "exited", 30, 0.1, what="j to run again and end")
+        wait_for(lambda: (jobs(a) or {}).get(kid, {}).get("state") ==
+                 "exited", 30, 0.1, what="k to be reconciled")
+        lines = open(log).read().split("\n")
+        kinds = [x.split()[0] for x in lines if x]
+        assert kinds == ["first", "stopped", "second"], kinds
+        times = [float(x.split()[1]) for x in lines if x]
+        assert times[1] < times[2]
+        assert open(kf).read() == "k\n"      # k ran once, through the cut
+    finally:
+        cut.close()
+        for d in (a, b):
+            if d.running is not None:
+                d.stop()
+            _kill_keepers(d.home)
