@@ -437,6 +437,108 @@ ac_submit_cb(struct etcd_reply *r, const char *err, void *arg)
 	free(id);
 }
 
+static void
+ac_stop_done(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac	*a = arg;
+
+	if (ac_failed(a, err))
+		return;
+	if (!r->succeeded) {
+		api_error(a->req, 409, "job %s moved meanwhile; try again",
+		    json_string_value(json_object_get(a->out, "id")));
+		ac_free(a);
+		return;
+	}
+	cluster->nwrites++;
+	api_reply(a->req, 200, a->out);
+	ac_free(a);
+}
+
+/* A queued job ends at once; one placed is stopped by its member. */
+static void
+ac_stop_found(struct ac *a, const struct etcd_kv *kv, json_t *o)
+{
+	const char	*rest = kv->key + strlen(cluster->prefix);
+	const char	*id = json_string_value(json_object_get(o, "id"));
+	char		*text;
+
+	json_object_set_new(o, "stop", json_true());
+	a->out = json_incref(o);
+	if (*rest == 'q') {
+		json_object_set_new(o, "state", json_string("stopped"));
+		json_object_set_new(o, "reason", json_string("stopped while "
+		    "queued"));
+		json_object_set_new(o, "ended", json_integer(clock_ms()));
+		json_object_del(o, "revision");
+		json_object_del(o, "stop");
+		text = json_dumps(o, JSON_COMPACT);
+		etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(kv->key, "MOD",
+		    kv->mod_rev)), json_pack("[oo]", etcd_op_delete(kv->key),
+		    etcd_op_put(cluster_key("e/%s", id), text, 0)), NULL,
+		    ac_stop_done, a);
+		free(text);
+		return;
+	}
+	text = json_dumps(json_object_get(o, "owner"), JSON_ENCODE_ANY);
+	etcd_txn(cluster->etcd, json_array(), json_pack("[o]", etcd_op_put(
+	    cluster_key("s/%s", id), text, 0)), NULL, ac_stop_done, a);
+	free(text);
+}
+
+static void
+ac_stop_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac	*a = arg;
+	const char	*want = json_string_value(a->body), *id;
+	json_t		*o;
+	u_int		 i;
+
+	if (ac_failed(a, err))
+		return;
+	for (i = 0; i < r->nkvs; i++) {
+		if ((o = ac_job(&r->kvs[i])) == NULL)
+			continue;
+		id = json_string_value(json_object_get(o, "id"));
+		if (strcmp(id, want) != 0 || !ac_owned(a->req, o)) {
+			json_decref(o);
+			continue;
+		}
+		if (r->kvs[i].key[strlen(cluster->prefix)] == 'e') {
+			api_error(a->req, 409, "job %s has ended", want);
+			json_decref(o);
+			ac_free(a);
+			return;
+		}
+		ac_stop_found(a, &r->kvs[i], o);
+		json_decref(o);
+		return;
+	}
+	api_error(a->req, 404, "no cluster job %s", want);
+	ac_free(a);
+}
+
+/*
+ * POST /v1/cluster/jobs/ID/stop: stops a cluster job wherever it is: a
+ * queued one ends at once, a placed one is stopped by its member.
+ */
+void
+api_cluster_stop(struct evhttp_request *req, const char *id)
+{
+	struct ac	*a;
+
+	if (!ac_member(req))
+		return;
+	a = ac_new(req);
+	a->body = json_string(id);
+	if (a->body == NULL) {
+		api_error(req, 400, "id: not UTF-8");
+		ac_free(a);
+		return;
+	}
+	etcd_range(cluster->etcd, cluster->prefix, 1, ac_stop_cb, a);
+}
+
 /*
  * POST /v1/cluster/jobs: a job for the cluster (the body as POST
  * /v1/jobs), queued for the leader to place; 422 if no member could ever

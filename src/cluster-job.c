@@ -5,7 +5,8 @@
  * the same scheduler, keeper, ledger and fence as any other; once the
  * local job has ended, it moves r/NAME/ID to e/ID, again by CAS.  The
  * local job carries its cluster id in GMUX_CLUSTER_JOB, so a restarted
- * daemon finds what it was running.
+ * daemon finds what it was running.  A stop asked on any member is a key,
+ * s/ID, that the member holding the job acts on.
  */
 
 #include <stdlib.h>
@@ -26,6 +27,7 @@ struct cj {
 
 static struct {
 	struct mirror	*a;
+	struct mirror	*s;		/* stop requests: s/ID */
 	struct hmap	*jobs;		/* id -> struct cj (ours) */
 	struct hmap	*claims;	/* a/ keys being claimed -> key */
 	int		 loaded;	/* r/NAME/ read after a start */
@@ -133,9 +135,10 @@ cj_end(struct cj *c, struct job *j)
 	c->busy = 1;
 	etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(cluster_key(
 	    "r/%s/%s", cluster->name, c->id), "MOD", c->mod)),
-	    json_pack("[oo]", etcd_op_delete(cluster_key("r/%s/%s",
-	    cluster->name, c->id)), etcd_op_put(to, text, 0)), NULL,
-	    cj_end_cb, xstrdup(c->id));
+	    json_pack("[ooo]", etcd_op_delete(cluster_key("r/%s/%s",
+	    cluster->name, c->id)), etcd_op_put(to, text, 0),
+	    etcd_op_delete(cluster_key("s/%s", c->id))), NULL, cj_end_cb,
+	    xstrdup(c->id));
 	free(text);
 }
 
@@ -208,7 +211,8 @@ cj_claim(struct mirror_entry *me)
 	char		*text, *akey;
 
 	if (hmap_get(cj.claims, me->key) != NULL || hmap_get(cj.jobs, id) !=
-	    NULL)
+	    NULL || (cj.s != NULL && mirror_get(cj.s, cluster_key("s/%s", id)) !=
+	    NULL))
 		return;
 	rec = json_deep_copy(me->val);
 	json_object_set_new(rec, "claimed", json_integer(clock_ms()));
@@ -256,6 +260,60 @@ cj_load_cb(struct etcd_reply *r, const char *err, void *arg)
 	cj.loaded = 1;
 }
 
+static void
+cj_stopped_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	if (err == NULL && r->succeeded && cluster != NULL)
+		cluster->nwrites++;
+}
+
+/* A stop asked for an assignment not claimed: it ends, never started. */
+static void
+cj_stop_assigned(struct mirror_entry *me, const char *id)
+{
+	json_t	*o = json_deep_copy(me->val);
+	char	*text;
+
+	json_object_set_new(o, "state", json_string("stopped"));
+	json_object_set_new(o, "reason", json_string("stopped before it "
+	    "started"));
+	json_object_set_new(o, "ended", json_integer(clock_ms()));
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(me->key, "MOD",
+	    me->mod_rev)), json_pack("[ooo]", etcd_op_delete(me->key),
+	    etcd_op_put(cluster_key("e/%s", id), text, 0), etcd_op_delete(
+	    cluster_key("s/%s", id))), NULL, cj_stopped_cb, NULL);
+	free(text);
+	mirror_delete(cj.a, me->key, mirror_revision(cj.a) + 1);
+}
+
+/* The stops asked (s/ID) for what this member holds. */
+static void
+cj_stops(void)
+{
+	struct mirror_entry	*me, *am;
+	size_t			 it = 0, plen = strlen(cluster_key("s/"));
+	struct cj		*c;
+	struct job		*j;
+	const char		*id;
+
+	while (mirror_ready(cj.s) && mirror_next(cj.s, &it, &me)) {
+		id = me->key + plen;
+		if ((c = hmap_get(cj.jobs, id)) != NULL) {
+			if ((j = job_find_id(c->local)) != NULL &&
+			    !job_ended(j) && !j->stopping)
+				job_stop(j, j->req.grace_ms, "stopped through "
+				    "the cluster");
+			continue;
+		}
+		am = mirror_get(cj.a, cluster_key("a/%s/%s", cluster->name,
+		    id));
+		if (am != NULL)
+			cj_stop_assigned(am, id);
+	}
+}
+
 void
 cluster_job_tick(int64_t now)
 {
@@ -276,6 +334,8 @@ cluster_job_tick(int64_t now)
 		return;
 	}
 	mirror_restart(cj.a);
+	mirror_restart(cj.s);
+	cj_stops();
 	while (mirror_ready(cj.a) && mirror_next(cj.a, &it, &me))
 		cj_claim(me);
 	it = 0;
@@ -324,6 +384,7 @@ cluster_job_start(void)
 	cj.claims = hmap_create();
 	cj.a = mirror_create(cluster->etcd, cluster_key("a/%s/",
 	    cluster->name), NULL, NULL);
+	cj.s = mirror_create(cluster->etcd, cluster_key("s/"), NULL, NULL);
 }
 
 void
@@ -334,7 +395,8 @@ cluster_job_stop(void)
 	void		*v;
 
 	mirror_free(cj.a);
-	cj.a = NULL;
+	mirror_free(cj.s);
+	cj.a = cj.s = NULL;
 	while (cj.jobs != NULL && hmap_next(cj.jobs, &it, &k, &v)) {
 		json_decref(((struct cj *)v)->rec);
 		free(((struct cj *)v)->id);

@@ -14,7 +14,7 @@ static int	cmd_cluster_exec(int, char **);
 const struct cmd_entry cmd_cluster_entry = {
 	.name = "cluster",
 	.args = "ls [--json] | leader [--json] | ps [--json] | "
-	    "submit [RUN-FLAGS] -- COMMAND...",
+	    "submit [RUN-FLAGS] -- COMMAND... | stop ID",
 	.help = "the cluster this daemon is a member of",
 	.options =
 	    "  --json               ls, leader and ps as JSON\n"
@@ -22,7 +22,8 @@ const struct cmd_entry cmd_cluster_entry = {
 	    "jobs, the leader.\nleader says who schedules, since when, and "
 	    "at what etcd revision.\nps lists the cluster's jobs in every "
 	    "state and where they run.\nsubmit queues a job for the cluster "
-	    "with gmux run's flags; it prints its id.\n",
+	    "with gmux run's flags; it prints its id.\nstop ID stops a cluster job "
+	    "wherever it is (queued: at once; placed: by its member).\n",
 	.exec = cmd_cluster_exec,
 	.here = 1,
 };
@@ -187,6 +188,25 @@ cluster_submit(int argc, char **argv)
 }
 
 static int
+cluster_stop(const char *id)
+{
+	json_t	*o;
+	char	*path;
+
+	if (strchr(id, '/') != NULL || strchr(id, '?') != NULL)
+		cmd_usage_error(&cmd_cluster_entry, "stop: '%s' is not a job "
+		    "id", id);
+	xasprintf(&path, "/v1/cluster/jobs/%s/stop", id);
+	o = cmd_call(&cmd_cluster_entry, "POST", path, NULL);
+	printf("%s: %s\n", id, json_is_true(json_object_get(o, "stop")) &&
+	    strcmp(cl_str(o, "state"), "queued") != 0 ? "stopping" :
+	    "stopped");
+	json_decref(o);
+	free(path);
+	return (0);
+}
+
+static int
 cmd_cluster_exec(int argc, char **argv)
 {
 	const char	*sub;
@@ -209,6 +229,8 @@ cmd_cluster_exec(int argc, char **argv)
 		if (ch == OPT_JSON)
 			json = 1;
 	}
+	if (strcmp(sub, "stop") == 0 && optind + 1 == argc)
+		return (cluster_stop(argv[optind]));
 	if (optind != argc)
 		cmd_usage_error(&cmd_cluster_entry, "%s: no argument expected",
 		    sub);
@@ -218,6 +240,8 @@ cmd_cluster_exec(int argc, char **argv)
 		return (cluster_leader(json));
 	if (strcmp(sub, "ps") == 0)
 		return (cluster_ps(json));
+	if (strcmp(sub, "stop") == 0 && argc == 1)
+		cmd_usage_error(&cmd_cluster_entry, "stop: which job?");
 	cmd_usage_error(&cmd_cluster_entry, "%s: not ls, leader, ps or submit",
 	    sub);
 }

@@ -290,3 +290,36 @@ def test_cut_off_member_stops_requeue_jobs_first(tmp, etcd):
             if d.running is not None:
                 d.stop()
             _kill_keepers(d.home)
+
+
+def test_stop_from_any_member(members, tmp):
+    a = members("a", "t9", "1xH100:80G")
+    b = members("b", "t9", "1xA10:24G")
+    wait_for(lambda: len(cluster_state(b)) == 2, 15, 0.1, what="2 members")
+    # 60G fits only a's card: it runs there, and is stopped from b
+    r = submit(b, tmp, "sleep", "60", flags=("--share", "0.5", "--mem",
+                                             "60G"))
+    jid = r.stdout.decode().strip()
+    wait_for(lambda: (jobs(b) or {}).get(jid, {}).get("state") == "running",
+             20, 0.1, what="the job to run")
+    assert jobs(b)[jid]["member"] == "a"
+    r = b.gmux("cluster", "stop", jid, check=0)
+    assert r.stdout.decode().strip() == "%s: stopping" % jid
+    wait_for(lambda: (jobs(b) or {}).get(jid, {}).get("state") == "stopped",
+             20, 0.1, what="the job to stop")
+    # a queued one ends at once (nothing fits: a's card is taken)
+    r1 = submit(b, tmp, "sleep", "60", flags=("--share", "1", "--mem", "70G"))
+    r2 = submit(b, tmp, "true", flags=("--share", "1", "--mem", "70G"))
+    wid = r2.stdout.decode().strip()
+    first = r1.stdout.decode().strip()
+    wait_for(lambda: (jobs(b) or {}).get(first, {}).get("state") ==
+             "running", 20, 0.1, what="the first to run")
+    assert jobs(b)[wid]["state"] == "queued"
+    r = b.gmux("cluster", "stop", wid, check=0)
+    assert r.stdout.decode().strip() == "%s: stopped" % wid
+    assert jobs(b)[wid]["state"] == "stopped"
+    r = b.gmux("cluster", "stop", wid)
+    assert r.returncode == 1 and b"has ended" in r.stderr
+    r = b.gmux("cluster", "stop", "nope.1")
+    assert r.returncode == 1 and b"no cluster job nope.1" in r.stderr
+    b.gmux("cluster", "stop", first, check=0)
