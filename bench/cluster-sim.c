@@ -173,6 +173,42 @@ idle_writes(int64_t *leases, u_int n, int secs)
 	return ((double)(rev - r0) / secs);
 }
 
+static struct hmap	*seats;		/* "member/card" -> u_int * */
+static u_int		 overfull;
+
+static void
+seats_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	json_t		*o, *c;
+	u_int		 i, *used;
+	size_t		 k;
+	char		*key;
+	double		 share;
+
+	if (err != NULL)
+		fatalx("etcd: %s", err);
+	for (i = 0; i < r->nkvs; i++) {
+		o = json_loads(r->kvs[i].value, 0, NULL);
+		share = json_number_value(json_object_get(json_object_get(o,
+		    "req"), "share"));
+		json_array_foreach(json_object_get(o, "cards"), k, c) {
+			xasprintf(&key, "%s/%lld", json_string_value(
+			    json_object_get(o, "member")),
+			    (long long)json_integer_value(c));
+			if ((used = hmap_get(seats, key)) == NULL) {
+				used = xcalloc(1, sizeof *used);
+				hmap_put(seats, key, used);
+			} else
+				free(key);
+			*used += (u_int)(share * 100 + 0.5);
+			if (*used == SEATS_PER_CARD + 25)
+				overfull++;
+		}
+		json_decref(o);
+	}
+	done = 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -249,6 +285,11 @@ main(int argc, char **argv)
 	etcd_range(cluster->etcd, "/", 0, cb, NULL);
 	wait_call();
 	r1 = rev;
+	seats = hmap_create();
+	etcd_range(cluster->etcd, cluster_key("a/"), 1, seats_cb, NULL);
+	wait_call();
+	printf("audit: %zu cards hold the assignments, %u over 100%% "
+	    "(must be 0)\n", hmap_count(seats), overfull);
 	qsort(pass, npass, sizeof *pass, cmp64);
 	printf("placement: %llu jobs of %u tenants on %u members in %.3f s: "
 	    "%.0f placements/s (target >= 1000)\n", (unsigned long long)placed,
@@ -266,5 +307,5 @@ main(int argc, char **argv)
 		    (long long)pass[npass * 99 / 100], npass);
 	o = NULL;
 	(void)o;
-	return (placed >= nj ? 0 : 1);
+	return (placed >= nj && overfull == 0 ? 0 : 1);
 }

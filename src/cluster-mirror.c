@@ -78,6 +78,7 @@ mirror_set(struct mirror *m, const char *key, json_t *val, int64_t rev,
 	mirror_uncache(m, me);
 	json_decref(me->val);
 	me->val = val;
+	me->held = 0;
 	me->mod_rev = rev;
 	me->create_rev = val != NULL ? create : 0;
 	me->lease = lease;

@@ -13,6 +13,8 @@
 #include "cluster-int.h"
 
 #define CLUSTER_BATCH	60	/* 2 ops each: etcd allows 128 a Txn */
+#define CLUSTER_INFLIGHT 4	/* batches at once (etcd batches their
+				   fsyncs) */
 #define CLUSTER_CARDS	64
 
 struct cs_member {
@@ -42,7 +44,8 @@ static struct {
 	struct hmap	*seen;		/* name -> int64_t * first seen */
 	struct cs_gone	*gone;
 	u_int		 ngone;
-	int		 busy;		/* a Txn in flight */
+	struct cs_batch	*flying[CLUSTER_INFLIGHT];	/* Txns in flight */
+	u_int		 nflying;
 	int		 dirty;		/* something changed since a pass */
 	uint64_t	 placed;	/* jobs assigned (the bench reads it) */
 	uint64_t	 txns;
@@ -357,7 +360,7 @@ cs_queue(int64_t nowms, u_int *n)
 	plen = strlen(cluster_key("q/"));
 	v = xreallocarray(NULL, mirror_count(cs.q) + 1, sizeof *v);
 	while (mirror_next(cs.q, &it, &me)) {
-		if ((p = cs_job_parse(me)) == NULL)
+		if (me->held || (p = cs_job_parse(me)) == NULL)
 			continue;
 		v[*n].me = me;
 		v[*n].id = me->key + plen;
@@ -378,6 +381,9 @@ struct cs_op {
 	char		*to;		/* key it goes to */
 	json_t		*val;
 	int64_t		 mod;
+	char		*member;	/* an assignment's, or NULL */
+	struct cluster_shape s;
+	u_int		 cards[CLUSTER_CARDS];
 };
 
 struct cs_batch {
@@ -396,6 +402,8 @@ cs_batch_add(struct cs_batch *b, struct mirror_entry *me,
 	op->to = xstrdup(to);
 	op->val = val;
 	op->mod = me->mod_rev;
+	op->member = NULL;
+	me->held = 1;		/* not again until the Txn has answered */
 }
 
 static void
@@ -406,6 +414,7 @@ cs_batch_free(struct cs_batch *b)
 	for (i = 0; i < b->n; i++) {
 		free(b->op[i].from);
 		free(b->op[i].to);
+		free(b->op[i].member);
 		json_decref(b->op[i].val);
 	}
 	free(b);
@@ -427,15 +436,55 @@ cs_mirror_of(const char *key)
 	return (NULL);
 }
 
+/* Takes b off the Txns in flight; -1 if it was not one (any more). */
+static int
+cs_landed(struct cs_batch *b)
+{
+	u_int	 i;
+
+	for (i = 0; i < cs.nflying; i++) {
+		if (cs.flying[i] == b) {
+			cs.flying[i] = cs.flying[--cs.nflying];
+			return (0);
+		}
+	}
+	return (-1);
+}
+
+/* What the Txns in flight assign counts as committed already. */
+static void
+cs_charge_flying(void)
+{
+	struct cs_member	*m;
+	struct cs_op		*op;
+	u_int			 i, k;
+
+	for (i = 0; i < cs.nflying; i++) {
+		for (k = 0; k < cs.flying[i]->n; k++) {
+			op = &cs.flying[i]->op[k];
+			if (op->member != NULL && (m = cs_member_find(
+			    op->member, strlen(op->member))) != NULL)
+				cs_charge(m, &op->s, op->cards, op->s.ncards);
+		}
+	}
+}
+
 static void
 cs_batch_cb(struct etcd_reply *r, const char *err, void *arg)
 {
 	struct cs_batch		*b = arg;
 	const struct etcd_kv	*kv;
 	struct mirror		*mr;
+	struct mirror_entry	*me;
 	u_int			 i;
 
-	cs.busy = 0;
+	if (cs_landed(b) != 0)
+		goto out;	/* from before the last stop */
+	for (i = 0; i < b->n; i++) {
+		if ((me = mirror_get(cs_mirror_of(b->op[i].from),
+		    b->op[i].from)) != NULL)
+			me->held = 0;
+	}
 	if (err != NULL || cluster == NULL || !cluster->leading) {
 		log_debug("%s: %s", __func__, err != NULL ? err : "deposed");
 		goto out;
@@ -490,7 +539,7 @@ cs_batch_send(struct cs_batch *b)
 		free(text);
 		json_array_append_new(fail, etcd_op_range(b->op[i].from, 0));
 	}
-	cs.busy = 1;
+	cs.flying[cs.nflying++] = b;
 	etcd_txn(cluster->etcd, cluster_fence(cmp), ok, fail, cs_batch_cb, b);
 }
 
@@ -529,6 +578,10 @@ cs_place(struct cs_batch *b, int64_t nowms)
 			cs_batch_add(b, v[i].me, cluster_key("a/%s/%s",
 			    m->m.name, v[i].id), cs_assigned(v[i].me, m, cards,
 			    v[i].s.ncards));
+			b->op[b->n - 1].member = xstrdup(m->m.name);
+			b->op[b->n - 1].s = v[i].s;
+			memcpy(b->op[b->n - 1].cards, cards, v[i].s.ncards *
+			    sizeof *cards);
 			b->nassign++;
 			continue;
 		}
@@ -554,6 +607,8 @@ cs_reap(struct cs_batch *b, struct mirror *mr, size_t plen, int64_t now,
 	json_t				*o;
 
 	while (mirror_next(mr, &it, &me) && b->n < CLUSTER_BATCH) {
+		if (me->held)
+			continue;
 		name = me->key + plen;
 		if ((slash = strchr(name, '/')) == NULL ||
 		    cs_member_find(name, (size_t)(slash - name)) != NULL)
@@ -627,7 +682,7 @@ cluster_sched_tick(int64_t now)
 	struct mirror	*all[] = { cs.m, cs.q, cs.a, cs.r };
 	u_int		 i;
 
-	if (cs.m == NULL || cs.busy)
+	if (cs.m == NULL || cs.nflying == CLUSTER_INFLIGHT)
 		return;
 	for (i = 0; i < nitems(all); i++) {
 		mirror_restart(all[i]);
@@ -638,6 +693,7 @@ cluster_sched_tick(int64_t now)
 	cs_seen_refresh(now);
 	cs_commit_load(cs.a, strlen(cluster_key("a/")));
 	cs_commit_load(cs.r, strlen(cluster_key("r/")));
+	cs_charge_flying();
 	b = xcalloc(1, sizeof *b);
 	cs_reap(b, cs.a, strlen(cluster_key("a/")), now, 0);
 	cs_reap(b, cs.r, strlen(cluster_key("r/")), now, 1);
@@ -687,7 +743,7 @@ cluster_sched_stop(void)
 	}
 	hmap_free(cs.seen);
 	cs.seen = NULL;
-	cs.busy = 0;
+	cs.nflying = 0;		/* their answers find them gone */
 }
 
 /* Jobs placed and Txns written since this daemon started (the bench). */

@@ -5,8 +5,9 @@
  * daemon's loop: a call's callback gets the parsed reply or an error.
  * Keys and values are base64 on the wire and 64-bit numbers are strings.
  * Streams (watch, observe) and campaigns, which wait, have a connection
- * of their own; every other call shares one connection per endpoint, and
- * a transport failure moves the next call to the next endpoint.
+ * of their own; every other call takes, in turn, one of a few connections
+ * per endpoint, and a transport failure moves the next call to the next
+ * endpoint.
  */
 
 #include <ctype.h>
@@ -23,11 +24,13 @@
 #define ETCD_TIMEOUT_S		5	/* a unary call */
 #define ETCD_WAIT_TIMEOUT_S	3600	/* a campaign or a stream */
 #define ETCD_MAX_ENDPOINTS	16
+#define ETCD_CONNS		4	/* unary calls at once, per endpoint */
 
 struct etcd_ep {
 	char			*host;
 	u_int			 port;
-	struct evhttp_connection *conn;	/* unary calls; made when needed */
+	/* unary calls, in turn; each made when first needed */
+	struct evhttp_connection *conn[ETCD_CONNS];
 };
 
 struct etcd {
@@ -35,6 +38,7 @@ struct etcd {
 	struct etcd_ep		*eps;
 	u_int			 neps;
 	u_int			 cur;
+	u_int			 turn;		/* the next unary connection */
 	uint64_t		 calls;
 	char			 name[300];
 };
@@ -89,7 +93,7 @@ etcd_parse_url(const char *url, struct etcd_ep *ep, char **cause)
 		goto bad;
 	}
 	ep->port = (u_int)port;
-	ep->conn = NULL;
+	memset(ep->conn, 0, sizeof ep->conn);
 	return (0);
 bad:
 	xasprintf(cause, "ETCD: %s: not http://HOST:PORT", url);
@@ -140,13 +144,15 @@ fail:
 void
 etcd_free(struct etcd *e)
 {
-	u_int	 i;
+	u_int	 i, k;
 
 	if (e == NULL)
 		return;
 	for (i = 0; i < e->neps; i++) {
-		if (e->eps[i].conn != NULL)
-			evhttp_connection_free(e->eps[i].conn);
+		for (k = 0; k < ETCD_CONNS; k++) {
+			if (e->eps[i].conn[k] != NULL)
+				evhttp_connection_free(e->eps[i].conn[k]);
+		}
 		free(e->eps[i].host);
 	}
 	free(e->eps);
@@ -727,6 +733,7 @@ etcd_send(struct etcd *e, const char *path, json_t *body, int own,
 	struct evhttp_connection	*conn;
 	struct evkeyvalq		*h;
 	char				*text;
+	u_int				 k;
 
 	c = xcalloc(1, sizeof *c);
 	c->e = e;
@@ -737,10 +744,12 @@ etcd_send(struct etcd *e, const char *path, json_t *body, int own,
 		c->own = conn = etcd_connect(e, c->ep, ETCD_WAIT_TIMEOUT_S);
 		c->partial = evbuffer_new();
 	} else {
-		if (e->eps[c->ep].conn == NULL)
-			e->eps[c->ep].conn = etcd_connect(e, c->ep,
+		/* in turn: a big Txn does not hold up a keepalive */
+		k = e->turn++ % ETCD_CONNS;
+		if (e->eps[c->ep].conn[k] == NULL)
+			e->eps[c->ep].conn[k] = etcd_connect(e, c->ep,
 			    ETCD_TIMEOUT_S);
-		conn = e->eps[c->ep].conn;
+		conn = e->eps[c->ep].conn[k];
 	}
 	c->req = evhttp_request_new(etcd_done, c);
 	h = evhttp_request_get_output_headers(c->req);
