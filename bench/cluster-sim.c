@@ -19,6 +19,7 @@
 static struct event_base *base;
 static int64_t	 rev;
 static int	 done;
+static double	 naive_rate;
 
 static void
 cb(struct etcd_reply *r, const char *err, void *arg)
@@ -173,6 +174,32 @@ idle_writes(int64_t *leases, u_int n, int secs)
 	return ((double)(rev - r0) / secs);
 }
 
+/*
+ * The baseline, in the same run: one fenced Txn per placement, one after
+ * another (what a scheduler without batches does).
+ */
+static void
+naive(u_int n)
+{
+	int64_t	 t0 = now_us();
+	u_int	 i;
+	char	*k, *v, *a;
+
+	for (i = 0; i < n; i++) {
+		k = qkey(900000 + i);
+		v = qval(900000 + i);
+		xasprintf(&a, "%sa/s%u/naive.%u", cluster->prefix, i % 1000, i);
+		etcd_txn(cluster->etcd, cluster_fence(json_array()),
+		    json_pack("[oo]", etcd_op_delete(k), etcd_op_put(a, v, 0)),
+		    NULL, cb, NULL);
+		wait_call();
+		free(k);
+		free(v);
+		free(a);
+	}
+	naive_rate = n / ((now_us() - t0) / 1e6);
+}
+
 static struct hmap	*seats;		/* "member/card" -> u_int * */
 static u_int		 overfull;
 
@@ -285,6 +312,7 @@ main(int argc, char **argv)
 	etcd_range(cluster->etcd, "/", 0, cb, NULL);
 	wait_call();
 	r1 = rev;
+	naive(200);
 	seats = hmap_create();
 	etcd_range(cluster->etcd, cluster_key("a/"), 1, seats_cb, NULL);
 	wait_call();
@@ -294,6 +322,9 @@ main(int argc, char **argv)
 	printf("placement: %llu jobs of %u tenants on %u members in %.3f s: "
 	    "%.0f placements/s (target >= 1000)\n", (unsigned long long)placed,
 	    nj < 5000 ? nj : 5000, nm, t / 1e6, placed / (t / 1e6));
+	printf("baseline (one fenced Txn per placement, in turn): %.0f "
+	    "placements/s; batched: %.1fx\n", naive_rate, placed / (t / 1e6) /
+	    naive_rate);
 	printf("scheduler CPU: %.3f s for %llu placements: %.0f placements per "
 	    "CPU-second (one core; the rest is waiting for etcd)\n",
 	    c0 / 1e6, (unsigned long long)placed, placed / (c0 / 1e6));

@@ -127,11 +127,11 @@ api_cluster_get(struct evhttp_request *req, const char *id)
 		json_decref(o);
 		return;
 	}
-	o = json_pack("{s:s,s:s,s:s,s:b,s:b,s:I,s:s?,s:O?}", "mode", "member",
-	    "cluster", cluster->id, "name", cluster->name, "member",
+	o = json_pack("{s:s,s:s,s:s,s:b,s:b,s:I,s:s?,s:s?,s:O?}", "mode",
+	    "member", "cluster", cluster->id, "name", cluster->name, "member",
 	    cluster->registered, "leading", cluster->leading, "writes",
-	    (json_int_t)cluster->nwrites, "error", cluster->error, "leader",
-	    cluster->leader);
+	    (json_int_t)cluster->nwrites, "error", cluster->error, "warning",
+	    cluster->warning, "leader", cluster->leader);
 	api_reply(req, 200, o);
 	json_decref(o);
 }

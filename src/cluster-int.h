@@ -41,6 +41,7 @@ struct etcd	*etcd_create(struct event_base *, const char *, char **);
 void		 etcd_free(struct etcd *);
 const char	*etcd_endpoint(const struct etcd *);
 uint64_t	 etcd_calls(const struct etcd *);
+int64_t		 etcd_skew(const struct etcd *, int *);
 int		 etcd_reply_parse(const char *, size_t, struct etcd_reply *,
 		     char **);
 void		 etcd_reply_clear(struct etcd_reply *);
@@ -107,6 +108,7 @@ void		 mirror_restart(struct mirror *);
 #define CLUSTER_GRACE_MS	2000	/* after a lease, before requeueing */
 #define CLUSTER_RETRY_MS	5000	/* a name taken: tried again */
 #define CLUSTER_POLITE_MS	2000	/* a better member live this long */
+#define CLUSTER_SKEW_MS		60000	/* a clock this far off: warned */
 struct cluster_card {
 	char		*vendor;
 	char		*model;
@@ -151,6 +153,7 @@ struct cluster {
 	int		 leader_busy;
 	int		 resigning;
 	char		*error;		/* why it is not a member, or NULL */
+	char		*warning;	/* e.g. a clock off by minutes */
 	u_int		 nwrites;	/* records and jobs written */
 };
 extern struct cluster *cluster;

@@ -514,6 +514,35 @@ cluster_polite(void)
 	    cluster_resign_cb, NULL);
 }
 
+/*
+ * A clock off by minutes skews the queue's order (jobs carry their
+ * submission time) and the books: said once, and shown by GET
+ * /v1/cluster, until it is right again.
+ */
+static void
+cluster_check_clock(void)
+{
+	int64_t	 skew;
+	int	 known;
+	char	*w;
+
+	skew = etcd_skew(cluster->etcd, &known);
+	if (!known)
+		return;
+	if (skew < CLUSTER_SKEW_MS && skew > -CLUSTER_SKEW_MS) {
+		free(cluster->warning);
+		cluster->warning = NULL;
+		return;
+	}
+	xasprintf(&w, "this member's clock is %lld s %s etcd's; queue order "
+	    "and the books use it", (long long)(skew < 0 ? -skew : skew) /
+	    1000, skew < 0 ? "behind" : "ahead of");
+	if (cluster->warning == NULL)
+		log_warnx("cluster %s: %s", cluster->id, w);
+	free(cluster->warning);
+	cluster->warning = w;
+}
+
 static void
 cluster_tick(int64_t now)
 {
@@ -529,6 +558,7 @@ cluster_tick(int64_t now)
 		return;
 	}
 	cluster_keepalive(now);
+	cluster_check_clock();
 	if (!cluster->registered) {
 		cluster_register(now);
 		return;
@@ -653,6 +683,7 @@ cluster_shutdown(void)
 	json_decref(cluster->leader);
 	free(cluster->record);
 	free(cluster->error);
+	free(cluster->warning);
 	free(cluster->instance);
 	free(cluster->elect);
 	free(cluster->prefix);

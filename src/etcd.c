@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -40,6 +41,8 @@ struct etcd {
 	u_int			 cur;
 	u_int			 turn;		/* the next unary connection */
 	uint64_t		 calls;
+	int64_t			 skew_ms;	/* our clock - etcd's (Date:) */
+	int			 skew_known;
 	char			 name[300];
 };
 
@@ -684,6 +687,34 @@ etcd_call_free(struct etcd_call *c)
 	free(c);
 }
 
+/*
+ * How far our wall clock is from the etcd member's, from its reply's Date
+ * header (whole seconds: good for minutes of skew, not for milliseconds).
+ */
+static void
+etcd_date(struct etcd *e, struct evhttp_request *req)
+{
+	const char	*d;
+	struct tm	 tm;
+	char		*end;
+
+	d = evhttp_find_header(evhttp_request_get_input_headers(req), "Date");
+	memset(&tm, 0, sizeof tm);
+	if (d == NULL || (end = strptime(d, "%a, %d %b %Y %H:%M:%S GMT",
+	    &tm)) == NULL || *end != '\0')
+		return;
+	e->skew_ms = clock_ms() - (int64_t)timegm(&tm) * 1000;
+	e->skew_known = 1;
+}
+
+/* Our clock minus etcd's, in ms; 0 if not known yet. */
+int64_t
+etcd_skew(const struct etcd *e, int *known)
+{
+	*known = e->skew_known;
+	return (e->skew_ms);
+}
+
 static void
 etcd_done(struct evhttp_request *req, void *arg)
 {
@@ -707,6 +738,7 @@ etcd_done(struct evhttp_request *req, void *arg)
 		xasprintf(&err, "etcd: stream ended");
 		etcd_deliver(c, NULL, 0, err);
 	} else {
+		etcd_date(c->e, req);
 		in = evhttp_request_get_input_buffer(req);
 		len = evbuffer_get_length(in);
 		body = (char *)evbuffer_pullup(in, (ssize_t)len);
