@@ -109,15 +109,14 @@ static void
 cj_end(struct cj *c, struct job *j)
 {
 	json_t		*o = json_deep_copy(c->rec);
-	const char	*to;
-	char		*text;
+	char		*text, *to, *from;
 
 	if (c->cutoff && j != NULL && j->state == JOB_STOPPED) {
-		to = cluster_key("q/%s", c->id);
+		xasprintf(&to, "%sq/%s", cluster->prefix, c->id);
 		json_object_del(o, "member");
 		json_object_del(o, "cards");
 	} else {
-		to = cluster_key("e/%s", c->id);
+		xasprintf(&to, "%se/%s", cluster->prefix, c->id);
 		json_object_set_new(o, "state", json_string(j != NULL ?
 		    job_state_name(j->state) : "failed"));
 		json_object_set_new(o, "exit_code", json_integer(j != NULL ?
@@ -133,12 +132,13 @@ cj_end(struct cj *c, struct job *j)
 	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	c->busy = 1;
-	etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(cluster_key(
-	    "r/%s/%s", cluster->name, c->id), "MOD", c->mod)),
-	    json_pack("[ooo]", etcd_op_delete(cluster_key("r/%s/%s",
-	    cluster->name, c->id)), etcd_op_put(to, text, 0),
-	    etcd_op_delete(cluster_key("s/%s", c->id))), NULL, cj_end_cb,
-	    xstrdup(c->id));
+	xasprintf(&from, "%sr/%s/%s", cluster->prefix, cluster->name, c->id);
+	etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(from, "MOD",
+	    c->mod)), json_pack("[ooo]", etcd_op_delete(from), etcd_op_put(to,
+	    text, 0), etcd_op_delete(cluster_key("s/%s", c->id))), NULL,
+	    cj_end_cb, xstrdup(c->id));
+	free(from);
+	free(to);
 	free(text);
 }
 

@@ -150,11 +150,16 @@ mirror_watch_cb(struct etcd_reply *r, const char *err, void *arg)
 		m->ready = 0;
 		return;		/* mirror_restart, from the tick */
 	}
-	if (r->created || r->canceled) {
-		if (r->canceled)
-			m->ready = 0;
+	if (r->canceled) {
+		/* compacted past our revision, say: range again */
+		log_debug("%s: %s: watch canceled", __func__, m->prefix);
+		etcd_cancel(m->call);
+		m->call = NULL;
+		m->ready = 0;
 		return;
 	}
+	if (r->created)
+		return;
 	for (i = 0; i < r->nkvs; i++)
 		mirror_kv(m, &r->kvs[i]);
 	if (r->nkvs > 0 && r->kvs[r->nkvs - 1].mod_rev > m->rev)

@@ -19,7 +19,11 @@
 struct cluster		*cluster;
 static struct event	*cluster_ev;
 
-/* A key under the cluster's prefix, in a buffer reused by the next call. */
+/*
+ * A key under the cluster's prefix, in one of two buffers that the calls
+ * take in turn: use it at once (an argument), never keep it across
+ * another call.
+ */
 const char *
 cluster_key(const char *fmt, ...)
 {

@@ -187,3 +187,9 @@ class Cut:
     def close(self):
         self.ls.close()
         self.set_cut(False)
+
+
+def mod_revision(etcd, key):
+    r = etcd.call("/v3/kv/range", {"key": b64(key)})
+    kvs = r.get("kvs", [])
+    return int(kvs[0]["mod_revision"]) if kvs else None
