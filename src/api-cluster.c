@@ -486,36 +486,97 @@ ac_stop_found(struct ac *a, const struct etcd_kv *kv, json_t *o)
 	free(text);
 }
 
-static void
-ac_stop_cb(struct etcd_reply *r, const char *err, void *arg)
+/*
+ * The record of job want in a range of the whole prefix, if the request
+ * may see it (the caller decrefs it); NULL with a 404 sent if none.
+ */
+static json_t *
+ac_find(struct ac *a, struct etcd_reply *r, const char *want,
+    const struct etcd_kv **kvp)
 {
-	struct ac	*a = arg;
-	const char	*want = json_string_value(a->body), *id;
+	const char	*id;
 	json_t		*o;
 	u_int		 i;
 
-	if (ac_failed(a, err))
-		return;
 	for (i = 0; i < r->nkvs; i++) {
 		if ((o = ac_job(&r->kvs[i])) == NULL)
 			continue;
 		id = json_string_value(json_object_get(o, "id"));
-		if (strcmp(id, want) != 0 || !ac_owned(a->req, o)) {
-			json_decref(o);
-			continue;
+		if (strcmp(id, want) == 0 && ac_owned(a->req, o)) {
+			*kvp = &r->kvs[i];
+			return (o);
 		}
-		if (r->kvs[i].key[strlen(cluster->prefix)] == 'e') {
-			api_error(a->req, 409, "job %s has ended", want);
-			json_decref(o);
-			ac_free(a);
-			return;
-		}
-		ac_stop_found(a, &r->kvs[i], o);
 		json_decref(o);
-		return;
 	}
 	api_error(a->req, 404, "no cluster job %s", want);
+	return (NULL);
+}
+
+static void
+ac_stop_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac		*a = arg;
+	const char		*want = json_string_value(a->body);
+	const struct etcd_kv	*kv;
+	json_t			*o;
+
+	if (ac_failed(a, err))
+		return;
+	if ((o = ac_find(a, r, want, &kv)) == NULL) {
+		ac_free(a);
+		return;
+	}
+	if (kv->key[strlen(cluster->prefix)] == 'e') {
+		api_error(a->req, 409, "job %s has ended", want);
+		json_decref(o);
+		ac_free(a);
+		return;
+	}
+	ac_stop_found(a, kv, o);
+	json_decref(o);
+}
+
+static void
+ac_get_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac		*a = arg;
+	const struct etcd_kv	*kv;
+	json_t			*o;
+
+	if (ac_failed(a, err))
+		return;
+	if ((o = ac_find(a, r, json_string_value(a->body), &kv)) != NULL) {
+		api_reply(a->req, 200, o);
+		json_decref(o);
+	}
 	ac_free(a);
+}
+
+/* A request about one job: its id, kept in a->body; NULL if sent 400. */
+static struct ac *
+ac_job_request(struct evhttp_request *req, const char *id)
+{
+	struct ac	*a;
+
+	if (!ac_member(req))
+		return (NULL);
+	a = ac_new(req);
+	if ((a->body = json_string(id)) == NULL) {
+		api_error(req, 400, "id: not UTF-8");
+		ac_free(a);
+		return (NULL);
+	}
+	return (a);
+}
+
+/* GET /v1/cluster/jobs/ID: one cluster job's record, wherever it is. */
+void
+api_cluster_job(struct evhttp_request *req, const char *id)
+{
+	struct ac	*a;
+
+	if ((a = ac_job_request(req, id)) != NULL)
+		etcd_range(cluster->etcd, cluster->prefix, 1, ac_get_cb, a);
 }
 
 /*
@@ -527,16 +588,8 @@ api_cluster_stop(struct evhttp_request *req, const char *id)
 {
 	struct ac	*a;
 
-	if (!ac_member(req))
-		return;
-	a = ac_new(req);
-	a->body = json_string(id);
-	if (a->body == NULL) {
-		api_error(req, 400, "id: not UTF-8");
-		ac_free(a);
-		return;
-	}
-	etcd_range(cluster->etcd, cluster->prefix, 1, ac_stop_cb, a);
+	if ((a = ac_job_request(req, id)) != NULL)
+		etcd_range(cluster->etcd, cluster->prefix, 1, ac_stop_cb, a);
 }
 
 /*

@@ -150,9 +150,10 @@ cj_run(struct cj *c, char **cause)
 {
 	struct jobreq	 r;
 	struct job	*j;
-	const char	*owner;
+	const char	*owner, *local;
 	char		*env;
 	int		 code;
+	u_int		 id;
 
 	jobreq_init(&r);
 	if (jobreq_from_json(json_object_get(c->rec, "req"), &r, cause) != 0)
@@ -161,12 +162,15 @@ cj_run(struct cj *c, char **cause)
 	strv_add(&r.env, env);
 	free(env);
 	owner = json_string_value(json_object_get(c->rec, "owner"));
+	local = json_string_value(json_object_get(c->rec, "local"));
+	id = local != NULL ? (u_int)strtoul(local + 1, NULL, 10) : 0;
+	if (id == 0 || job_find_id(id) != NULL)
+		id = state_next_id();	/* the reserved one is taken */
 	j = job_create(0, owner != NULL ? owner : "?", &r);
-	if (server_sched_submit(j, state_peek_id(), &code, cause) != 0) {
+	if (server_sched_submit(j, id, &code, cause) != 0) {
 		job_free(j);
 		goto fail;
 	}
-	state_next_id();
 	c->local = j->id;
 	log_info("cluster: job %s runs here as %s", c->id, j->name);
 	return (0);
@@ -216,6 +220,10 @@ cj_claim(struct mirror_entry *me)
 		return;
 	rec = json_deep_copy(me->val);
 	json_object_set_new(rec, "claimed", json_integer(clock_ms()));
+	/* its local id, taken now, so that the record can name it */
+	xasprintf(&text, "j%u", state_next_id());
+	json_object_set_new(rec, "local", json_string(text));
+	free(text);
 	text = json_dumps(rec, JSON_COMPACT);
 	akey = xstrdup(me->key);
 	hmap_put(cj.claims, akey, rec);

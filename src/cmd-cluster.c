@@ -14,16 +14,19 @@ static int	cmd_cluster_exec(int, char **);
 const struct cmd_entry cmd_cluster_entry = {
 	.name = "cluster",
 	.args = "ls [--json] | leader [--json] | ps [--json] | "
-	    "submit [RUN-FLAGS] -- COMMAND... | stop ID",
+	    "submit [RUN-FLAGS] -- COMMAND... | stop ID | logs [-f] ID",
 	.help = "the cluster this daemon is a member of",
 	.options =
 	    "  --json               ls, leader and ps as JSON\n"
+	    "  -f, --follow         logs: until the job ends\n"
 	    "\nls lists the live members: cards, CPUs, RAM, measured use, "
 	    "jobs, the leader.\nleader says who schedules, since when, and "
 	    "at what etcd revision.\nps lists the cluster's jobs in every "
 	    "state and where they run.\nsubmit queues a job for the cluster "
 	    "with gmux run's flags; it prints its id.\nstop ID stops a cluster job "
-	    "wherever it is (queued: at once; placed: by its member).\n",
+	    "wherever it is (queued: at once; placed: by its member).\nlogs ID "
+	    "shows the output of a cluster job that runs on this member (of "
+	    "one on\nanother member, it says where to read it).\n",
 	.exec = cmd_cluster_exec,
 	.here = 1,
 };
@@ -32,6 +35,7 @@ enum { OPT_JSON = 256 };
 
 static const struct option cluster_opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "follow", no_argument, NULL, 'f' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -207,10 +211,49 @@ cluster_stop(const char *id)
 }
 
 static int
+cluster_logs(const char *id, int follow)
+{
+	struct stream	 s;
+	json_t		*o, *me;
+	char		*path;
+	const char	*member, *local;
+	int		 rc;
+
+	if (strchr(id, '/') != NULL || strchr(id, '?') != NULL)
+		cmd_usage_error(&cmd_cluster_entry, "logs: '%s' is not a job "
+		    "id", id);
+	xasprintf(&path, "/v1/cluster/jobs/%s", id);
+	o = cmd_call(&cmd_cluster_entry, "GET", path, NULL);
+	free(path);
+	me = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster", NULL);
+	member = json_string_value(json_object_get(o, "member"));
+	local = json_string_value(json_object_get(o, "local"));
+	if (member == NULL || local == NULL) {
+		fprintf(stderr, "gmux cluster: %s is %s: no output yet\n", id,
+		    cl_str(o, "state"));
+		rc = 1;
+	} else if (strcmp(member, cl_str(me, "name")) != 0) {
+		fprintf(stderr, "gmux cluster: %s runs on %s as %s; read it "
+		    "there: gmux --remote %s logs %s\n", id, member, local,
+		    member, local);
+		rc = 1;
+	} else {
+		stream_init(&s, local, STREAM_LOGS);
+		xasprintf(&path, "/v1/jobs/%s/log?from=0%s", local, follow ?
+		    "&follow=1" : "");
+		rc = stream_run(&s, "GET", path, NULL, follow) == -1;
+		free(path);
+	}
+	json_decref(o);
+	json_decref(me);
+	return (rc);
+}
+
+static int
 cmd_cluster_exec(int argc, char **argv)
 {
 	const char	*sub;
-	int		 ch, json = 0;
+	int		 ch, json = 0, follow = 0;
 
 	if (argc < 2 || argv[1][0] == '-') {
 		while ((ch = cmd_getopt(&cmd_cluster_entry, argc, argv, "h",
@@ -224,13 +267,19 @@ cmd_cluster_exec(int argc, char **argv)
 	argv++;
 	if (strcmp(sub, "submit") == 0)
 		return (cluster_submit(argc, argv));
-	while ((ch = cmd_getopt(&cmd_cluster_entry, argc, argv, "h",
+	while ((ch = cmd_getopt(&cmd_cluster_entry, argc, argv, "fh",
 	    cluster_opts)) != -1) {
 		if (ch == OPT_JSON)
 			json = 1;
+		else if (ch == 'f')
+			follow = 1;
 	}
 	if (strcmp(sub, "stop") == 0 && optind + 1 == argc)
 		return (cluster_stop(argv[optind]));
+	if (strcmp(sub, "logs") == 0 && optind + 1 == argc)
+		return (cluster_logs(argv[optind], follow));
+	if (strcmp(sub, "logs") == 0)
+		cmd_usage_error(&cmd_cluster_entry, "logs: which job?");
 	if (optind != argc)
 		cmd_usage_error(&cmd_cluster_entry, "%s: no argument expected",
 		    sub);

@@ -941,6 +941,7 @@ void		 api_cluster_queue(struct evhttp_request *, const char *);
 void		 api_cluster_jobs(struct evhttp_request *, const char *);
 void		 api_cluster_submit(struct evhttp_request *, const char *);
 void		 api_cluster_stop(struct evhttp_request *, const char *);
+void		 api_cluster_job(struct evhttp_request *, const char *);
 extern const struct cmd_entry cmd_cluster_entry;
 json_t		*run_request(int, char **, int *, char ***); /* cmd-run.c */
 extern const struct cmd_entry cmd_queue_entry;

@@ -56,6 +56,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/cluster/queue", api_cluster_queue },
 	{ EVHTTP_REQ_GET, "/v1/cluster/jobs", api_cluster_jobs },
 	{ EVHTTP_REQ_POST, "/v1/cluster/jobs", api_cluster_submit },
+	{ EVHTTP_REQ_GET, "/v1/cluster/jobs/*", api_cluster_job },
 	{ EVHTTP_REQ_POST, "/v1/cluster/jobs/*/stop", api_cluster_stop },
 };
 

@@ -370,3 +370,31 @@ def test_idle_member_rewrites_little(members, etcd):
     assert len(revs) <= 3, revs
     st = _status(a)
     assert st["member"] and st["writes"] <= 4     # record, leader, rewrites
+
+
+def test_job_record_and_logs(members, tmp):
+    a = members("a", "t12", "1xH100:80G")
+    b = members("b", "t12", "1xA10:24G")
+    wait_for(lambda: len(cluster_state(b)) == 2, 15, 0.1, what="2 members")
+    # 60G fits only a's card
+    r = submit(b, tmp, "sh", "-c", "echo out-$GMUX_CLUSTER_JOB",
+               flags=("--share", "0.5", "--mem", "60G"))
+    jid = r.stdout.decode().strip()
+    wait_for(lambda: (jobs(b) or {}).get(jid, {}).get("state") == "exited",
+             20, 0.1, what="the job to end")
+    rec = json.loads(b.gmux("cluster", "ps", "--json", check=0).stdout)
+    rec = next(x for x in rec if x["id"] == jid)
+    assert rec["member"] == "a" and rec["local"].startswith("j")
+    code, text = b.curl("GET", "/v1/cluster/jobs/%s" % jid)
+    assert code == 200 and json.loads(text)["local"] == rec["local"]
+    code, text = b.curl("GET", "/v1/cluster/jobs/nope.1")
+    assert code == 404 and "no cluster job nope.1" in text
+    # its member shows its output; the other says where to read it
+    r = a.gmux("cluster", "logs", jid, check=0)
+    assert r.stdout.decode() == "out-%s\n" % jid
+    r = b.gmux("cluster", "logs", jid)
+    assert r.returncode == 1
+    assert ("runs on a as %s; read it there: gmux --remote a logs %s"
+            % (rec["local"], rec["local"])).encode() in r.stderr
+    # the local job is the one the record names
+    assert a.job(rec["local"])["state"] == "exited"
