@@ -541,11 +541,18 @@ ac_get_cb(struct etcd_reply *r, const char *err, void *arg)
 {
 	struct ac		*a = arg;
 	const struct etcd_kv	*kv;
+	const char		*member;
+	struct job		*j;
 	json_t			*o;
 
 	if (ac_failed(a, err))
 		return;
 	if ((o = ac_find(a, r, json_string_value(a->body), &kv)) != NULL) {
+		/* the member that runs it knows its local job */
+		member = json_string_value(json_object_get(o, "member"));
+		if (member != NULL && strcmp(member, cluster->name) == 0 &&
+		    (j = cluster_job_local(json_string_value(a->body))) != NULL)
+			json_object_set_new(o, "local", json_string(j->name));
 		api_reply(a->req, 200, o);
 		json_decref(o);
 	}

@@ -191,5 +191,6 @@ void		 cluster_job_start(void);
 void		 cluster_job_stop(void);
 void		 cluster_job_tick(int64_t);
 void		 cluster_job_cutoff(void);
+struct job	*cluster_job_local(const char *);
 
 #endif

@@ -4,11 +4,12 @@
  * (a/NAME/ID -> r/NAME/ID) and only then starts it as a local job, through
  * the same scheduler, keeper, ledger and fence as any other; once the
  * local job has ended, it moves r/NAME/ID to e/ID, again by CAS.  The
- * local job carries its cluster id in GMUX_CLUSTER_JOB, so a restarted
- * daemon finds what it was running.  A stop asked on any member is a key,
+ * local job carries its cluster id in GMUX_CLUSTER_JOB and in its
+ * directory, so a restarted daemon finds what it was running.  A stop asked on any member is a key,
  * s/ID, that the member holding the job acts on.
  */
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,7 @@ static struct {
 	struct mirror	*s;		/* stop requests: s/ID */
 	struct hmap	*jobs;		/* id -> struct cj (ours) */
 	struct hmap	*claims;	/* a/ keys being claimed -> key */
+	struct hmap	*locals;	/* cluster id -> u_int * local id */
 	int		 loaded;	/* r/NAME/ read after a start */
 	int		 loading;
 } cj;
@@ -56,31 +58,73 @@ cj_free(struct cj *c)
 	free(c);
 }
 
-/* The cluster id a local job runs for, or NULL. */
-static const char *
-cj_local_id(const struct job *j)
+/*
+ * Which local job runs (ran) which cluster job: kept in memory and in the
+ * job's directory (jobs/jN/cluster), since a job's environment, where
+ * GMUX_CLUSTER_JOB is, is dropped when it ends.
+ */
+static void
+cj_local_set(const char *id, u_int local, int save)
 {
-	u_int	 i;
+	u_int	*v;
+	char	*dir, *path, *cause = NULL;
 
-	for (i = 0; j->req.env != NULL && j->req.env[i] != NULL; i++) {
-		if (strncmp(j->req.env[i], CLUSTER_ENV,
-		    strlen(CLUSTER_ENV)) == 0)
-			return (j->req.env[i] + strlen(CLUSTER_ENV));
+	if ((v = hmap_get(cj.locals, id)) == NULL) {
+		v = xmalloc(sizeof *v);
+		hmap_put(cj.locals, xstrdup(id), v);
 	}
-	return (NULL);
+	*v = local;
+	if (!save)
+		return;
+	dir = path_job(local);
+	path = path_job_file(local, "cluster");
+	/* no fsync: a daemon's kill leaves it; a host's crash, its jobs too */
+	if (mkdir_p(dir, 0700) != 0 || write_file_replace(path, id, strlen(id),
+	    0600, &cause) != 0) {
+		log_warnx("cluster: %s: %s", path, cause != NULL ? cause :
+		    strerror(errno));
+		free(cause);
+	}
+	free(path);
+	free(dir);
+}
+
+/* After a start: the cluster jobs of the jobs this daemon knows. */
+static void
+cj_locals_load(void)
+{
+	struct job	*j;
+	char		*path, *text, *cause = NULL;
+	size_t		 len;
+
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		path = path_job_file(j->id, "cluster");
+		text = read_file(path, 256, &len, &cause);
+		free(path);
+		free(cause);
+		cause = NULL;
+		if (text == NULL)
+			continue;
+		if (len > 0 && strlen(text) == len && hmap_get(cj.locals,
+		    text) == NULL)
+			cj_local_set(text, j->id, 0);
+		free(text);
+	}
 }
 
 static struct job *
 cj_local_find(const char *id)
 {
-	struct job	*j;
-	const char	*x;
+	u_int	*v = hmap_get(cj.locals, id);
 
-	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if ((x = cj_local_id(j)) != NULL && strcmp(x, id) == 0)
-			return (j);
-	}
-	return (NULL);
+	return (v != NULL ? job_find_id(*v) : NULL);
+}
+
+/* The local job that runs (or ran) cluster job id here, or NULL. */
+struct job *
+cluster_job_local(const char *id)
+{
+	return (cj_local_find(id));
 }
 
 /* ------------------------------------------------------------------ */
@@ -150,10 +194,9 @@ cj_run(struct cj *c, char **cause)
 {
 	struct jobreq	 r;
 	struct job	*j;
-	const char	*owner, *local;
+	const char	*owner;
 	char		*env;
 	int		 code;
-	u_int		 id;
 
 	jobreq_init(&r);
 	if (jobreq_from_json(json_object_get(c->rec, "req"), &r, cause) != 0)
@@ -162,16 +205,14 @@ cj_run(struct cj *c, char **cause)
 	strv_add(&r.env, env);
 	free(env);
 	owner = json_string_value(json_object_get(c->rec, "owner"));
-	local = json_string_value(json_object_get(c->rec, "local"));
-	id = local != NULL ? (u_int)strtoul(local + 1, NULL, 10) : 0;
-	if (id == 0 || job_find_id(id) != NULL)
-		id = state_next_id();	/* the reserved one is taken */
 	j = job_create(0, owner != NULL ? owner : "?", &r);
-	if (server_sched_submit(j, id, &code, cause) != 0) {
+	if (server_sched_submit(j, state_peek_id(), &code, cause) != 0) {
 		job_free(j);
 		goto fail;
 	}
+	state_next_id();
 	c->local = j->id;
+	cj_local_set(c->id, j->id, 1);
 	log_info("cluster: job %s runs here as %s", c->id, j->name);
 	return (0);
 fail:
@@ -220,10 +261,6 @@ cj_claim(struct mirror_entry *me)
 		return;
 	rec = json_deep_copy(me->val);
 	json_object_set_new(rec, "claimed", json_integer(clock_ms()));
-	/* its local id, taken now, so that the record can name it */
-	xasprintf(&text, "j%u", state_next_id());
-	json_object_set_new(rec, "local", json_string(text));
-	free(text);
 	text = json_dumps(rec, JSON_COMPACT);
 	akey = xstrdup(me->key);
 	hmap_put(cj.claims, akey, rec);
@@ -390,6 +427,8 @@ cluster_job_start(void)
 {
 	cj.jobs = hmap_create();
 	cj.claims = hmap_create();
+	cj.locals = hmap_create();
+	cj_locals_load();
 	cj.a = mirror_create(cluster->etcd, cluster_key("a/%s/",
 	    cluster->name), NULL, NULL);
 	cj.s = mirror_create(cluster->etcd, cluster_key("s/"), NULL, NULL);
@@ -419,4 +458,11 @@ cluster_job_stop(void)
 	}
 	hmap_free(cj.claims);
 	cj.claims = NULL;
+	it = 0;
+	while (cj.locals != NULL && hmap_next(cj.locals, &it, &k, &v)) {
+		free((char *)k);
+		free(v);
+	}
+	hmap_free(cj.locals);
+	cj.locals = NULL;
 }

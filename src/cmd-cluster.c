@@ -228,14 +228,17 @@ cluster_logs(const char *id, int follow)
 	me = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster", NULL);
 	member = json_string_value(json_object_get(o, "member"));
 	local = json_string_value(json_object_get(o, "local"));
-	if (member == NULL || local == NULL) {
+	if (member == NULL) {
 		fprintf(stderr, "gmux cluster: %s is %s: no output yet\n", id,
 		    cl_str(o, "state"));
 		rc = 1;
 	} else if (strcmp(member, cl_str(me, "name")) != 0) {
-		fprintf(stderr, "gmux cluster: %s runs on %s as %s; read it "
-		    "there: gmux --remote %s logs %s\n", id, member, local,
-		    member, local);
+		fprintf(stderr, "gmux cluster: %s runs on %s; read it there: "
+		    "gmux cluster logs %s\n", id, member, id);
+		rc = 1;
+	} else if (local == NULL) {
+		fprintf(stderr, "gmux cluster: %s has not started here yet\n",
+		    id);
 		rc = 1;
 	} else {
 		stream_init(&s, local, STREAM_LOGS);
