@@ -66,7 +66,8 @@ record(u_int i)
 	    "{\"vendor\":\"nvidia\",\"model\":\"H100\",\"memory\":85899345920},"
 	    "{\"vendor\":\"nvidia\",\"model\":\"H100\",\"memory\":85899345920},"
 	    "{\"vendor\":\"nvidia\",\"model\":\"H100\",\"memory\":85899345920},"
-	    "{\"vendor\":\"nvidia\",\"model\":\"H100\",\"memory\":85899345920}");
+	    "{\"vendor\":\"nvidia\",\"model\":\"H100\",\"memory\":"
+	    "85899345920}");
 	return (s);
 }
 
@@ -163,7 +164,8 @@ idle_writes(int64_t *leases, u_int n, int secs)
 		t = now_us();
 		pending += n;
 		for (i = 0; i < n; i++)
-			etcd_keepalive(cluster->etcd, leases[i], count_cb, NULL);
+			etcd_keepalive(cluster->etcd, leases[i], count_cb,
+			    NULL);
 		while (pending > 0)
 			event_base_loop(base, EVLOOP_ONCE);
 		while (now_us() - t < 1000000)	/* one a second */
@@ -333,8 +335,9 @@ main(int argc, char **argv)
 	    (unsigned long long)placed, (double)(r1 - r0) / (placed ? placed :
 	    1), (unsigned long long)txns);
 	if (npass > 0)
-		printf("decision time of a pass (up to 60 jobs): median %lld us,"
-		    " p99 %lld us, %u passes\n", (long long)pass[npass / 2],
+		printf("decision time of a pass (up to 60 jobs): median "
+		    "%lld us, p99 %lld us, %u passes\n",
+		    (long long)pass[npass / 2],
 		    (long long)pass[npass * 99 / 100], npass);
 	o = NULL;
 	(void)o;

@@ -84,7 +84,7 @@ struct mirror_entry {
 	int64_t		 create_rev;
 	int64_t		 lease;
 	void		*cache;		/* its reader's parse of val, or NULL */
-	int		 held;		/* its reader's Txn on it is in flight */
+	int		 held;		/* its reader's Txn is in flight */
 };
 typedef void	(*mirror_cb)(void *);
 struct mirror	*mirror_create(struct etcd *, const char *, mirror_cb, void *);

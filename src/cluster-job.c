@@ -5,8 +5,9 @@
  * the same scheduler, keeper, ledger and fence as any other; once the
  * local job has ended, it moves r/NAME/ID to e/ID, again by CAS.  The
  * local job carries its cluster id in GMUX_CLUSTER_JOB and in its
- * directory, so a restarted daemon finds what it was running.  A stop asked on any member is a key,
- * s/ID, that the member holding the job acts on.
+ * directory, so a restarted daemon finds what it was running.  A stop
+ * asked on any member is a key, s/ID, that the member holding the job
+ * acts on.
  */
 
 #include <errno.h>
@@ -255,10 +256,10 @@ cj_claim(struct mirror_entry *me)
 	json_t		*rec;
 	char		*text, *akey;
 
-	if (hmap_get(cj.claims, me->key) != NULL || hmap_get(cj.jobs, id) !=
-	    NULL || (cj.s != NULL && mirror_get(cj.s, cluster_key("s/%s", id)) !=
-	    NULL))
-		return;
+	if (hmap_get(cj.claims, me->key) != NULL ||
+	    hmap_get(cj.jobs, id) != NULL ||
+	    mirror_get(cj.s, cluster_key("s/%s", id)) != NULL)
+		return;		/* in flight, ours, or to be stopped */
 	rec = json_deep_copy(me->val);
 	json_object_set_new(rec, "claimed", json_integer(clock_ms()));
 	text = json_dumps(rec, JSON_COMPACT);

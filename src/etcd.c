@@ -727,8 +727,8 @@ etcd_done(struct evhttp_request *req, void *arg)
 	c->req = NULL;		/* libevent frees it after this returns */
 	code = req != NULL ? evhttp_request_get_response_code(req) : 0;
 	if (code == 0) {
-		xasprintf(&err, "etcd %s:%u: unreachable", c->e->eps[c->ep].host,
-		    c->e->eps[c->ep].port);
+		xasprintf(&err, "etcd %s:%u: unreachable",
+		    c->e->eps[c->ep].host, c->e->eps[c->ep].port);
 		if (c->e->cur == c->ep)
 			c->e->cur = (c->ep + 1) % c->e->neps;
 		etcd_deliver(c, NULL, 0, err);

@@ -105,7 +105,8 @@ test_urls(void)
 static void
 test_base64(void)
 {
-	const char	*in[] = { "", "f", "fo", "foo", "foob", "/gmux/c1/q/x" };
+	const char	*in[] = { "", "f", "fo", "foo", "foob",
+	    "/gmux/c1/q/x" };
 	char		 enc[64];
 	u_char		 dec[64];
 	u_int		 i;
@@ -128,7 +129,8 @@ test_parse(void)
 {
 	struct etcd_reply	 r;
 	char			*cause = NULL;
-	const char		*bad, *ok = "{\"header\":{\"revision\":\"7\"},\"kvs\":"
+	const char		*bad, *ok =
+	    "{\"header\":{\"revision\":\"7\"},\"kvs\":"
 	    "[{\"key\":\"Zm9v\",\"create_revision\":\"2\",\"mod_revision\":"
 	    "\"5\",\"version\":\"3\",\"value\":\"YmFy\"}],\"count\":\"1\"}";
 
