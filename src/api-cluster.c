@@ -474,9 +474,9 @@ ac_stop_found(struct ac *a, const struct etcd_kv *kv, json_t *o)
 		json_object_del(o, "stop");
 		text = json_dumps(o, JSON_COMPACT);
 		etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(kv->key,
-		    "MOD", kv->mod_rev)), json_pack("[oo]", etcd_op_delete(kv->key),
-		    etcd_op_put(cluster_key("e/%s", id), text, 0)), NULL,
-		    ac_stop_done, a);
+		    "MOD", kv->mod_rev)), json_pack("[oo]",
+		    etcd_op_delete(kv->key), etcd_op_put(cluster_key("e/%s",
+		    id), text, 0)), NULL, ac_stop_done, a);
 		free(text);
 		return;
 	}

@@ -25,6 +25,7 @@ struct cj {
 	json_t		*rec;
 	int		 busy;		/* a Txn in flight */
 	int		 cutoff;	/* stopped when cut off: requeue */
+	int		 unstarted;	/* claimed, never started: requeue */
 };
 
 static struct {
@@ -156,7 +157,8 @@ cj_end(struct cj *c, struct job *j)
 	json_t		*o = json_deep_copy(c->rec);
 	char		*text, *to, *from;
 
-	if (c->cutoff && j != NULL && j->state == JOB_STOPPED) {
+	if (c->unstarted || (c->cutoff && j != NULL &&
+	    j->state == JOB_STOPPED)) {
 		xasprintf(&to, "%sq/%s", cluster->prefix, c->id);
 		json_object_del(o, "member");
 		json_object_del(o, "cards");
@@ -206,6 +208,12 @@ cj_run(struct cj *c, char **cause)
 	strv_add(&r.env, env);
 	free(env);
 	owner = json_string_value(json_object_get(c->rec, "owner"));
+	/*
+	 * Which local job it is, said before it can start: a daemon killed
+	 * before this line left a claim that never ran (requeued when it is
+	 * back), one killed after it, a job that may have (never run again).
+	 */
+	cj_local_set(c->id, state_peek_id(), 1);
 	j = job_create(0, owner != NULL ? owner : "?", &r);
 	if (server_sched_submit(j, state_peek_id(), &code, cause) != 0) {
 		job_free(j);
@@ -213,7 +221,6 @@ cj_run(struct cj *c, char **cause)
 	}
 	state_next_id();
 	c->local = j->id;
-	cj_local_set(c->id, j->id, 1);
 	log_info("cluster: job %s runs here as %s", c->id, j->name);
 	return (0);
 fail:
@@ -300,8 +307,11 @@ cj_load_cb(struct etcd_reply *r, const char *err, void *arg)
 		j = cj_local_find(r->kvs[i].key + plen);
 		c = cj_add(r->kvs[i].key + plen, j != NULL ? j->id : 0,
 		    r->kvs[i].mod_rev, rec);
-		if (j == NULL)
-			cj_end(c, NULL);
+		if (j != NULL)
+			continue;
+		/* claimed, then the daemon died: did it start? */
+		c->unstarted = hmap_get(cj.locals, c->id) == NULL;
+		cj_end(c, NULL);
 	}
 	cj.loaded = 1;
 }

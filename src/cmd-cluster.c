@@ -24,7 +24,8 @@ const struct cmd_entry cmd_cluster_entry = {
 	    "at what etcd revision.\nps lists the cluster's jobs in every "
 	    "state and where they run.\nsubmit queues a job for the cluster "
 	    "with gmux run's flags; it prints its id.\nstop ID stops a "
-	    "cluster job wherever it is (queued: at once; placed: by its member).\nlogs ID "
+	    "cluster job wherever it is (queued: at once; placed: by its "
+	    "member).\nlogs ID "
 	    "shows the output of a cluster job that runs on this member (of "
 	    "one on\nanother member, it says where to read it).\n",
 	.exec = cmd_cluster_exec,
