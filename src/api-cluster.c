@@ -14,7 +14,9 @@
 struct ac {				/* a request waiting for etcd */
 	struct evhttp_request	*req;
 	json_t			*body;	/* a submission's request */
-	char			*owner;
+	char			*owner;	/* who asks (a copy: it outlives the
+					   dispatch) */
+	int			 admin;
 	json_t			*out;
 };
 
@@ -30,11 +32,13 @@ ac_member(struct evhttp_request *req)
 }
 
 static struct ac *
-ac_new(struct evhttp_request *req)
+ac_new(struct evhttp_request *req, const struct api_who *who)
 {
 	struct ac	*a = xcalloc(1, sizeof *a);
 
 	a->req = req;
+	a->owner = xstrdup(who->owner);
+	a->admin = who->admin;
 	return (a);
 }
 
@@ -100,24 +104,19 @@ ac_job(const struct etcd_kv *kv)
 	return (o);
 }
 
+/* May the asker see job record o (api_may, on the copy kept in a)? */
 static int
-ac_owned(struct evhttp_request *req, json_t *o)
+ac_owned(const struct ac *a, json_t *o)
 {
-	char		*owner;
 	const char	*has = json_string_value(json_object_get(o, "owner"));
-	int		 ok;
 
-	if (!server_tls_request(req))
-		return (1);
-	owner = api_owner(req);
-	ok = server_tls_may(req, has != NULL ? has : "");
-	free(owner);
-	return (ok);
+	return (a->admin || (has != NULL && strcmp(a->owner, has) == 0));
 }
 
 /* GET /v1/cluster: this daemon's membership. */
 void
-api_cluster_get(struct evhttp_request *req, const char *id)
+api_cluster_get(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	json_t	*o;
 
@@ -203,12 +202,13 @@ ac_members_cb(struct etcd_reply *r, const char *err, void *arg)
 
 /* GET /v1/cluster/members: every live member's record. */
 void
-api_cluster_members(struct evhttp_request *req, const char *id)
+api_cluster_members(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	if (!ac_member(req))
 		return;
 	etcd_range(cluster->etcd, cluster_key("m/"), 1, ac_members_cb,
-	    ac_new(req));
+	    ac_new(req, who));
 }
 
 static void
@@ -234,12 +234,13 @@ ac_leader_cb(struct etcd_reply *r, const char *err, void *arg)
 
 /* GET /v1/cluster/leader: who schedules, since when, at what revision. */
 void
-api_cluster_leader(struct evhttp_request *req, const char *id)
+api_cluster_leader(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	if (!ac_member(req))
 		return;
 	etcd_range(cluster->etcd, cluster_key("leader"), 0, ac_leader_cb,
-	    ac_new(req));
+	    ac_new(req, who));
 }
 
 static int
@@ -269,7 +270,7 @@ ac_queue(struct ac *a, struct etcd_reply *r)
 		if ((o = ac_job(&r->kvs[i])) == NULL)
 			continue;
 		if (cluster_shape_parse(o, &s, &cause) != 0 ||
-		    !ac_owned(a->req, o)) {
+		    !ac_owned(a, o)) {
 			free(cause);
 			cause = NULL;
 			json_decref(o);
@@ -305,12 +306,13 @@ ac_queue_cb(struct etcd_reply *r, const char *err, void *arg)
 
 /* GET /v1/cluster/queue: the queued jobs in the leader's order. */
 void
-api_cluster_queue(struct evhttp_request *req, const char *id)
+api_cluster_queue(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	if (!ac_member(req))
 		return;
 	etcd_range(cluster->etcd, cluster_key("q/"), 1, ac_queue_cb,
-	    ac_new(req));
+	    ac_new(req, who));
 }
 
 static void
@@ -326,7 +328,7 @@ ac_jobs_cb(struct etcd_reply *r, const char *err, void *arg)
 	for (i = 0; i < r->nkvs; i++) {
 		if ((o = ac_job(&r->kvs[i])) == NULL)
 			continue;
-		if (ac_owned(a->req, o))
+		if (ac_owned(a, o))
 			json_array_append(out, o);
 		json_decref(o);
 	}
@@ -337,12 +339,13 @@ ac_jobs_cb(struct etcd_reply *r, const char *err, void *arg)
 
 /* GET /v1/cluster/jobs: every job of the cluster, in every state. */
 void
-api_cluster_jobs(struct evhttp_request *req, const char *id)
+api_cluster_jobs(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	if (!ac_member(req))
 		return;
 	etcd_range(cluster->etcd, cluster->prefix, 1, ac_jobs_cb,
-	    ac_new(req));
+	    ac_new(req, who));
 }
 
 static void
@@ -502,7 +505,7 @@ ac_find(struct ac *a, struct etcd_reply *r, const char *want,
 		if ((o = ac_job(&r->kvs[i])) == NULL)
 			continue;
 		id = json_string_value(json_object_get(o, "id"));
-		if (strcmp(id, want) == 0 && ac_owned(a->req, o)) {
+		if (strcmp(id, want) == 0 && ac_owned(a, o)) {
 			*kvp = &r->kvs[i];
 			return (o);
 		}
@@ -561,13 +564,14 @@ ac_get_cb(struct etcd_reply *r, const char *err, void *arg)
 
 /* A request about one job: its id, kept in a->body; NULL if sent 400. */
 static struct ac *
-ac_job_request(struct evhttp_request *req, const char *id)
+ac_job_request(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct ac	*a;
 
 	if (!ac_member(req))
 		return (NULL);
-	a = ac_new(req);
+	a = ac_new(req, who);
 	if ((a->body = json_string(id)) == NULL) {
 		api_error(req, 400, "id: not UTF-8");
 		ac_free(a);
@@ -578,11 +582,12 @@ ac_job_request(struct evhttp_request *req, const char *id)
 
 /* GET /v1/cluster/jobs/ID: one cluster job's record, wherever it is. */
 void
-api_cluster_job(struct evhttp_request *req, const char *id)
+api_cluster_job(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct ac	*a;
 
-	if ((a = ac_job_request(req, id)) != NULL)
+	if ((a = ac_job_request(req, id, who)) != NULL)
 		etcd_range(cluster->etcd, cluster->prefix, 1, ac_get_cb, a);
 }
 
@@ -591,11 +596,12 @@ api_cluster_job(struct evhttp_request *req, const char *id)
  * queued one ends at once, a placed one is stopped by its member.
  */
 void
-api_cluster_stop(struct evhttp_request *req, const char *id)
+api_cluster_stop(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct ac	*a;
 
-	if ((a = ac_job_request(req, id)) != NULL)
+	if ((a = ac_job_request(req, id, who)) != NULL)
 		etcd_range(cluster->etcd, cluster->prefix, 1, ac_stop_cb, a);
 }
 
@@ -605,7 +611,8 @@ api_cluster_stop(struct evhttp_request *req, const char *id)
  * hold it.
  */
 void
-api_cluster_submit(struct evhttp_request *req, const char *id)
+api_cluster_submit(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct jobreq	 r;
 	struct ac	*a;
@@ -614,7 +621,7 @@ api_cluster_submit(struct evhttp_request *req, const char *id)
 
 	if (!ac_member(req))
 		return;
-	if (server_tls_request(req)) {
+	if (who->transport == API_TCP) {
 		api_error(req, 403, "cluster jobs are submitted on a member's "
 		    "Unix socket for now (a TCP client's jail does not travel "
 		    "yet)");
@@ -630,8 +637,7 @@ api_cluster_submit(struct evhttp_request *req, const char *id)
 		return;
 	}
 	jobreq_clear(&r);
-	a = ac_new(req);
+	a = ac_new(req, who);
 	a->body = body;
-	a->owner = api_owner(req);
 	etcd_range(cluster->etcd, cluster_key("m/"), 1, ac_submit_cb, a);
 }
