@@ -126,7 +126,7 @@ run_request_key(json_t *o)
 }
 
 /* The request from the command line: share, caps, command, here and now. */
-static json_t *
+json_t *
 run_request(int argc, char **argv, int *flags, char ***pulls)
 {
 	const struct cmd_entry	*c = &cmd_run_entry;

@@ -28,6 +28,12 @@ static const char *config_keys[] = {
 	"REMOTE_WORK_RETENTION",
 	"AUTH_TIMEOUT",
 	"TCP_CONNECTIONS_MAX",
+	"CLUSTER_MODE",		/* clusters (docs/cluster.md) */
+	"CLUSTER_ID",
+	"ETCD",
+	"NAME",
+	"ADDR",
+	"CLUSTER_LEASE",
 };
 
 static struct config_entry	*config_entries;

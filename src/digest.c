@@ -209,12 +209,9 @@ random_bytes(void *buf, size_t len)
 		fatalx("no random bytes from OpenSSL");
 }
 
-/* base64url without padding (RFC 4648 section 5); out holds 4n/3+1. */
-void
-base64url_encode(const u_char *in, size_t len, char *out)
+static void
+base64_with(const char *a, int pad, const u_char *in, size_t len, char *out)
 {
-	static const char	 a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "abcdefghijklmnopqrstuvwxyz0123456789-_";
 	size_t			 i;
 	uint32_t		 v;
 	char			*o = out;
@@ -231,11 +228,84 @@ base64url_encode(const u_char *in, size_t len, char *out)
 		v = (uint32_t)in[i] << 16;
 		*o++ = a[v >> 18];
 		*o++ = a[(v >> 12) & 63];
+		if (pad) {
+			*o++ = '=';
+			*o++ = '=';
+		}
 	} else if (len - i == 2) {
 		v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
 		*o++ = a[v >> 18];
 		*o++ = a[(v >> 12) & 63];
 		*o++ = a[(v >> 6) & 63];
+		if (pad)
+			*o++ = '=';
 	}
 	*o = '\0';
+}
+
+/* base64url without padding (RFC 4648 section 5); out holds 4n/3+1. */
+void
+base64url_encode(const u_char *in, size_t len, char *out)
+{
+	base64_with("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789-_", 0, in, len, out);
+}
+
+/* base64 with padding (RFC 4648 section 4); out holds 4(n+2)/3+1. */
+void
+base64_encode(const u_char *in, size_t len, char *out)
+{
+	base64_with("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789+/", 1, in, len, out);
+}
+
+static int
+base64_value(u_char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return (c - 'A');
+	if (c >= 'a' && c <= 'z')
+		return (c - 'a' + 26);
+	if (c >= '0' && c <= '9')
+		return (c - '0' + 52);
+	if (c == '+')
+		return (62);
+	if (c == '/')
+		return (63);
+	return (-1);
+}
+
+/*
+ * Decodes padded base64 into out (which holds 3n/4+1 bytes) and NUL
+ * terminates it; returns the length, or -1 if in is not base64.
+ */
+ssize_t
+base64_decode(const char *in, size_t len, u_char *out)
+{
+	size_t		 i, n = 0;
+	uint32_t	 v;
+	int		 c[4], k, pads;
+
+	if (len % 4 != 0)
+		return (-1);
+	for (i = 0; i < len; i += 4) {
+		pads = 0;
+		for (k = 0; k < 4; k++) {
+			if (in[i + k] == '=' && i + 4 == len && k >= 2 &&
+			    (k == 3 || in[i + 3] == '=')) {
+				c[k] = 0;
+				pads++;
+			} else if ((c[k] = base64_value(in[i + k])) < 0)
+				return (-1);
+		}
+		v = (uint32_t)c[0] << 18 | (uint32_t)c[1] << 12 |
+		    (uint32_t)c[2] << 6 | (uint32_t)c[3];
+		out[n++] = v >> 16;
+		if (pads < 2)
+			out[n++] = (v >> 8) & 0xff;
+		if (pads < 1)
+			out[n++] = v & 0xff;
+	}
+	out[n] = '\0';
+	return ((ssize_t)n);
 }

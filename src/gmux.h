@@ -170,6 +170,8 @@ int		 digest_equal(const char *, const char *);
 void		 hex_encode(const u_char *, size_t, char *);
 void		 random_bytes(void *, size_t);
 void		 base64url_encode(const u_char *, size_t, char *);
+void		 base64_encode(const u_char *, size_t, char *);
+ssize_t		 base64_decode(const char *, size_t, u_char *);
 
 /* hmap.c */
 struct hmap;
@@ -1592,11 +1594,32 @@ void		 api_usage_verify(struct evhttp_request *, const char *,
 void		 api_metrics(struct evhttp_request *, const char *,
 		     const struct api_who *);
 
+/* cluster.c, api-cluster.c: a member of a cluster on etcd (cluster-int.h) */
+int		 cluster_init(struct event_base *, char **);
+void		 cluster_shutdown(void);
+void		 api_cluster_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_cluster_members(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_cluster_leader(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_cluster_queue(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_cluster_jobs(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_cluster_job(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_cluster_submit(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_cluster_stop(struct evhttp_request *, const char *,
+		     const struct api_who *);
+
 /* server-tls.c: the TCP listener, TLS and tokens */
 extern const char *server_tls_addr;
 struct tokens	*server_tls_tokens(char **);
 char		*server_tls_invite(const char *);
 int		 server_tls_start(char **);
+int		 server_tls_where(char **, const char **);
 void		 server_tls_stop(void);
 
 /* server-guard.c: a TCP connection's limits before its token */
@@ -1768,6 +1791,7 @@ int		 run_remote(json_t *, int, char **);
 void		 run_why(const struct stream *);	/* cmd-run.c */
 int		 run_retry(const char *, struct client_reply *); /* cmd-run.c */
 int		 run_refused(long);			/* cmd-run.c */
+json_t		*run_request(int, char **, int *, char ***); /* cmd-run.c */
 
 /* ---- Commands ------------------------------------------------------------ */
 
@@ -1813,6 +1837,7 @@ extern const struct cmd_entry cmd_usage_entry;
 extern const struct cmd_entry cmd_version_entry;
 extern const struct cmd_entry cmd_remote_entry;
 extern const struct cmd_entry cmd_token_entry;
+extern const struct cmd_entry cmd_cluster_entry;
 extern const struct cmd_entry cmd_help_entry;
 extern const struct cmd_entry cmd_submit_entry;
 extern const struct cmd_entry cmd_status_entry;

@@ -54,6 +54,15 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/tokens", api_tokens_add },
 	{ EVHTTP_REQ_POST, "/v1/tokens/*/revoke", api_token_revoke },
 	{ EVHTTP_REQ_POST, "/v1/join", api_join },
+	/* clusters (issue 15): docs/cluster.md */
+	{ EVHTTP_REQ_GET, "/v1/cluster", api_cluster_get },
+	{ EVHTTP_REQ_GET, "/v1/cluster/members", api_cluster_members },
+	{ EVHTTP_REQ_GET, "/v1/cluster/leader", api_cluster_leader },
+	{ EVHTTP_REQ_GET, "/v1/cluster/queue", api_cluster_queue },
+	{ EVHTTP_REQ_GET, "/v1/cluster/jobs", api_cluster_jobs },
+	{ EVHTTP_REQ_POST, "/v1/cluster/jobs", api_cluster_submit },
+	{ EVHTTP_REQ_GET, "/v1/cluster/jobs/*", api_cluster_job },
+	{ EVHTTP_REQ_POST, "/v1/cluster/jobs/*/stop", api_cluster_stop },
 };
 
 /* Matches path against pattern; the "*" segment is copied to id. */

@@ -81,6 +81,24 @@ server_tls_invite(const char *token)
 	    tls_identity_pin(tls_id)));
 }
 
+/*
+ * Where other members reach this daemon (HOST:PORT, the host empty if it
+ * listens on every address) and its pin; 0, or -1 if it serves no TLS.
+ */
+int
+server_tls_where(char **addr, const char **pin)
+{
+	if (tls_id == NULL)
+		return (-1);
+	if (tls_host != NULL && strchr(tls_host, ':') != NULL)
+		xasprintf(addr, "[%s]:%u", tls_host, tls_port);
+	else
+		xasprintf(addr, "%s:%u", tls_host != NULL ? tls_host : "",
+		    tls_port);
+	*pin = tls_identity_pin(tls_id);
+	return (0);
+}
+
 /* Splits [HOST]:PORT; host NULL means every address. */
 static int
 server_tls_parse(const char *addr, char **host, u_int *port, char **cause)

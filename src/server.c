@@ -314,6 +314,8 @@ server_setup(const char *fake, char **cause)
 
 	if (config_load(cause) != 0)
 		return (-1);
+	if (server_tls_addr == NULL)
+		server_tls_addr = config_get("ADDR");	/* docs/cluster.md */
 	if (cards_detect(&server_cards, fake, cause) != 0)
 		return (-1);
 	if (server_sched_init(cause) != 0)
@@ -352,6 +354,8 @@ server_setup(const char *fake, char **cause)
 		if (server_tls_start(cause) != 0)
 			return (-1);
 	}
+	if (cluster_init(server_base, cause) != 0)
+		return (-1);
 	return (0);
 }
 
@@ -456,6 +460,7 @@ server_main(const char *fake, int detach)
 	server_say_serving(ready != -1);
 	server_ready(ready);
 	event_base_dispatch(server_base);
+	cluster_shutdown();
 	evhttp_free(server_http);
 	server_tls_stop();
 	api_remote_close();

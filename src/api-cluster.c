@@ -1,0 +1,643 @@
+/*
+ * api-cluster.c: the cluster's routes (docs/api.md, docs/cluster.md):
+ * members, leader, queue, jobs and submission.  Each reads etcd
+ * asynchronously and replies when the answer comes.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/http.h>
+
+#include "cluster-int.h"
+
+struct ac {				/* a request waiting for etcd */
+	struct evhttp_request	*req;
+	json_t			*body;	/* a submission's request */
+	char			*owner;	/* who asks (a copy: it outlives the
+					   dispatch) */
+	int			 admin;
+	json_t			*out;
+};
+
+static int
+ac_member(struct evhttp_request *req)
+{
+	if (cluster == NULL) {
+		api_error(req, 409, "this daemon is not a cluster member "
+		    "(CLUSTER_MODE is not member)");
+		return (0);
+	}
+	return (1);
+}
+
+static struct ac *
+ac_new(struct evhttp_request *req, const struct api_who *who)
+{
+	struct ac	*a = xcalloc(1, sizeof *a);
+
+	a->req = req;
+	a->owner = xstrdup(who->owner);
+	a->admin = who->admin;
+	return (a);
+}
+
+static void
+ac_free(struct ac *a)
+{
+	json_decref(a->body);
+	json_decref(a->out);
+	free(a->owner);
+	free(a);
+}
+
+/* An etcd failure: 503 with the reason, and the request is done. */
+static int
+ac_failed(struct ac *a, const char *err)
+{
+	if (err == NULL)
+		return (0);
+	api_error(a->req, 503, "cluster: %s", err);
+	ac_free(a);
+	return (1);
+}
+
+/* The state a job's key says, from its prefix letter. */
+static const char *
+ac_state(const char *rest, const char **member)
+{
+	*member = NULL;
+	switch (*rest) {
+	case 'q':
+		return ("queued");
+	case 'a':
+		return ("assigned");
+	case 'r':
+		return ("running");
+	case 'e':
+		return ("ended");
+	}
+	return (NULL);
+}
+
+/* A job's record as listings show it; NULL if not a job key or corrupt. */
+static json_t *
+ac_job(const struct etcd_kv *kv)
+{
+	const char	*rest = kv->key + strlen(cluster->prefix), *member;
+	const char	*st, *x;
+	json_t		*o;
+
+	if ((st = ac_state(rest, &member)) == NULL || rest[1] != '/')
+		return (NULL);
+	if ((o = json_loadb(kv->value, kv->vlen, 0, NULL)) == NULL ||
+	    !json_is_object(o) || !json_is_string(json_object_get(o, "id"))) {
+		log_warnx("cluster: %s: not a job record; skipped", kv->key);
+		json_decref(o);
+		return (NULL);
+	}
+	if (*rest == 'e' && (x = json_string_value(json_object_get(o,
+	    "state"))) != NULL)
+		st = x;
+	json_object_set_new(o, "state", json_string(st));
+	json_object_set_new(o, "revision", json_integer(kv->mod_rev));
+	return (o);
+}
+
+/* May the asker see job record o (api_may, on the copy kept in a)? */
+static int
+ac_owned(const struct ac *a, json_t *o)
+{
+	const char	*has = json_string_value(json_object_get(o, "owner"));
+
+	return (a->admin || (has != NULL && strcmp(a->owner, has) == 0));
+}
+
+/* GET /v1/cluster: this daemon's membership. */
+void
+api_cluster_get(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	json_t	*o;
+
+	if (cluster == NULL) {
+		o = json_pack("{s:s}", "mode", "standalone");
+		api_reply(req, 200, o);
+		json_decref(o);
+		return;
+	}
+	o = json_pack("{s:s,s:s,s:s,s:b,s:b,s:I,s:s?,s:s?,s:O?}", "mode",
+	    "member", "cluster", cluster->id, "name", cluster->name, "member",
+	    cluster->registered, "leading", cluster->leading, "writes",
+	    (json_int_t)cluster->nwrites, "error", cluster->error, "warning",
+	    cluster->warning, "leader", cluster->leader);
+	api_reply(req, 200, o);
+	json_decref(o);
+}
+
+static void
+ac_members_jobs_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac	*a = arg;
+	json_t		*m;
+	const char	*rest, *slash;
+	size_t		 i, plen = strlen(cluster_key("r/"));
+	u_int		 k;
+	char		*name;
+
+	if (ac_failed(a, err))
+		return;
+	for (k = 0; k < r->nkvs; k++) {
+		rest = r->kvs[k].key + plen;
+		if ((slash = strchr(rest, '/')) == NULL)
+			continue;
+		name = xstrndup(rest, (size_t)(slash - rest));
+		json_array_foreach(a->out, i, m) {
+			if (strcmp(json_string_value(json_object_get(m,
+			    "name")), name) == 0)
+				json_object_set_new(m, "jobs", json_integer(
+				    json_integer_value(json_object_get(m,
+				    "jobs")) + 1));
+		}
+		free(name);
+	}
+	api_reply(a->req, 200, a->out);
+	ac_free(a);
+}
+
+static void
+ac_members_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac		*a = arg;
+	struct cluster_member	 m;
+	const char		*leader;
+	char			*cause = NULL;
+	json_t			*o;
+	u_int			 i;
+
+	if (ac_failed(a, err))
+		return;
+	leader = json_string_value(json_object_get(cluster->leader, "name"));
+	a->out = json_array();
+	for (i = 0; i < r->nkvs; i++) {
+		o = json_loadb(r->kvs[i].value, r->kvs[i].vlen, 0, NULL);
+		if (o == NULL || cluster_member_parse(o, &m, &cause) != 0) {
+			log_warnx("cluster: %s: %s; skipped", r->kvs[i].key,
+			    cause != NULL ? cause : "not JSON");
+			free(cause);
+			cause = NULL;
+			json_decref(o);
+			continue;
+		}
+		json_object_set_new(o, "leader", json_boolean(leader != NULL &&
+		    strcmp(leader, m.name) == 0));
+		json_object_set_new(o, "jobs", json_integer(0));
+		json_object_del(o, "instance");
+		json_array_append_new(a->out, o);
+		cluster_member_clear(&m);
+	}
+	etcd_range(cluster->etcd, cluster_key("r/"), 1, ac_members_jobs_cb,
+	    a);
+}
+
+/* GET /v1/cluster/members: every live member's record. */
+void
+api_cluster_members(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	if (!ac_member(req))
+		return;
+	etcd_range(cluster->etcd, cluster_key("m/"), 1, ac_members_cb,
+	    ac_new(req, who));
+}
+
+static void
+ac_leader_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac	*a = arg;
+	json_t		*o;
+
+	if (ac_failed(a, err))
+		return;
+	if (r->nkvs == 0 || (o = json_loadb(r->kvs[0].value, r->kvs[0].vlen,
+	    0, NULL)) == NULL) {
+		api_error(a->req, 503, "cluster %s: no leader now",
+		    cluster->id);
+		ac_free(a);
+		return;
+	}
+	json_object_set_new(o, "etcd_revision", json_integer(r->rev));
+	api_reply(a->req, 200, o);
+	json_decref(o);
+	ac_free(a);
+}
+
+/* GET /v1/cluster/leader: who schedules, since when, at what revision. */
+void
+api_cluster_leader(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	if (!ac_member(req))
+		return;
+	etcd_range(cluster->etcd, cluster_key("leader"), 0, ac_leader_cb,
+	    ac_new(req, who));
+}
+
+static int
+ac_queue_cmp(const void *x, const void *y)
+{
+	json_t	*a = *(json_t *const *)x, *b = *(json_t *const *)y;
+	int64_t	 ka, kb;
+
+	ka = json_integer_value(json_object_get(a, "key"));
+	kb = json_integer_value(json_object_get(b, "key"));
+	if (ka != kb)
+		return (ka < kb ? -1 : 1);
+	return (strcmp(json_string_value(json_object_get(a, "id")),
+	    json_string_value(json_object_get(b, "id"))));
+}
+
+static json_t *
+ac_queue(struct ac *a, struct etcd_reply *r)
+{
+	struct cluster_shape	 s;
+	json_t			**v, *o, *out = json_array();
+	u_int			 i, n = 0;
+	char			*cause = NULL;
+
+	v = xcalloc(r->nkvs + 1, sizeof *v);
+	for (i = 0; i < r->nkvs; i++) {
+		if ((o = ac_job(&r->kvs[i])) == NULL)
+			continue;
+		if (cluster_shape_parse(o, &s, &cause) != 0 ||
+		    !ac_owned(a, o)) {
+			free(cause);
+			cause = NULL;
+			json_decref(o);
+			continue;
+		}
+		json_object_set_new(o, "key", json_integer(s.submitted -
+		    (int64_t)s.prio * SCHED_AGE_MS));
+		v[n++] = o;
+	}
+	qsort(v, n, sizeof *v, ac_queue_cmp);
+	for (i = 0; i < n; i++) {
+		json_object_set_new(v[i], "position", json_integer(i + 1));
+		json_object_del(v[i], "key");
+		json_array_append_new(out, v[i]);
+	}
+	free(v);
+	return (out);
+}
+
+static void
+ac_queue_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac	*a = arg;
+	json_t		*o;
+
+	if (ac_failed(a, err))
+		return;
+	o = ac_queue(a, r);
+	api_reply(a->req, 200, o);
+	json_decref(o);
+	ac_free(a);
+}
+
+/* GET /v1/cluster/queue: the queued jobs in the leader's order. */
+void
+api_cluster_queue(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	if (!ac_member(req))
+		return;
+	etcd_range(cluster->etcd, cluster_key("q/"), 1, ac_queue_cb,
+	    ac_new(req, who));
+}
+
+static void
+ac_jobs_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac	*a = arg;
+	json_t		*o, *out;
+	u_int		 i;
+
+	if (ac_failed(a, err))
+		return;
+	out = json_array();
+	for (i = 0; i < r->nkvs; i++) {
+		if ((o = ac_job(&r->kvs[i])) == NULL)
+			continue;
+		if (ac_owned(a, o))
+			json_array_append(out, o);
+		json_decref(o);
+	}
+	api_reply(a->req, 200, out);
+	json_decref(out);
+	ac_free(a);
+}
+
+/* GET /v1/cluster/jobs: every job of the cluster, in every state. */
+void
+api_cluster_jobs(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	if (!ac_member(req))
+		return;
+	etcd_range(cluster->etcd, cluster->prefix, 1, ac_jobs_cb,
+	    ac_new(req, who));
+}
+
+static void
+ac_submitted_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac	*a = arg;
+
+	if (ac_failed(a, err))
+		return;
+	if (!r->succeeded) {
+		api_error(a->req, 409, "job %s exists already",
+		    json_string_value(json_object_get(a->out, "id")));
+		ac_free(a);
+		return;
+	}
+	cluster->nwrites++;
+	json_object_set_new(a->out, "state", json_string("queued"));
+	api_reply(a->req, 201, a->out);
+	ac_free(a);
+}
+
+/*
+ * A new job id, NAME.T: T the time in ms (base 36), made to grow, so
+ * that ids stay unique across this daemon's restarts without a write; the
+ * submission's compare catches a clock set back.
+ */
+static char *
+ac_new_id(void)
+{
+	static int64_t	 last;
+	int64_t		 v = clock_ms();
+	char		 buf[16], *p = buf + sizeof buf - 1, *id;
+
+	if (v <= last)
+		v = last + 1;
+	last = v;
+	*p = '\0';
+	do {
+		*--p = "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36];
+		v /= 36;
+	} while (v > 0 && p > buf);
+	xasprintf(&id, "%s.%s", cluster->name, p);
+	return (id);
+}
+
+/* The members' records came: refuse what none could hold, else queue. */
+static void
+ac_submit_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac		*a = arg;
+	struct cluster_member	*v;
+	struct cluster_shape	 s;
+	u_int			 i, n = 0;
+	char			*why = NULL, *text, *id;
+	json_t			*o;
+
+	if (ac_failed(a, err))
+		return;
+	v = xcalloc(r->nkvs + 1, sizeof *v);
+	for (i = 0; i < r->nkvs; i++) {
+		o = json_loadb(r->kvs[i].value, r->kvs[i].vlen, 0, NULL);
+		if (o != NULL && cluster_member_parse(o, &v[n], &why) == 0)
+			n++;
+		free(why);
+		why = NULL;
+		json_decref(o);
+	}
+	id = ac_new_id();
+	a->out = json_pack("{s:s,s:s,s:O,s:I,s:s}", "id", id, "owner",
+	    a->owner, "req", a->body, "submitted", (json_int_t)clock_ms(),
+	    "from", cluster->name);
+	free(id);
+	if (cluster_shape_parse(a->out, &s, &why) == 0)
+		why = cluster_refusal(v, n, &s);
+	for (i = 0; i < n; i++)
+		cluster_member_clear(&v[i]);
+	free(v);
+	if (why != NULL) {
+		api_error(a->req, 422, "refused: %s", why);
+		free(why);
+		ac_free(a);
+		return;
+	}
+	json_object_set_new(a->out, "prio", json_integer(s.prio));
+	id = xstrdup(json_string_value(json_object_get(a->out, "id")));
+	text = json_dumps(a->out, JSON_COMPACT);
+	etcd_txn(cluster->etcd, json_pack("[oo]", etcd_cmp(cluster_key("q/%s",
+	    id), "CREATE", 0), etcd_cmp(cluster_key("e/%s", id), "CREATE", 0)),
+	    json_pack("[o]", etcd_op_put(cluster_key("q/%s", id), text, 0)),
+	    NULL, ac_submitted_cb, a);
+	free(text);
+	free(id);
+}
+
+static void
+ac_stop_done(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac	*a = arg;
+
+	if (ac_failed(a, err))
+		return;
+	if (!r->succeeded) {
+		api_error(a->req, 409, "job %s moved meanwhile; try again",
+		    json_string_value(json_object_get(a->out, "id")));
+		ac_free(a);
+		return;
+	}
+	cluster->nwrites++;
+	api_reply(a->req, 200, a->out);
+	ac_free(a);
+}
+
+/* A queued job ends at once; one placed is stopped by its member. */
+static void
+ac_stop_found(struct ac *a, const struct etcd_kv *kv, json_t *o)
+{
+	const char	*rest = kv->key + strlen(cluster->prefix);
+	const char	*id = json_string_value(json_object_get(o, "id"));
+	char		*text;
+
+	json_object_set_new(o, "stop", json_true());
+	a->out = json_incref(o);
+	if (*rest == 'q') {
+		json_object_set_new(o, "state", json_string("stopped"));
+		json_object_set_new(o, "reason", json_string("stopped while "
+		    "queued"));
+		json_object_set_new(o, "ended", json_integer(clock_ms()));
+		json_object_del(o, "revision");
+		json_object_del(o, "stop");
+		text = json_dumps(o, JSON_COMPACT);
+		etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(kv->key,
+		    "MOD", kv->mod_rev)), json_pack("[oo]",
+		    etcd_op_delete(kv->key), etcd_op_put(cluster_key("e/%s",
+		    id), text, 0)), NULL, ac_stop_done, a);
+		free(text);
+		return;
+	}
+	text = json_dumps(json_object_get(o, "owner"), JSON_ENCODE_ANY);
+	etcd_txn(cluster->etcd, json_array(), json_pack("[o]", etcd_op_put(
+	    cluster_key("s/%s", id), text, 0)), NULL, ac_stop_done, a);
+	free(text);
+}
+
+/*
+ * The record of job want in a range of the whole prefix, if the request
+ * may see it (the caller decrefs it); NULL with a 404 sent if none.
+ */
+static json_t *
+ac_find(struct ac *a, struct etcd_reply *r, const char *want,
+    const struct etcd_kv **kvp)
+{
+	const char	*id;
+	json_t		*o;
+	u_int		 i;
+
+	for (i = 0; i < r->nkvs; i++) {
+		if ((o = ac_job(&r->kvs[i])) == NULL)
+			continue;
+		id = json_string_value(json_object_get(o, "id"));
+		if (strcmp(id, want) == 0 && ac_owned(a, o)) {
+			*kvp = &r->kvs[i];
+			return (o);
+		}
+		json_decref(o);
+	}
+	api_error(a->req, 404, "no cluster job %s", want);
+	return (NULL);
+}
+
+static void
+ac_stop_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac		*a = arg;
+	const char		*want = json_string_value(a->body);
+	const struct etcd_kv	*kv;
+	json_t			*o;
+
+	if (ac_failed(a, err))
+		return;
+	if ((o = ac_find(a, r, want, &kv)) == NULL) {
+		ac_free(a);
+		return;
+	}
+	if (kv->key[strlen(cluster->prefix)] == 'e') {
+		api_error(a->req, 409, "job %s has ended", want);
+		json_decref(o);
+		ac_free(a);
+		return;
+	}
+	ac_stop_found(a, kv, o);
+	json_decref(o);
+}
+
+static void
+ac_get_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac		*a = arg;
+	const struct etcd_kv	*kv;
+	const char		*member;
+	struct job		*j;
+	json_t			*o;
+
+	if (ac_failed(a, err))
+		return;
+	if ((o = ac_find(a, r, json_string_value(a->body), &kv)) != NULL) {
+		/* the member that runs it knows its local job */
+		member = json_string_value(json_object_get(o, "member"));
+		if (member != NULL && strcmp(member, cluster->name) == 0 &&
+		    (j = cluster_job_local(json_string_value(a->body))) != NULL)
+			json_object_set_new(o, "local", json_string(j->name));
+		api_reply(a->req, 200, o);
+		json_decref(o);
+	}
+	ac_free(a);
+}
+
+/* A request about one job: its id, kept in a->body; NULL if sent 400. */
+static struct ac *
+ac_job_request(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	struct ac	*a;
+
+	if (!ac_member(req))
+		return (NULL);
+	a = ac_new(req, who);
+	if ((a->body = json_string(id)) == NULL) {
+		api_error(req, 400, "id: not UTF-8");
+		ac_free(a);
+		return (NULL);
+	}
+	return (a);
+}
+
+/* GET /v1/cluster/jobs/ID: one cluster job's record, wherever it is. */
+void
+api_cluster_job(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	struct ac	*a;
+
+	if ((a = ac_job_request(req, id, who)) != NULL)
+		etcd_range(cluster->etcd, cluster->prefix, 1, ac_get_cb, a);
+}
+
+/*
+ * POST /v1/cluster/jobs/ID/stop: stops a cluster job wherever it is: a
+ * queued one ends at once, a placed one is stopped by its member.
+ */
+void
+api_cluster_stop(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	struct ac	*a;
+
+	if ((a = ac_job_request(req, id, who)) != NULL)
+		etcd_range(cluster->etcd, cluster->prefix, 1, ac_stop_cb, a);
+}
+
+/*
+ * POST /v1/cluster/jobs: a job for the cluster (the body as POST
+ * /v1/jobs), queued for the leader to place; 422 if no member could ever
+ * hold it.
+ */
+void
+api_cluster_submit(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	struct jobreq	 r;
+	struct ac	*a;
+	json_t		*body;
+	char		*cause = NULL;
+
+	if (!ac_member(req))
+		return;
+	if (who->transport == API_TCP) {
+		api_error(req, 403, "cluster jobs are submitted on a member's "
+		    "Unix socket for now (a TCP client's jail does not travel "
+		    "yet)");
+		return;
+	}
+	jobreq_init(&r);
+	if ((body = api_body(req, &cause)) == NULL ||
+	    jobreq_from_json(body, &r, &cause) != 0) {
+		api_error(req, 400, "%s", cause);
+		free(cause);
+		json_decref(body);
+		jobreq_clear(&r);
+		return;
+	}
+	jobreq_clear(&r);
+	a = ac_new(req, who);
+	a->body = body;
+	etcd_range(cluster->etcd, cluster_key("m/"), 1, ac_submit_cb, a);
+}

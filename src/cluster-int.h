@@ -1,0 +1,196 @@
+/*
+ * cluster-int.h: what the cluster's files (etcd.c, cluster*.c) share
+ * among themselves, and with their tests and bench/cluster-sim.
+ */
+
+#ifndef CLUSTER_INT_H
+#define CLUSTER_INT_H
+
+#include "gmux.h"
+
+/* etcd.c: etcd 3.4's JSON gateway, asynchronous on a libevent loop */
+#define ETCD_MAX_REPLY	(32 * 1024 * 1024)
+#define ETCD_TXN_OPS	64	/* operations per Txn we send (etcd: 128) */
+struct etcd;
+struct etcd_call;
+struct etcd_kv {
+	char		*key;		/* NUL-terminated */
+	char		*value;		/* NUL-terminated; vlen bytes */
+	size_t		 vlen;
+	int64_t		 create_rev;
+	int64_t		 mod_rev;
+	int64_t		 version;
+	int64_t		 lease;
+	int		 deleted;	/* a watch's DELETE event */
+};
+struct etcd_reply {
+	int64_t		 rev;		/* the header's revision */
+	int		 succeeded;	/* a Txn's compares held */
+	struct etcd_kv	*kvs;		/* range, Txn ranges, leader, watch */
+	u_int		 nkvs;
+	int64_t		 count;
+	int64_t		 id;		/* lease grant and keepalive */
+	int64_t		 ttl;		/* 0: the lease is gone */
+	struct etcd_kv	 leader;	/* campaign: key, rev, lease; name */
+	int		 created;	/* watch */
+	int		 canceled;
+};
+typedef void	(*etcd_cb)(struct etcd_reply *, const char *, void *);
+struct event_base;
+struct etcd	*etcd_create(struct event_base *, const char *, char **);
+void		 etcd_free(struct etcd *);
+const char	*etcd_endpoint(const struct etcd *);
+uint64_t	 etcd_calls(const struct etcd *);
+int64_t		 etcd_skew(const struct etcd *, int *);
+int		 etcd_reply_parse(const char *, size_t, struct etcd_reply *,
+		     char **);
+void		 etcd_reply_clear(struct etcd_reply *);
+const struct etcd_kv *etcd_reply_find(const struct etcd_reply *,
+		     const char *);
+json_t		*etcd_b64(const char *, size_t);
+char		*etcd_prefix_end(const char *);
+json_t		*etcd_op_put(const char *, const char *, int64_t);
+json_t		*etcd_op_delete(const char *);
+json_t		*etcd_op_range(const char *, int);
+json_t		*etcd_cmp(const char *, const char *, int64_t);
+struct etcd_call *etcd_post(struct etcd *, const char *, json_t *, etcd_cb,
+		     void *);
+struct etcd_call *etcd_range(struct etcd *, const char *, int, etcd_cb,
+		     void *);
+struct etcd_call *etcd_txn(struct etcd *, json_t *, json_t *, json_t *,
+		     etcd_cb, void *);
+struct etcd_call *etcd_lease_grant(struct etcd *, u_int, etcd_cb, void *);
+struct etcd_call *etcd_keepalive(struct etcd *, int64_t, etcd_cb, void *);
+struct etcd_call *etcd_lease_revoke(struct etcd *, int64_t, etcd_cb, void *);
+struct etcd_call *etcd_campaign(struct etcd *, const char *, const char *,
+		     int64_t, etcd_cb, void *);
+struct etcd_call *etcd_leader(struct etcd *, const char *, etcd_cb, void *);
+struct etcd_call *etcd_resign(struct etcd *, const char *,
+		     const struct etcd_kv *, etcd_cb, void *);
+struct etcd_call *etcd_proclaim(struct etcd *, const char *,
+		     const struct etcd_kv *, const char *, etcd_cb, void *);
+struct etcd_call *etcd_watch(struct etcd *, const char *, int64_t, etcd_cb,
+		     void *);
+struct etcd_call *etcd_observe(struct etcd *, const char *, etcd_cb, void *);
+void		 etcd_cancel(struct etcd_call *);
+int		 etcd_wait(struct etcd *, const int *);
+
+/* cluster-mirror.c: a prefix of keys kept in memory, by range and watch */
+struct mirror;
+struct mirror_entry {
+	char		*key;
+	json_t		*val;		/* NULL: deleted (a tombstone) */
+	int64_t		 mod_rev;	/* or the delete's revision */
+	int64_t		 create_rev;
+	int64_t		 lease;
+	void		*cache;		/* its reader's parse of val, or NULL */
+	int		 held;		/* its reader's Txn is in flight */
+};
+typedef void	(*mirror_cb)(void *);
+struct mirror	*mirror_create(struct etcd *, const char *, mirror_cb, void *);
+void		 mirror_free(struct mirror *);
+int		 mirror_ready(const struct mirror *);
+int64_t		 mirror_revision(const struct mirror *);
+void		 mirror_cache_free(struct mirror *, void (*)(void *));
+size_t		 mirror_count(const struct mirror *);
+struct mirror_entry *mirror_get(const struct mirror *, const char *);
+int		 mirror_next(const struct mirror *, size_t *,
+		     struct mirror_entry **);
+void		 mirror_put(struct mirror *, const char *, json_t *, int64_t,
+		     int64_t);
+void		 mirror_delete(struct mirror *, const char *, int64_t);
+void		 mirror_restart(struct mirror *);
+
+/* cluster.c: this daemon as a member */
+#define CLUSTER_TICK_MS		250
+#define CLUSTER_KEEPALIVE_MS	1000
+#define CLUSTER_RECORD_MS	5000	/* a record's rewrites, at most */
+#define CLUSTER_GRACE_MS	2000	/* after a lease, before requeueing */
+#define CLUSTER_RETRY_MS	5000	/* a name taken: tried again */
+#define CLUSTER_POLITE_MS	2000	/* a better member live this long */
+#define CLUSTER_SKEW_MS		60000	/* a clock this far off: warned */
+struct cluster_card {
+	char		*vendor;
+	char		*model;
+	uint64_t	 memory;
+};
+struct cluster_member {			/* a member's record, parsed */
+	char		*name;
+	char		*addr;
+	char		*pin;
+	struct cluster_card *cards;
+	u_int		 ncards;
+	uint64_t	 gpumem;	/* all its cards together */
+	u_int		 cpus;
+	uint64_t	 ram;
+};
+struct cluster {
+	struct event_base *base;
+	struct etcd	*etcd;
+	char		*id;
+	char		*name;
+	char		*prefix;	/* "/gmux/ID/" */
+	char		*elect;		/* the election's name */
+	char		*instance;	/* this daemon's, in its record */
+	u_int		 ttl;		/* seconds */
+	int64_t		 lease;		/* 0: none */
+	int64_t		 last_ok;	/* mono ms of the last keepalive */
+	int64_t		 ka_sent;
+	int		 busy;		/* a lease or record call in flight */
+	int		 ka_busy;
+	int		 registered;
+	int64_t		 reg_next;	/* mono ms: the next try */
+	int64_t		 reg_mod;	/* our own older record's */
+	char		*record;	/* as last written */
+	int64_t		 record_at;
+	struct cluster_member self;
+	struct etcd_call *campaign;
+	int		 leading;
+	struct etcd_kv	 lkey;		/* our leader key while leading */
+	int64_t		 lead_since;	/* ms since the epoch */
+	json_t		*leader;	/* who leads, as last asked */
+	int64_t		 leader_asked;
+	int		 leader_busy;
+	int		 resigning;
+	char		*error;		/* why it is not a member, or NULL */
+	char		*warning;	/* e.g. a clock off by minutes */
+	u_int		 nwrites;	/* records and jobs written */
+};
+extern struct cluster *cluster;
+const char	*cluster_key(const char *, ...) printflike(1, 2);
+int		 cluster_member_parse(json_t *, struct cluster_member *,
+		     char **);
+void		 cluster_member_clear(struct cluster_member *);
+int		 cluster_member_cmp(const struct cluster_member *,
+		     const struct cluster_member *);
+void		 cluster_set_error(const char *, ...) printflike(1, 2);
+void		 cluster_deposed(void);
+json_t		*cluster_fence(json_t *);
+
+/* cluster-sched.c: the leader's placement */
+struct cluster_shape {			/* what a job asks of one member */
+	u_int		 seats;		/* per card */
+	uint64_t	 mem;		/* per card; 0: share x memory */
+	u_int		 ncards;
+	u_int		 prio;
+	int		 flags;
+	int64_t		 submitted;
+};
+int		 cluster_shape_parse(json_t *, struct cluster_shape *,
+		     char **);
+char		*cluster_refusal(const struct cluster_member *, u_int,
+		     const struct cluster_shape *);
+void		 cluster_sched_start(void);
+void		 cluster_sched_stop(void);
+void		 cluster_sched_tick(int64_t);
+int		 cluster_sched_members(struct cluster_member **, u_int *);
+void		 cluster_sched_counts(uint64_t *, uint64_t *);
+
+/* cluster-job.c: jobs submitted, claimed, run and ended here */
+void		 cluster_job_start(void);
+void		 cluster_job_stop(void);
+void		 cluster_job_tick(int64_t);
+void		 cluster_job_cutoff(void);
+struct job	*cluster_job_local(const char *);
+
+#endif

@@ -1,0 +1,479 @@
+/*
+ * cluster-job.c: the jobs a member claims and runs (docs/cluster.md).  It
+ * mirrors its assignments (a/NAME/), claims each by a compare-and-swap
+ * (a/NAME/ID -> r/NAME/ID) and only then starts it as a local job, through
+ * the same scheduler, keeper, ledger and fence as any other; once the
+ * local job has ended, it moves r/NAME/ID to e/ID, again by CAS.  The
+ * local job carries its cluster id in GMUX_CLUSTER_JOB and in its
+ * directory, so a restarted daemon finds what it was running.  A stop
+ * asked on any member is a key, s/ID, that the member holding the job
+ * acts on.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster-int.h"
+
+#define CLUSTER_ENV	"GMUX_CLUSTER_JOB="
+
+struct cj {
+	char		*id;		/* the cluster's job id */
+	u_int		 local;		/* the local job, 0: none */
+	int64_t		 mod;		/* r/NAME/ID as we wrote it */
+	json_t		*rec;
+	int		 busy;		/* a Txn in flight */
+	int		 cutoff;	/* stopped when cut off: requeue */
+	int		 unstarted;	/* claimed, never started: requeue */
+};
+
+static struct {
+	struct mirror	*a;
+	struct mirror	*s;		/* stop requests: s/ID */
+	struct hmap	*jobs;		/* id -> struct cj (ours) */
+	struct hmap	*claims;	/* a/ keys being claimed -> key */
+	struct hmap	*locals;	/* cluster id -> u_int * local id */
+	int		 loaded;	/* r/NAME/ read after a start */
+	int		 loading;
+} cj;
+
+static struct cj *
+cj_add(const char *id, u_int local, int64_t mod, json_t *rec)
+{
+	struct cj	*c = xcalloc(1, sizeof *c);
+
+	c->id = xstrdup(id);
+	c->local = local;
+	c->mod = mod;
+	c->rec = rec;
+	hmap_put(cj.jobs, c->id, c);
+	return (c);
+}
+
+static void
+cj_free(struct cj *c)
+{
+	hmap_del(cj.jobs, c->id);
+	json_decref(c->rec);
+	free(c->id);
+	free(c);
+}
+
+/*
+ * Which local job runs (ran) which cluster job: kept in memory and in the
+ * job's directory (jobs/jN/cluster), since a job's environment, where
+ * GMUX_CLUSTER_JOB is, is dropped when it ends.
+ */
+static void
+cj_local_set(const char *id, u_int local, int save)
+{
+	u_int	*v;
+	char	*dir, *path, *cause = NULL;
+
+	if ((v = hmap_get(cj.locals, id)) == NULL) {
+		v = xmalloc(sizeof *v);
+		hmap_put(cj.locals, xstrdup(id), v);
+	}
+	*v = local;
+	if (!save)
+		return;
+	dir = path_job(local);
+	path = path_job_file(local, "cluster");
+	/* no fsync: a daemon's kill leaves it; a host's crash, its jobs too */
+	if (mkdir_p(dir, 0700) != 0 || write_file_replace(path, id, strlen(id),
+	    0600, &cause) != 0) {
+		log_warnx("cluster: %s: %s", path, cause != NULL ? cause :
+		    strerror(errno));
+		free(cause);
+	}
+	free(path);
+	free(dir);
+}
+
+/* After a start: the cluster jobs of the jobs this daemon knows. */
+static void
+cj_locals_load(void)
+{
+	struct job	*j;
+	char		*path, *text, *cause = NULL;
+	size_t		 len;
+
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		path = path_job_file(j->id, "cluster");
+		text = read_file(path, 256, &len, &cause);
+		free(path);
+		free(cause);
+		cause = NULL;
+		if (text == NULL)
+			continue;
+		if (len > 0 && strlen(text) == len && hmap_get(cj.locals,
+		    text) == NULL)
+			cj_local_set(text, j->id, 0);
+		free(text);
+	}
+}
+
+static struct job *
+cj_local_find(const char *id)
+{
+	u_int	*v = hmap_get(cj.locals, id);
+
+	return (v != NULL ? job_find_id(*v) : NULL);
+}
+
+/* The local job that runs (or ran) cluster job id here, or NULL. */
+struct job *
+cluster_job_local(const char *id)
+{
+	return (cj_local_find(id));
+}
+
+/* ------------------------------------------------------------------ */
+/* Ending: r/NAME/ID -> e/ID (or back to q/ID after a cut-off). */
+
+static void
+cj_end_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct cj	*c = hmap_get(cj.jobs, arg);
+
+	free(arg);
+	if (c == NULL)
+		return;
+	c->busy = 0;
+	if (err != NULL)
+		return;		/* again next tick */
+	if (r->succeeded)
+		cluster->nwrites++;
+	else
+		log_info("cluster: job %s was moved (requeued) meanwhile",
+		    c->id);
+	cj_free(c);
+}
+
+static void
+cj_end(struct cj *c, struct job *j)
+{
+	json_t		*o = json_deep_copy(c->rec);
+	char		*text, *to, *from;
+
+	if (c->unstarted || (c->cutoff && j != NULL &&
+	    j->state == JOB_STOPPED)) {
+		xasprintf(&to, "%sq/%s", cluster->prefix, c->id);
+		json_object_del(o, "member");
+		json_object_del(o, "cards");
+	} else {
+		xasprintf(&to, "%se/%s", cluster->prefix, c->id);
+		json_object_set_new(o, "state", json_string(j != NULL ?
+		    job_state_name(j->state) : "failed"));
+		json_object_set_new(o, "exit_code", json_integer(j != NULL ?
+		    j->exit_code : -1));
+		if (j == NULL)
+			json_object_set_new(o, "reason", json_string(
+			    "its member lost the local job"));
+		else if (j->reason != NULL)
+			json_object_set_new(o, "reason",
+			    json_string(j->reason));
+		json_object_set_new(o, "ended", json_integer(clock_ms()));
+	}
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	c->busy = 1;
+	xasprintf(&from, "%sr/%s/%s", cluster->prefix, cluster->name, c->id);
+	etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(from, "MOD",
+	    c->mod)), json_pack("[ooo]", etcd_op_delete(from), etcd_op_put(to,
+	    text, 0), etcd_op_delete(cluster_key("s/%s", c->id))), NULL,
+	    cj_end_cb, xstrdup(c->id));
+	free(from);
+	free(to);
+	free(text);
+}
+
+/* ------------------------------------------------------------------ */
+/* Claiming: a/NAME/ID -> r/NAME/ID, then the local job. */
+
+static int
+cj_run(struct cj *c, char **cause)
+{
+	struct jobreq	 r;
+	struct job	*j;
+	const char	*owner;
+	char		*env;
+	int		 code;
+
+	jobreq_init(&r);
+	if (jobreq_from_json(json_object_get(c->rec, "req"), &r, cause) != 0)
+		goto fail;
+	xasprintf(&env, "%s%s", CLUSTER_ENV, c->id);
+	strv_add(&r.env, env);
+	free(env);
+	owner = json_string_value(json_object_get(c->rec, "owner"));
+	/*
+	 * Which local job it is, said before it can start: a daemon killed
+	 * before this line left a claim that never ran (requeued when it is
+	 * back), one killed after it, a job that may have (never run again).
+	 */
+	cj_local_set(c->id, state_peek_id(), 1);
+	j = job_create(0, owner != NULL ? owner : "?", &r);
+	if (server_sched_submit(j, state_peek_id(), &code, cause) != 0) {
+		job_free(j);
+		goto fail;
+	}
+	state_next_id();
+	c->local = j->id;
+	log_info("cluster: job %s runs here as %s", c->id, j->name);
+	return (0);
+fail:
+	jobreq_clear(&r);
+	return (-1);
+}
+
+static void
+cj_claim_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	char		*akey = arg, *cause = NULL;
+	const char	*id = strrchr(akey, '/') + 1;
+	struct cj	*c;
+	json_t		*rec;
+
+	rec = hmap_del(cj.claims, akey);
+	if (err != NULL || !r->succeeded || cluster == NULL) {
+		log_debug("%s: %s: %s", __func__, akey, err != NULL ? err :
+		    "not ours now");
+		json_decref(rec);
+		free(akey);
+		return;
+	}
+	cluster->nwrites++;
+	mirror_delete(cj.a, akey, r->rev);
+	c = cj_add(id, 0, r->rev, rec);
+	if (cj_run(c, &cause) != 0) {
+		log_warnx("cluster: job %s: %s", id, cause);
+		json_object_set_new(c->rec, "reason", json_string(cause));
+		free(cause);
+		cj_end(c, NULL);
+	}
+	free(akey);
+}
+
+static void
+cj_claim(struct mirror_entry *me)
+{
+	const char	*id = strrchr(me->key, '/') + 1;
+	json_t		*rec;
+	char		*text, *akey;
+
+	if (hmap_get(cj.claims, me->key) != NULL ||
+	    hmap_get(cj.jobs, id) != NULL ||
+	    mirror_get(cj.s, cluster_key("s/%s", id)) != NULL)
+		return;		/* in flight, ours, or to be stopped */
+	rec = json_deep_copy(me->val);
+	json_object_set_new(rec, "claimed", json_integer(clock_ms()));
+	text = json_dumps(rec, JSON_COMPACT);
+	akey = xstrdup(me->key);
+	hmap_put(cj.claims, akey, rec);
+	etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(me->key, "MOD",
+	    me->mod_rev)), json_pack("[oo]", etcd_op_delete(me->key),
+	    etcd_op_put(cluster_key("r/%s/%s", cluster->name, id), text, 0)),
+	    NULL, cj_claim_cb, akey);
+	free(text);
+}
+
+/* ------------------------------------------------------------------ */
+/* After a start: what r/NAME/ says this member runs. */
+
+static void
+cj_load_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	size_t		 plen;
+	u_int		 i;
+	struct job	*j;
+	struct cj	*c;
+	json_t		*rec;
+
+	cj.loading = 0;
+	if (err != NULL || cluster == NULL)
+		return;
+	plen = strlen(cluster_key("r/%s/", cluster->name));
+	for (i = 0; i < r->nkvs; i++) {
+		if (hmap_get(cj.jobs, r->kvs[i].key + plen) != NULL)
+			continue;
+		if ((rec = json_loadb(r->kvs[i].value, r->kvs[i].vlen, 0,
+		    NULL)) == NULL) {
+			log_warnx("cluster: %s: not JSON; skipped",
+			    r->kvs[i].key);
+			continue;
+		}
+		j = cj_local_find(r->kvs[i].key + plen);
+		c = cj_add(r->kvs[i].key + plen, j != NULL ? j->id : 0,
+		    r->kvs[i].mod_rev, rec);
+		if (j != NULL)
+			continue;
+		/* claimed, then the daemon died: did it start? */
+		c->unstarted = hmap_get(cj.locals, c->id) == NULL;
+		cj_end(c, NULL);
+	}
+	cj.loaded = 1;
+}
+
+static void
+cj_stopped_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	if (err == NULL && r->succeeded && cluster != NULL)
+		cluster->nwrites++;
+}
+
+/* A stop asked for an assignment not claimed: it ends, never started. */
+static void
+cj_stop_assigned(struct mirror_entry *me, const char *id)
+{
+	json_t	*o = json_deep_copy(me->val);
+	char	*text;
+
+	json_object_set_new(o, "state", json_string("stopped"));
+	json_object_set_new(o, "reason", json_string("stopped before it "
+	    "started"));
+	json_object_set_new(o, "ended", json_integer(clock_ms()));
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(me->key, "MOD",
+	    me->mod_rev)), json_pack("[ooo]", etcd_op_delete(me->key),
+	    etcd_op_put(cluster_key("e/%s", id), text, 0), etcd_op_delete(
+	    cluster_key("s/%s", id))), NULL, cj_stopped_cb, NULL);
+	free(text);
+	mirror_delete(cj.a, me->key, mirror_revision(cj.a) + 1);
+}
+
+/* The stops asked (s/ID) for what this member holds. */
+static void
+cj_stops(void)
+{
+	struct mirror_entry	*me, *am;
+	size_t			 it = 0, plen = strlen(cluster_key("s/"));
+	struct cj		*c;
+	struct job		*j;
+	const char		*id;
+
+	while (mirror_ready(cj.s) && mirror_next(cj.s, &it, &me)) {
+		id = me->key + plen;
+		if ((c = hmap_get(cj.jobs, id)) != NULL) {
+			if ((j = job_find_id(c->local)) != NULL &&
+			    !job_ended(j) && !j->stopping)
+				job_stop(j, j->req.grace_ms, "stopped through "
+				    "the cluster");
+			continue;
+		}
+		am = mirror_get(cj.a, cluster_key("a/%s/%s", cluster->name,
+		    id));
+		if (am != NULL)
+			cj_stop_assigned(am, id);
+	}
+}
+
+void
+cluster_job_tick(int64_t now)
+{
+	struct mirror_entry		*me;
+	size_t				 it = 0;
+	const char			*k;
+	void				*v;
+	struct cj			**ended = NULL, *c;
+	struct job			*j;
+	u_int				 n = 0, i;
+
+	if (!cj.loaded) {
+		if (!cj.loading) {
+			cj.loading = 1;
+			etcd_range(cluster->etcd, cluster_key("r/%s/",
+			    cluster->name), 1, cj_load_cb, NULL);
+		}
+		return;
+	}
+	mirror_restart(cj.a);
+	mirror_restart(cj.s);
+	cj_stops();
+	while (mirror_ready(cj.a) && mirror_next(cj.a, &it, &me))
+		cj_claim(me);
+	it = 0;
+	while (hmap_next(cj.jobs, &it, &k, &v)) {
+		c = v;
+		j = c->local != 0 ? job_find_id(c->local) : NULL;
+		if (c->busy || c->local == 0 || (j != NULL && !job_ended(j)))
+			continue;
+		ended = xreallocarray(ended, n + 1, sizeof *ended);
+		ended[n++] = c;
+	}
+	for (i = 0; i < n; i++)
+		cj_end(ended[i], job_find_id(ended[i]->local));
+	free(ended);
+}
+
+/*
+ * Cut off from etcd past the lease: stops the --requeue jobs this member
+ * runs for the cluster before the leader may place them again.
+ */
+void
+cluster_job_cutoff(void)
+{
+	size_t		 it = 0;
+	const char	*k;
+	void		*v;
+	struct cj	*c;
+	struct job	*j;
+
+	while (cj.jobs != NULL && hmap_next(cj.jobs, &it, &k, &v)) {
+		c = v;
+		if ((j = job_find_id(c->local)) == NULL || job_ended(j) ||
+		    !(j->req.flags & JOB_REQUEUE) || c->cutoff)
+			continue;
+		c->cutoff = 1;
+		log_warnx("cluster: cut off: stopping %s (%s) to be requeued",
+		    c->id, j->name);
+		job_stop(j, j->req.grace_ms, "cut off from the cluster");
+	}
+}
+
+void
+cluster_job_start(void)
+{
+	cj.jobs = hmap_create();
+	cj.claims = hmap_create();
+	cj.locals = hmap_create();
+	cj_locals_load();
+	cj.a = mirror_create(cluster->etcd, cluster_key("a/%s/",
+	    cluster->name), NULL, NULL);
+	cj.s = mirror_create(cluster->etcd, cluster_key("s/"), NULL, NULL);
+}
+
+void
+cluster_job_stop(void)
+{
+	size_t		 it = 0;
+	const char	*k;
+	void		*v;
+
+	mirror_free(cj.a);
+	mirror_free(cj.s);
+	cj.a = cj.s = NULL;
+	while (cj.jobs != NULL && hmap_next(cj.jobs, &it, &k, &v)) {
+		json_decref(((struct cj *)v)->rec);
+		free(((struct cj *)v)->id);
+		free(v);
+	}
+	hmap_free(cj.jobs);
+	cj.jobs = NULL;
+	it = 0;
+	while (cj.claims != NULL && hmap_next(cj.claims, &it, &k, &v)) {
+		free((char *)k);
+		json_decref(v);
+	}
+	hmap_free(cj.claims);
+	cj.claims = NULL;
+	it = 0;
+	while (cj.locals != NULL && hmap_next(cj.locals, &it, &k, &v)) {
+		free((char *)k);
+		free(v);
+	}
+	hmap_free(cj.locals);
+	cj.locals = NULL;
+}

@@ -1,0 +1,698 @@
+/*
+ * cluster.c: this daemon as a member of a cluster on etcd (docs/cluster.md):
+ * its lease and keepalives, its record, its campaign, and leading.  All of
+ * it runs from one timer on the daemon's loop; every etcd call is
+ * asynchronous, so an etcd that is slow or gone never stalls local jobs.
+ */
+
+#include <sys/sysinfo.h>
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "cluster-int.h"
+
+struct cluster		*cluster;
+static struct event	*cluster_ev;
+
+/*
+ * A key under the cluster's prefix, in one of two buffers that the calls
+ * take in turn: use it at once (an argument), never keep it across
+ * another call.
+ */
+const char *
+cluster_key(const char *fmt, ...)
+{
+	static char	 buf[2][512];
+	static int	 which;
+	char		*b = buf[which ^= 1];
+	va_list		 ap;
+	int		 n;
+
+	n = snprintf(b, sizeof buf[0], "%s", cluster->prefix);
+	va_start(ap, fmt);
+	vsnprintf(b + n, sizeof buf[0] - (size_t)n, fmt, ap);
+	va_end(ap);
+	return (b);
+}
+
+void
+cluster_set_error(const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s;
+
+	va_start(ap, fmt);
+	xvasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (cluster->error == NULL || strcmp(cluster->error, s) != 0)
+		log_warnx("cluster %s: %s", cluster->id, s);
+	free(cluster->error);
+	cluster->error = s;
+}
+
+static void
+cluster_clear_error(void)
+{
+	if (cluster->error != NULL)
+		log_info("cluster %s: member %s", cluster->id, cluster->name);
+	free(cluster->error);
+	cluster->error = NULL;
+}
+
+static int
+cluster_name_ok(const char *s, size_t max)
+{
+	size_t	 n = strlen(s);
+
+	return (n > 0 && n <= max && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789_-") == n);
+}
+
+/* ------------------------------------------------------------------ */
+/* Member records. */
+
+void
+cluster_member_clear(struct cluster_member *m)
+{
+	u_int	 i;
+
+	for (i = 0; i < m->ncards; i++) {
+		free(m->cards[i].vendor);
+		free(m->cards[i].model);
+	}
+	free(m->cards);
+	free(m->name);
+	free(m->addr);
+	free(m->pin);
+	memset(m, 0, sizeof *m);
+}
+
+static int
+cluster_card_parse(json_t *o, struct cluster_card *c)
+{
+	json_t	*v = json_object_get(o, "vendor"), *md, *mem;
+
+	md = json_object_get(o, "model");
+	mem = json_object_get(o, "memory");
+	if (!json_is_string(v) || !json_is_string(md) ||
+	    !json_is_integer(mem) || json_integer_value(mem) < 0)
+		return (-1);
+	c->vendor = xstrdup(json_string_value(v));
+	c->model = xstrdup(json_string_value(md));
+	c->memory = (uint64_t)json_integer_value(mem);
+	return (0);
+}
+
+/* Parses a member record; -1 with *cause if a field is missing or bad. */
+int
+cluster_member_parse(json_t *o, struct cluster_member *m, char **cause)
+{
+	json_t		*cards, *x;
+	const char	*name = json_string_value(json_object_get(o, "name"));
+	size_t		 i;
+
+	memset(m, 0, sizeof *m);
+	cards = json_object_get(o, "cards");
+	if (name == NULL || !cluster_name_ok(name, 63) ||
+	    !json_is_array(cards) || json_array_size(cards) > CARDS_MAX ||
+	    !json_is_integer(json_object_get(o, "cpus")) ||
+	    !json_is_integer(json_object_get(o, "ram"))) {
+		xasprintf(cause, "not a member record");
+		return (-1);
+	}
+	m->name = xstrdup(name);
+	m->cards = xcalloc(json_array_size(cards) + 1, sizeof *m->cards);
+	json_array_foreach(cards, i, x) {
+		if (cluster_card_parse(x, &m->cards[m->ncards]) != 0) {
+			xasprintf(cause, "member %s: bad card", name);
+			cluster_member_clear(m);
+			return (-1);
+		}
+		m->gpumem += m->cards[m->ncards++].memory;
+	}
+	m->cpus = (u_int)json_integer_value(json_object_get(o, "cpus"));
+	m->ram = (uint64_t)json_integer_value(json_object_get(o, "ram"));
+	if ((x = json_object_get(o, "addr")) != NULL && json_is_string(x))
+		m->addr = xstrdup(json_string_value(x));
+	if ((x = json_object_get(o, "pin")) != NULL && json_is_string(x))
+		m->pin = xstrdup(json_string_value(x));
+	return (0);
+}
+
+/*
+ * Orders members by capability: negative if a is the more capable (more
+ * GPU memory, then cards, then CPUs, then the lower name).
+ */
+int
+cluster_member_cmp(const struct cluster_member *a,
+    const struct cluster_member *b)
+{
+	if (a->gpumem != b->gpumem)
+		return (a->gpumem > b->gpumem ? -1 : 1);
+	if (a->ncards != b->ncards)
+		return (a->ncards > b->ncards ? -1 : 1);
+	if (a->cpus != b->cpus)
+		return (a->cpus > b->cpus ? -1 : 1);
+	return (strcmp(a->name, b->name));
+}
+
+static uint64_t
+cluster_step(uint64_t v, uint64_t step)
+{
+	return (v / step * step);
+}
+
+/* This member's measured use, coarse enough that idle means unchanged. */
+static json_t *
+cluster_use(void)
+{
+	struct sysinfo	 si;
+	double		 load[1] = { 0 };
+	json_t		*cards = json_array();
+	u_int		 i;
+	int		 util;
+
+	if (getloadavg(load, 1) != 1)
+		load[0] = 0;
+	if (sysinfo(&si) != 0)
+		memset(&si, 0, sizeof si);
+	for (i = 0; i < server_cards.n; i++) {
+		util = server_cards.v[i].util;
+		json_array_append_new(cards, json_pack("{s:i}", "util",
+		    util < 0 ? -1 : util / 10 * 10));
+	}
+	return (json_pack("{s:f,s:I,s:o}", "load", (double)((int)(load[0] *
+	    2)) / 2, "ram_free", (json_int_t)cluster_step((uint64_t)
+	    si.freeram * si.mem_unit, 1ULL << 30), "cards", cards));
+}
+
+/* The record as JSON text (the caller frees it). */
+static char *
+cluster_record(void)
+{
+	json_t		*o, *cards = json_array();
+	const char	*pin = "";
+	char		*addr = NULL, *text;
+	struct card	*c;
+	u_int		 i;
+
+	for (i = 0; i < server_cards.n; i++) {
+		c = &server_cards.v[i];
+		json_array_append_new(cards, json_pack("{s:s,s:s,s:I}",
+		    "vendor", vendor_name(c->vendor), "model", c->model,
+		    "memory", (json_int_t)c->memory));
+	}
+	if (server_tls_where(&addr, &pin) != 0)
+		addr = xstrdup("");
+	o = json_pack("{s:s,s:s,s:s,s:o,s:I,s:I,s:o,s:I,s:s,s:s}",
+	    "name", cluster->name, "addr", addr, "pin", pin, "cards", cards,
+	    "cpus", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN),
+	    "ram", (json_int_t)sysconf(_SC_PHYS_PAGES) *
+	    sysconf(_SC_PAGESIZE), "use", cluster_use(),
+	    "started", (json_int_t)server_started, "version", GMUX_VERSION,
+	    "instance", cluster->instance);
+	text = json_dumps(o, JSON_COMPACT|JSON_SORT_KEYS);
+	json_decref(o);
+	free(addr);
+	return (text);
+}
+
+/* ------------------------------------------------------------------ */
+/* The lease. */
+
+/* The lease is gone (or cut off past it): out of the cluster until again. */
+static void
+cluster_lost(const char *why)
+{
+	cluster_set_error("%s", why);
+	cluster_job_cutoff();
+	if (cluster->leading)
+		cluster_deposed();
+	etcd_cancel(cluster->campaign);
+	cluster->campaign = NULL;
+	cluster->lease = 0;
+	cluster->registered = 0;
+	free(cluster->record);
+	cluster->record = NULL;
+}
+
+static void
+cluster_grant_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	cluster->busy = 0;
+	if (err != NULL) {
+		cluster_set_error("%s", err);
+		return;
+	}
+	cluster->lease = r->id;
+	cluster->last_ok = clock_mono_ms();
+	cluster->reg_next = 0;
+	log_debug("%s: lease %llx, %lld s", __func__, (long long)r->id,
+	    (long long)r->ttl);
+}
+
+static void
+cluster_keepalive_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	int64_t	 lease = *(int64_t *)arg;
+
+	free(arg);
+	cluster->ka_busy = 0;
+	if (lease != cluster->lease)
+		return;
+	if (err != NULL) {
+		log_debug("%s: %s", __func__, err);
+		return;
+	}
+	if (r->ttl <= 0) {
+		cluster_lost("the lease lapsed");
+		return;
+	}
+	cluster->last_ok = clock_mono_ms();
+}
+
+static void
+cluster_keepalive(int64_t now)
+{
+	int64_t	*lease;
+
+	if (cluster->ka_busy || now - cluster->ka_sent < CLUSTER_KEEPALIVE_MS)
+		return;
+	cluster->ka_sent = now;
+	cluster->ka_busy = 1;
+	lease = xmalloc(sizeof *lease);
+	*lease = cluster->lease;
+	etcd_keepalive(cluster->etcd, cluster->lease, cluster_keepalive_cb,
+	    lease);
+}
+
+/* ------------------------------------------------------------------ */
+/* Registering and the record. */
+
+static void
+cluster_register_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	char			*text = arg;
+	const struct etcd_kv	*kv;
+	json_t			*o;
+
+	cluster->busy = 0;
+	if (err != NULL) {
+		cluster_set_error("%s", err);
+		free(text);
+		return;
+	}
+	if (r->succeeded) {
+		cluster->registered = 1;
+		free(cluster->record);
+		cluster->record = text;
+		cluster->record_at = clock_mono_ms();
+		cluster->nwrites++;
+		cluster_clear_error();
+		return;
+	}
+	free(text);
+	kv = etcd_reply_find(r, cluster_key("m/%s", cluster->name));
+	o = kv != NULL ? json_loads(kv->value, 0, NULL) : NULL;
+	if (kv != NULL && o != NULL && strcmp(cluster->instance,
+	    json_string_value(json_object_get(o, "instance")) != NULL ?
+	    json_string_value(json_object_get(o, "instance")) : "") == 0) {
+		cluster->reg_mod = kv->mod_rev;	/* ours, an older lease */
+		cluster->reg_next = 0;
+		json_decref(o);
+		return;
+	}
+	cluster_set_error("member name %s is taken (by the daemon started "
+	    "at %lld)", cluster->name, (long long)json_integer_value(
+	    json_object_get(o, "started")));
+	json_decref(o);
+	cluster->reg_next = clock_mono_ms() + CLUSTER_RETRY_MS;
+}
+
+/*
+ * Puts our record if the name is free, or held by this daemon under an
+ * older lease of its own (same instance); else the name is taken.
+ */
+static void
+cluster_register(int64_t now)
+{
+	const char	*key = cluster_key("m/%s", cluster->name);
+	char		*text;
+	json_t		*cmp, *alt;
+
+	if (cluster->busy || now < cluster->reg_next)
+		return;
+	text = cluster_record();
+	if (cluster->reg_mod != 0)
+		cmp = json_pack("[o]", etcd_cmp(key, "MOD", cluster->reg_mod));
+	else
+		cmp = json_pack("[o]", etcd_cmp(key, "CREATE", 0));
+	cluster->reg_mod = 0;
+	alt = json_pack("[o]", etcd_op_range(key, 0));
+	cluster->busy = 1;
+	etcd_txn(cluster->etcd, cmp, json_pack("[o]", etcd_op_put(key, text,
+	    cluster->lease)), alt, cluster_register_cb, text);
+	cluster->reg_next = now + 1000;
+}
+
+static void
+cluster_record_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	cluster->busy = 0;
+	if (err != NULL) {
+		log_debug("%s: %s", __func__, err);
+		free(arg);
+		return;
+	}
+	free(cluster->record);
+	cluster->record = arg;
+	cluster->nwrites++;
+}
+
+/* Rewrites the record when it changed, at most every CLUSTER_RECORD_MS. */
+static void
+cluster_refresh(int64_t now)
+{
+	char	*text;
+
+	if (cluster->busy || now - cluster->record_at < CLUSTER_RECORD_MS)
+		return;
+	text = cluster_record();
+	if (cluster->record != NULL && strcmp(text, cluster->record) == 0) {
+		free(text);
+		return;
+	}
+	cluster->record_at = now;
+	cluster->busy = 1;
+	etcd_txn(cluster->etcd, json_pack("[]"), json_pack("[o]",
+	    etcd_op_put(cluster_key("m/%s", cluster->name), text,
+	    cluster->lease)), NULL, cluster_record_cb, text);
+}
+
+/* ------------------------------------------------------------------ */
+/* The election. */
+
+/* Adds the leader's fencing compare to a Txn's compares (taken). */
+json_t *
+cluster_fence(json_t *cmp)
+{
+	json_array_insert_new(cmp, 0, etcd_cmp(cluster->lkey.key, "CREATE",
+	    cluster->lkey.create_rev));
+	return (cmp);
+}
+
+/* We lead no more: a fenced write failed, or the lease went. */
+void
+cluster_deposed(void)
+{
+	if (!cluster->leading)
+		return;
+	log_info("cluster %s: %s leads no more", cluster->id, cluster->name);
+	cluster->leading = 0;
+	cluster_sched_stop();
+	free(cluster->lkey.key);
+	memset(&cluster->lkey, 0, sizeof cluster->lkey);
+}
+
+static void
+cluster_lead_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	if (err != NULL || !r->succeeded) {
+		log_debug("%s: %s", __func__, err != NULL ? err : "deposed");
+		cluster_deposed();
+		return;
+	}
+	cluster->nwrites++;
+	log_info("cluster %s: %s leads (revision %lld)", cluster->id,
+	    cluster->name, (long long)cluster->lkey.create_rev);
+}
+
+static void
+cluster_campaign_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	json_t	*o;
+	char	*text;
+
+	cluster->campaign = NULL;
+	if (err != NULL || r->leader.lease != cluster->lease) {
+		log_debug("%s: %s", __func__, err != NULL ? err : "old lease");
+		return;		/* again from the tick */
+	}
+	cluster->leading = 1;
+	cluster->lkey.key = xstrdup(r->leader.key);
+	cluster->lkey.create_rev = r->leader.create_rev;
+	cluster->lkey.lease = r->leader.lease;
+	cluster->lead_since = clock_ms();
+	/* The first fenced write: the campaign's answer may be stale. */
+	o = json_pack("{s:s,s:I,s:I}", "name", cluster->name, "since",
+	    (json_int_t)cluster->lead_since, "revision",
+	    (json_int_t)cluster->lkey.create_rev);
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	etcd_txn(cluster->etcd, cluster_fence(json_array()), json_pack("[o]",
+	    etcd_op_put(cluster_key("leader"), text, cluster->lease)), NULL,
+	    cluster_lead_cb, NULL);
+	free(text);
+	cluster_sched_start();
+}
+
+static void
+cluster_leader_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	cluster->leader_busy = 0;
+	json_decref(cluster->leader);
+	cluster->leader = NULL;
+	if (err != NULL || r->nkvs == 0)
+		return;
+	cluster->leader = json_loads(r->kvs[0].value, 0, NULL);
+}
+
+/* Asks who leads, each second (for gmux cluster leader). */
+static void
+cluster_ask_leader(int64_t now)
+{
+	if (cluster->leader_busy || now - cluster->leader_asked < 1000)
+		return;
+	cluster->leader_asked = now;
+	cluster->leader_busy = 1;
+	etcd_range(cluster->etcd, cluster_key("leader"), 0, cluster_leader_cb,
+	    NULL);
+}
+
+static void
+cluster_resign_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	cluster->resigning = 0;
+	if (err == NULL)
+		cluster_deposed();
+}
+
+/*
+ * Leading, with a more capable member live for CLUSTER_POLITE_MS: resigns,
+ * to campaign again behind it.
+ */
+static void
+cluster_polite(void)
+{
+	struct cluster_member	*v;
+	u_int			 n, i;
+	int			 better = 0;
+
+	if (cluster->resigning || cluster_sched_members(&v, &n) != 0)
+		return;
+	for (i = 0; i < n; i++) {
+		if (cluster_member_cmp(&v[i], &cluster->self) < 0)
+			better = 1;
+	}
+	if (!better)
+		return;
+	log_info("cluster %s: a more capable member is live; %s resigns",
+	    cluster->id, cluster->name);
+	cluster->resigning = 1;
+	etcd_resign(cluster->etcd, cluster->elect, &cluster->lkey,
+	    cluster_resign_cb, NULL);
+}
+
+/*
+ * A clock off by minutes skews the queue's order (jobs carry their
+ * submission time) and the books: said once, and shown by GET
+ * /v1/cluster, until it is right again.
+ */
+static void
+cluster_check_clock(void)
+{
+	int64_t	 skew;
+	int	 known;
+	char	*w;
+
+	skew = etcd_skew(cluster->etcd, &known);
+	if (!known)
+		return;
+	if (skew < CLUSTER_SKEW_MS && skew > -CLUSTER_SKEW_MS) {
+		free(cluster->warning);
+		cluster->warning = NULL;
+		return;
+	}
+	xasprintf(&w, "this member's clock is %lld s %s etcd's; queue order "
+	    "and the books use it", (long long)(skew < 0 ? -skew : skew) /
+	    1000, skew < 0 ? "behind" : "ahead of");
+	if (cluster->warning == NULL)
+		log_warnx("cluster %s: %s", cluster->id, w);
+	free(cluster->warning);
+	cluster->warning = w;
+}
+
+static void
+cluster_tick(int64_t now)
+{
+	if (cluster->lease != 0 && now - cluster->last_ok >
+	    (int64_t)cluster->ttl * 1000)
+		cluster_lost("cut off from etcd for longer than the lease");
+	if (cluster->lease == 0) {
+		if (!cluster->busy) {
+			cluster->busy = 1;
+			etcd_lease_grant(cluster->etcd, cluster->ttl,
+			    cluster_grant_cb, NULL);
+		}
+		return;
+	}
+	cluster_keepalive(now);
+	cluster_check_clock();
+	if (!cluster->registered) {
+		cluster_register(now);
+		return;
+	}
+	cluster_refresh(now);
+	if (!cluster->leading && cluster->campaign == NULL)
+		cluster->campaign = etcd_campaign(cluster->etcd,
+		    cluster->elect, cluster->name, cluster->lease,
+		    cluster_campaign_cb, NULL);
+	cluster_ask_leader(now);
+	cluster_job_tick(now);
+	if (cluster->leading) {
+		cluster_sched_tick(now);
+		cluster_polite();
+	}
+}
+
+static void
+cluster_timer_cb(evutil_socket_t fd, short events, void *arg)
+{
+	cluster_tick(clock_mono_ms());
+}
+
+/* This member's own capability, as a record would say it. */
+static void
+cluster_self(void)
+{
+	char	*text = cluster_record(), *cause = NULL;
+	json_t	*o = json_loads(text, 0, NULL);
+
+	if (cluster_member_parse(o, &cluster->self, &cause) != 0)
+		fatalx("cluster: own record: %s", cause);
+	json_decref(o);
+	free(text);
+}
+
+static int
+cluster_config(char **cause)
+{
+	const char	*id = config_get("CLUSTER_ID"), *name;
+	char		 host[256];
+
+	if (id == NULL || !cluster_name_ok(id, 64)) {
+		xasprintf(cause, "CLUSTER_ID: %s", id == NULL ? "missing" :
+		    "not 1-64 of [A-Za-z0-9_-]");
+		return (-1);
+	}
+	if ((name = config_get("NAME")) == NULL) {
+		if (gethostname(host, sizeof host) != 0)
+			snprintf(host, sizeof host, "gmux");
+		host[strcspn(host, ".")] = '\0';
+		name = host;
+	}
+	if (!cluster_name_ok(name, 63)) {
+		xasprintf(cause, "NAME: '%s' is not 1-63 of [A-Za-z0-9_-]",
+		    name);
+		return (-1);
+	}
+	if (config_get("ETCD") == NULL) {
+		xasprintf(cause, "ETCD: missing (CLUSTER_MODE is member)");
+		return (-1);
+	}
+	cluster->id = xstrdup(id);
+	cluster->name = xstrdup(name);
+	xasprintf(&cluster->prefix, "/gmux/%s/", id);
+	xasprintf(&cluster->elect, "/gmux/%s/el", id);
+	cluster->ttl = config_uint("CLUSTER_LEASE", 3, 2, 60);
+	return (0);
+}
+
+/*
+ * Makes this daemon a member if its config says so (CLUSTER_MODE=member);
+ * 0 when standalone too.  A bad setting is an error; an etcd that does
+ * not answer is not (the daemon serves and keeps trying).
+ */
+int
+cluster_init(struct event_base *base, char **cause)
+{
+	const char	*mode = config_get("CLUSTER_MODE");
+	struct timeval	 tv = { 0, CLUSTER_TICK_MS * 1000 };
+	u_char		 r[8];
+
+	if (mode == NULL || *mode == '\0' || strcmp(mode, "standalone") == 0)
+		return (0);
+	if (strcmp(mode, "member") != 0) {
+		xasprintf(cause, "CLUSTER_MODE: '%s' is not member or "
+		    "standalone", mode);
+		return (-1);
+	}
+	cluster = xcalloc(1, sizeof *cluster);
+	cluster->base = base;
+	if (cluster_config(cause) != 0 || (cluster->etcd = etcd_create(base,
+	    config_get("ETCD"), cause)) == NULL) {
+		cluster_shutdown();
+		return (-1);
+	}
+	random_bytes(r, sizeof r);
+	cluster->instance = xmalloc(2 * sizeof r + 1);
+	hex_encode(r, sizeof r, cluster->instance);
+	cluster_self();
+	cluster_job_start();
+	cluster_ev = event_new(base, -1, EV_PERSIST, cluster_timer_cb, NULL);
+	event_add(cluster_ev, &tv);
+	log_info("cluster %s: joining as %s through %s", cluster->id,
+	    cluster->name, etcd_endpoint(cluster->etcd));
+	return (0);
+}
+
+void
+cluster_shutdown(void)
+{
+	if (cluster == NULL)
+		return;
+	if (cluster_ev != NULL)
+		event_free(cluster_ev);
+	cluster_ev = NULL;
+	cluster_deposed();
+	cluster_job_stop();
+	etcd_cancel(cluster->campaign);
+	etcd_free(cluster->etcd);
+	cluster_member_clear(&cluster->self);
+	json_decref(cluster->leader);
+	free(cluster->record);
+	free(cluster->error);
+	free(cluster->warning);
+	free(cluster->instance);
+	free(cluster->elect);
+	free(cluster->prefix);
+	free(cluster->name);
+	free(cluster->id);
+	free(cluster);
+	cluster = NULL;
+}

@@ -1,0 +1,339 @@
+/*
+ * cmd-cluster.c: gmux cluster ls/leader/ps/submit, the cluster this
+ * machine's daemon is a member of (docs/cluster.md).
+ */
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gmux.h"
+
+static int	cmd_cluster_exec(int, char **);
+
+const struct cmd_entry cmd_cluster_entry = {
+	.name = "cluster",
+	.args = "ls [--json] | leader [--json] | ps [--json] | "
+	    "queue [--json] | "
+	    "submit [RUN-FLAGS] -- COMMAND... | stop ID | logs [-f] ID",
+	.help = "the cluster this daemon is a member of",
+	.options =
+	    "  --json               ls, leader, ps and queue as JSON\n"
+	    "  -f, --follow         logs: until the job ends\n"
+	    "\nls lists the live members: cards, CPUs, RAM, measured use, "
+	    "jobs, the leader.\nleader says who schedules, since when, and "
+	    "at what etcd revision.\nps lists the cluster's jobs in every "
+	    "state and where they run.\nqueue lists the cluster's queue in the "
+	    "leader's order.\nsubmit queues a job for the cluster "
+	    "with gmux run's flags; it prints its id.\nstop ID stops a "
+	    "cluster job wherever it is (queued: at once; placed: by its "
+	    "member).\nlogs ID "
+	    "shows the output of a cluster job that runs on this member (of "
+	    "one on\nanother member, it says where to read it).\n",
+	.exec = cmd_cluster_exec,
+	.here = 1,
+};
+
+enum { OPT_JSON = 256 };
+
+static const struct option cluster_opts[] = {
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "follow", no_argument, NULL, 'f' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static const char *
+cl_str(json_t *o, const char *k)
+{
+	const char	*s = json_string_value(json_object_get(o, k));
+
+	return (s != NULL ? s : "-");
+}
+
+static char *
+cl_cards(json_t *cards)
+{
+	json_t	*c;
+	size_t	 i;
+	char	*s = xstrdup(""), *t, *mem;
+
+	json_array_foreach(cards, i, c) {
+		mem = format_size((uint64_t)json_integer_value(
+		    json_object_get(c, "memory")));
+		xasprintf(&t, "%s%s%s:%s", s, i ? "," : "", cl_str(c, "model"),
+		    mem);
+		free(mem);
+		free(s);
+		s = t;
+	}
+	if (*s == '\0') {
+		free(s);
+		s = xstrdup("-");
+	}
+	return (s);
+}
+
+static int
+cluster_ls(int json)
+{
+	static const char *const hdr[] = { "NAME", "CARDS", "CPUS", "RAM",
+	    "LOAD", "JOBS", "ADDR", "LEADER" };
+	struct table	*t;
+	json_t		*a, *m;
+	char		*cards, *ram, cpus[16], load[16], jobs[16];
+	size_t		 i;
+
+	a = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster/members", NULL);
+	if (json) {
+		json_print(a, stdout);
+		json_decref(a);
+		return (0);
+	}
+	t = table_create(hdr, nitems(hdr));
+	json_array_foreach(a, i, m) {
+		cards = cl_cards(json_object_get(m, "cards"));
+		ram = format_size((uint64_t)json_integer_value(
+		    json_object_get(m, "ram")));
+		snprintf(cpus, sizeof cpus, "%lld", (long long)
+		    json_integer_value(json_object_get(m, "cpus")));
+		snprintf(load, sizeof load, "%.1f", json_number_value(
+		    json_object_get(json_object_get(m, "use"), "load")));
+		snprintf(jobs, sizeof jobs, "%lld", (long long)
+		    json_integer_value(json_object_get(m, "jobs")));
+		table_add(t, cl_str(m, "name"), cards, cpus, ram, load, jobs,
+		    cl_str(m, "addr"), json_is_true(json_object_get(m,
+		    "leader")) ? "*" : "");
+		free(cards);
+		free(ram);
+	}
+	table_print(t, stdout);
+	table_free(t);
+	json_decref(a);
+	return (0);
+}
+
+static int
+cluster_leader(int json)
+{
+	json_t	*o;
+	char	*age;
+
+	o = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster/leader", NULL);
+	if (json)
+		json_print(o, stdout);
+	else {
+		age = format_age(clock_ms() - json_integer_value(
+		    json_object_get(o, "since")));
+		printf("%s leads since %s ago (leader key revision %lld, etcd "
+		    "revision %lld)\n", cl_str(o, "name"), age, (long long)
+		    json_integer_value(json_object_get(o, "revision")),
+		    (long long)json_integer_value(json_object_get(o,
+		    "etcd_revision")));
+		free(age);
+	}
+	json_decref(o);
+	return (0);
+}
+
+static int
+cluster_ps(int json)
+{
+	static const char *const hdr[] = { "ID", "STATE", "MEMBER", "OWNER",
+	    "EXIT", "COMMAND" };
+	struct table	*t;
+	json_t		*a, *j, *argv, *x;
+	char		 code[16], *cmd;
+	char		**v;
+	size_t		 i, k;
+
+	a = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster/jobs", NULL);
+	if (json) {
+		json_print(a, stdout);
+		json_decref(a);
+		return (0);
+	}
+	t = table_create(hdr, nitems(hdr));
+	json_array_foreach(a, i, j) {
+		argv = json_object_get(json_object_get(j, "req"), "argv");
+		v = xcalloc(json_array_size(argv) + 1, sizeof *v);
+		json_array_foreach(argv, k, x)
+			v[k] = (char *)json_string_value(x);
+		cmd = strv_join(v, " ");
+		free(v);
+		x = json_object_get(j, "exit_code");
+		snprintf(code, sizeof code, "%s", "-");
+		if (json_is_integer(x) && json_integer_value(x) >= 0)
+			snprintf(code, sizeof code, "%lld",
+			    (long long)json_integer_value(x));
+		table_add(t, cl_str(j, "id"), cl_str(j, "state"),
+		    cl_str(j, "member"), cl_str(j, "owner"), code, cmd);
+		free(cmd);
+	}
+	table_print(t, stdout);
+	table_free(t);
+	json_decref(a);
+	return (0);
+}
+
+static int
+cluster_submit(int argc, char **argv)
+{
+	json_t		*req, *o;
+	char		**pulls = NULL;
+	int		 flags = 0;
+
+	req = run_request(argc, argv, &flags, &pulls);
+	if (pulls != NULL)
+		cmd_usage_error(&cmd_cluster_entry, "--pull: not for cluster "
+		    "jobs yet");
+	o = cmd_call(&cmd_cluster_entry, "POST", "/v1/cluster/jobs", req);
+	printf("%s\n", cl_str(o, "id"));
+	json_decref(o);
+	json_decref(req);
+	return (0);
+}
+
+static int
+cluster_stop(const char *id)
+{
+	json_t	*o;
+	char	*path;
+
+	if (strchr(id, '/') != NULL || strchr(id, '?') != NULL)
+		cmd_usage_error(&cmd_cluster_entry, "stop: '%s' is not a job "
+		    "id", id);
+	xasprintf(&path, "/v1/cluster/jobs/%s/stop", id);
+	o = cmd_call(&cmd_cluster_entry, "POST", path, NULL);
+	printf("%s: %s\n", id, json_is_true(json_object_get(o, "stop")) &&
+	    strcmp(cl_str(o, "state"), "queued") != 0 ? "stopping" :
+	    "stopped");
+	json_decref(o);
+	free(path);
+	return (0);
+}
+
+static int
+cluster_logs(const char *id, int follow)
+{
+	struct stream	 s;
+	json_t		*o, *me;
+	char		*path;
+	const char	*member, *local;
+	int		 rc;
+
+	if (strchr(id, '/') != NULL || strchr(id, '?') != NULL)
+		cmd_usage_error(&cmd_cluster_entry, "logs: '%s' is not a job "
+		    "id", id);
+	xasprintf(&path, "/v1/cluster/jobs/%s", id);
+	o = cmd_call(&cmd_cluster_entry, "GET", path, NULL);
+	free(path);
+	me = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster", NULL);
+	member = json_string_value(json_object_get(o, "member"));
+	local = json_string_value(json_object_get(o, "local"));
+	if (member == NULL) {
+		fprintf(stderr, "gmux cluster: %s is %s: no output yet\n", id,
+		    cl_str(o, "state"));
+		rc = 1;
+	} else if (strcmp(member, cl_str(me, "name")) != 0) {
+		fprintf(stderr, "gmux cluster: %s runs on %s; read it there: "
+		    "gmux cluster logs %s\n", id, member, id);
+		rc = 1;
+	} else if (local == NULL) {
+		fprintf(stderr, "gmux cluster: %s has not started here yet\n",
+		    id);
+		rc = 1;
+	} else {
+		stream_init(&s, local, STREAM_LOGS);
+		xasprintf(&path, "/v1/jobs/%s/log?from=0%s", local, follow ?
+		    "&follow=1" : "");
+		rc = stream_run(&s, "GET", path, NULL, follow) == -1;
+		free(path);
+	}
+	json_decref(o);
+	json_decref(me);
+	return (rc);
+}
+
+/* cluster queue: the cluster's queue in the leader's order. */
+static int
+cluster_queue(int json)
+{
+	static const char *const hdr[] = { "POS", "ID", "PRIO", "AGE",
+	    "OWNER", "FROM" };
+	struct table	*t;
+	json_t		*a, *j;
+	char		 pos[16], prio[16], *age;
+	size_t		 i;
+
+	a = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster/queue", NULL);
+	if (json) {
+		json_print(a, stdout);
+		json_decref(a);
+		return (0);
+	}
+	t = table_create(hdr, nitems(hdr));
+	json_array_foreach(a, i, j) {
+		snprintf(pos, sizeof pos, "%lld", (long long)
+		    json_integer_value(json_object_get(j, "position")));
+		snprintf(prio, sizeof prio, "%lld", (long long)
+		    json_integer_value(json_object_get(j, "prio")));
+		age = format_age(clock_ms() - json_integer_value(
+		    json_object_get(j, "submitted")));
+		table_add(t, pos, cl_str(j, "id"), prio, age,
+		    cl_str(j, "owner"), cl_str(j, "from"));
+		free(age);
+	}
+	table_print(t, stdout);
+	table_free(t);
+	json_decref(a);
+	return (0);
+}
+
+static int
+cmd_cluster_exec(int argc, char **argv)
+{
+	const char	*sub;
+	int		 ch, json = 0, follow = 0;
+
+	if (argc < 2 || argv[1][0] == '-') {
+		while ((ch = cmd_getopt(&cmd_cluster_entry, argc, argv, "h",
+		    cluster_opts)) != -1)
+			;
+		cmd_usage_error(&cmd_cluster_entry, "ls, leader, ps, "
+		    "queue or submit?");
+	}
+	sub = argv[1];
+	argc--;
+	argv++;
+	if (strcmp(sub, "submit") == 0)
+		return (cluster_submit(argc, argv));
+	while ((ch = cmd_getopt(&cmd_cluster_entry, argc, argv, "fh",
+	    cluster_opts)) != -1) {
+		if (ch == OPT_JSON)
+			json = 1;
+		else if (ch == 'f')
+			follow = 1;
+	}
+	if (strcmp(sub, "stop") == 0 && optind + 1 == argc)
+		return (cluster_stop(argv[optind]));
+	if (strcmp(sub, "logs") == 0 && optind + 1 == argc)
+		return (cluster_logs(argv[optind], follow));
+	if (strcmp(sub, "logs") == 0)
+		cmd_usage_error(&cmd_cluster_entry, "logs: which job?");
+	if (optind != argc)
+		cmd_usage_error(&cmd_cluster_entry, "%s: no argument expected",
+		    sub);
+	if (strcmp(sub, "ls") == 0)
+		return (cluster_ls(json));
+	if (strcmp(sub, "leader") == 0)
+		return (cluster_leader(json));
+	if (strcmp(sub, "ps") == 0)
+		return (cluster_ps(json));
+	if (strcmp(sub, "queue") == 0)
+		return (cluster_queue(json));
+	if (strcmp(sub, "stop") == 0 && argc == 1)
+		cmd_usage_error(&cmd_cluster_entry, "stop: which job?");
+	cmd_usage_error(&cmd_cluster_entry, "%s: not ls, leader, ps, queue or "
+	    "submit", sub);
+}

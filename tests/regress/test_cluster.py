@@ -1,0 +1,426 @@
+"""Clusters on etcd (docs/cluster.md): members against a real three-member
+etcd, the most capable leads, jobs are placed, claimed and run exactly
+once, the leader's kill -9 fails over, and the faults get clear errors
+while local jobs keep being served."""
+
+import json
+import re
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import GMUX, _kill_keepers, wait_for
+from clusterlib import Etcd, cluster_state, jobs, leader, member
+
+pytestmark = pytest.mark.skipif(shutil.which("etcd") is None,
+                                reason="etcd-server is not installed")
+
+ROUNDS = int(os.environ.get("GMUX_CLUSTER_ROUNDS", "20"))
+VERBOSE = ("-v",) if os.environ.get("GMUX_KEEP") else ()
+
+
+@pytest.fixture(scope="module")
+def etcd():
+    e = Etcd(3).start()
+    yield e
+    e.stop()
+
+
+@pytest.fixture
+def tmp():
+    d = tempfile.mkdtemp(prefix="gc", dir="/tmp")
+    yield d
+    if not os.environ.get("GMUX_KEEP"):    # to read the members' logs
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def members(tmp, etcd):
+    made = []
+
+    def make(name, cid, fake="1xH100:80G", start=True, extra="",
+             dirname=None):
+        d = member(tmp, etcd, name, cid, fake, extra, dirname)
+        made.append(d)
+        if start:
+            d.start(*VERBOSE, fake=fake)
+        return d
+    yield make
+    for d in made:
+        if d.running is not None and os.path.exists("/proc/%d" % d.running):
+            d.stop()
+        _kill_keepers(d.home)
+
+
+def submit(d, cwd, *cmd, flags=("--share", "0.25")):
+    r = subprocess.run([GMUX, "cluster", "submit"] + list(flags) + ["--"] +
+                       list(cmd), env=d.env, cwd=cwd, capture_output=True,
+                       timeout=30)
+    return r
+
+
+def test_members_leader_and_a_job(members, tmp, etcd):
+    a = members("a", "t1", "2xH100:80G")
+    b = members("b", "t1", "1xA10:24G")
+    wait_for(lambda: len(cluster_state(b)) == 2, 15, 0.1, what="2 members")
+    m = {x["name"]: x for x in cluster_state(b)}
+    assert len(m["a"]["cards"]) == 2 and m["b"]["cards"][0]["model"] == "A10"
+    assert m["a"]["cpus"] >= 1 and m["a"]["ram"] > 0
+    # the most capable (more GPU memory) leads
+    assert wait_for(lambda: leader(b) == "a", 15, 0.1, what="a to lead")
+    assert m["a"]["leader"] or leader(b) == "a"
+    out = os.path.join(tmp, "out")
+    r = submit(b, tmp, "sh", "-c", "echo $GMUX_CLUSTER_JOB >> %s" % out)
+    assert r.returncode == 0, r.stderr
+    jid = r.stdout.decode().strip()
+    assert jid.startswith("b.") and len(jid) > 4
+    wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") == "exited",
+             20, 0.1, what="the job to end")
+    j = jobs(a)[jid]
+    assert j["exit_code"] == 0 and j["member"] in ("a", "b")
+    assert open(out).read().split() == [jid]
+    # the member that ran it has it as a local job, with its books
+    runner = a if j["member"] == "a" else b
+    local = [x for x in runner.json("ps", "-a", "--json")]
+    assert any(x["state"] == "exited" for x in local)
+
+
+def test_refused_at_submission(members, tmp):
+    a = members("a", "t2", "1xH100:80G")
+    wait_for(lambda: len(cluster_state(a)) == 1, 15, 0.1, what="member")
+    r = submit(a, tmp, "true", flags=("--share", "1", "--cards", "4"))
+    assert r.returncode != 0
+    assert b"no member has 4 GPUs" in r.stderr
+    r = submit(a, tmp, "true", flags=("--share", "0.5", "--mem", "90G"))
+    assert b"no member has a card with that much memory" in r.stderr
+
+
+def test_queue_order_and_listing(members, tmp):
+    a = members("a", "t3", "1xH100:80G")
+    wait_for(lambda: leader(a) == "a", 15, 0.1, what="a to lead")
+    blocker = submit(a, tmp, "sleep", "30", flags=("--share", "1"))
+    bid = blocker.stdout.decode().strip()
+    wait_for(lambda: (jobs(a) or {}).get(bid, {}).get("state") == "running",
+             15, 0.1, what="the blocker to run")
+    low = submit(a, tmp, "true", flags=("--share", "1", "--priority", "1"))
+    high = submit(a, tmp, "true", flags=("--share", "1", "--priority", "9"))
+    q = json.loads(a.gmux("cluster", "queue", "--json", check=0).stdout)
+    assert [x["id"] for x in q] == [high.stdout.decode().strip(),
+                                    low.stdout.decode().strip()]
+    assert [x["position"] for x in q] == [1, 2]
+    text = a.gmux("cluster", "queue", check=0).stdout.decode()
+    assert "POS" in text and high.stdout.decode().strip() in text
+
+
+def test_name_taken_and_local_jobs_served(members, tmp):
+    a = members("dup", "t4")
+    wait_for(lambda: len(cluster_state(a)) == 1, 15, 0.1, what="member")
+    b = members("dup", "t4", dirname="dup2")
+    st = wait_for(lambda: (lambda o: o if o.get("error") else None)(
+        _status(b)), 15, 0.1, what="the name to be taken")
+    assert "member name dup is taken" in st["error"]
+    assert not st["member"]
+    r = b.gmux("run", "--", "echo", "local", check=0)
+    assert b"local" in r.stdout
+
+
+def _status(d):
+    code, text = d.curl("GET", "/v1/cluster")
+    assert code == 200
+    return json.loads(text)
+
+
+def test_etcd_unreachable_at_start(tmp):
+    d = member(tmp, None, "lonely", "t5")
+    d.start()
+    try:
+        st = wait_for(lambda: (lambda o: o if o.get("error") else None)(
+            _status(d)), 15, 0.1, what="an error")
+        assert "unreachable" in st["error"]
+        r = d.gmux("run", "--", "echo", "still", check=0)
+        assert b"still" in r.stdout
+        r = d.gmux("cluster", "ls")
+        assert r.returncode == 1 and b"unreachable" in r.stderr
+    finally:
+        d.stop()
+        _kill_keepers(d.home)
+
+
+def test_corrupt_keys_are_skipped(members, tmp, etcd):
+    etcd.put("/gmux/t6/m/bogus", "not json")
+    etcd.put("/gmux/t6/q/bad.1", "{\"req\": 3}")
+    a = members("a", "t6")
+    wait_for(lambda: leader(a) == "a", 15, 0.1, what="a to lead")
+    assert [m["name"] for m in cluster_state(a)] == ["a"]
+    r = submit(a, tmp, "true")
+    jid = r.stdout.decode().strip()
+    wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") == "exited",
+             20, 0.1, what="the job to end despite corrupt keys")
+
+
+def test_not_a_member(daemon):
+    daemon.start()
+    code, text = daemon.curl("GET", "/v1/cluster")
+    assert code == 200 and json.loads(text)["mode"] == "standalone"
+    r = daemon.gmux("cluster", "ls")
+    assert r.returncode == 1 and b"not a cluster member" in r.stderr
+    r = daemon.gmux("cluster", "queue", "extra")
+    assert r.returncode == 2
+
+
+def test_kill9_leader_failover(members, tmp, etcd):
+    """kill -9 the leader while jobs are submitted and finishing, ROUNDS
+    times; every job runs exactly once; failover times printed."""
+    specs = [("a", "2xH100:80G"), ("b", "1xH100:80G"), ("c", "1xA10:24G")]
+    ds = {n: members(n, "t7", f) for n, f in specs}
+    wait_for(lambda: len(cluster_state(ds["c"])) == 3, 20, 0.1,
+             what="3 members")
+    out = os.path.join(tmp, "ran")
+    submitted, times = [], []
+    for rnd in range(ROUNDS):
+        lead = wait_for(lambda: _live_leader(ds), 30, 0.05,
+                        what="a leader (round %d)" % rnd)
+        others = [d for n, d in ds.items() if n != lead]
+        for i in range(3):
+            r = submit(others[i % 2], tmp, "sh", "-c",
+                       "echo $GMUX_CLUSTER_JOB >> %s; sleep 0.3" % out)
+            assert r.returncode == 0, r.stderr
+            submitted.append(r.stdout.decode().strip())
+        t0 = time.monotonic()
+        ds[lead].kill9()
+        new = wait_for(lambda: (lambda x: x if x not in (None, lead)
+                                else None)(leader(others[0])), 30, 0.02,
+                       what="a new leader (round %d)" % rnd)
+        times.append(time.monotonic() - t0)
+        r = submit(others[0], tmp, "sh", "-c",
+                   "echo $GMUX_CLUSTER_JOB >> %s" % out)
+        submitted.append(r.stdout.decode().strip())
+        ds[lead].start(*VERBOSE, fake=ds[lead].fake)    # back, and rejoins
+        assert new != lead
+    print("\nfailover after kill -9 of the leader, %d rounds: median %.2f s,"
+          " max %.2f s" % (len(times), sorted(times)[len(times) // 2],
+                           max(times)))
+
+    def all_ended():
+        j = jobs(ds["c"]) or {}
+        return all(j.get(x, {}).get("state") == "exited" for x in submitted)
+    try:
+        wait_for(all_ended, 60 + ROUNDS, 0.5, what="every job to end")
+    except AssertionError:
+        j = jobs(ds["c"]) or {}
+        print("not ended:", [(x, j.get(x)) for x in submitted
+                             if j.get(x, {}).get("state") != "exited"])
+        raise
+    ran = open(out).read().split()
+    lost = len(set(submitted) - set(ran))
+    twice = len(ran) - len(set(ran))
+    print("%d jobs submitted around the kills: %d lost, %d run twice"
+          % (len(submitted), lost, twice))
+    assert sorted(ran) == sorted(submitted), "a job lost or run twice"
+    assert max(times) <= 6.0
+
+
+def _live_leader(ds):
+    for d in ds.values():
+        if d.running is None:
+            continue
+        n = leader(d)
+        if n is not None and ds[n].running is not None:
+            return n
+    return None
+
+
+class _Urls:
+    def __init__(self, urls):
+        self.urls = urls
+
+
+def test_cut_off_member_stops_requeue_jobs_first(tmp, etcd):
+    """A member cut off from etcd past its lease stops its --requeue job
+    before the leader places it again (never two copies); its other job
+    keeps running and is reconciled when it is back."""
+    from clusterlib import Cut
+    cut = Cut(etcd.clients[0])
+    a = member(tmp, etcd, "a", "t8", "2xH100:80G")
+    b = member(tmp, _Urls(cut.url), "b", "t8", "1xH100:80G")
+    log, kf = os.path.join(tmp, "log"), os.path.join(tmp, "k")
+    try:
+        a.start(fake="2xH100:80G")
+        b.start(fake="1xH100:80G")
+        wait_for(lambda: len(cluster_state(a)) == 2 and leader(a) == "a",
+                 20, 0.1, what="a leading 2 members")
+        blocker = submit(a, tmp, "sleep", "120",
+                         flags=("--share", "1", "--cards", "2"))
+        bid = blocker.stdout.decode().strip()
+        wait_for(lambda: (jobs(a) or {}).get(bid, {}).get("member") == "a"
+                 and jobs(a)[bid]["state"] == "running", 20, 0.1,
+                 what="the blocker on a")
+        script = ("if [ -e %s/j1 ]; then echo second $(date +%%s.%%N) >> %s;"
+                  " exit 0; fi; touch %s/j1; echo first $(date +%%s.%%N) >> "
+                  "%s; trap 'echo stopped $(date +%%s.%%N) >> %s; exit 143' "
+                  "TERM; sleep 60 & wait" % (tmp, log, tmp, log, log))
+        j = submit(a, tmp, "sh", "-c", script,
+                   flags=("--share", "0.5", "--requeue", "--grace", "1s"))
+        k = submit(a, tmp, "sh", "-c", "sleep 9; echo k >> %s" % kf,
+                   flags=("--share", "0.5"))
+        jid, kid = j.stdout.decode().strip(), k.stdout.decode().strip()
+        wait_for(lambda: all((jobs(a) or {}).get(x, {}).get("state") ==
+                             "running" for x in (jid, kid)), 20, 0.1,
+                 what="both jobs running on b")
+        assert jobs(a)[jid]["member"] == "b"
+        wait_for(lambda: os.path.exists(log), 10, 0.05, what="j to start")
+        cut.set_cut(True)
+        t0 = time.monotonic()
+        wait_for(lambda: "stopped" in open(log).read(), 15, 0.05,
+                 what="b to stop its --requeue job")
+        stopped_after = time.monotonic() - t0
+        wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
+                 "queued", 15, 0.1, what="the leader to requeue j")
+        requeued_after = time.monotonic() - t0
+        print("\ncut off: b stopped its --requeue job after %.2f s, the "
+              "leader requeued it after %.2f s" % (stopped_after,
+                                                   requeued_after))
+        assert stopped_after < requeued_after
+        cut.set_cut(False)
+        wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
+                 "exited", 30, 0.1, what="j to run again and end")
+        wait_for(lambda: (jobs(a) or {}).get(kid, {}).get("state") ==
+                 "exited", 30, 0.1, what="k to be reconciled")
+        lines = open(log).read().split("\n")
+        kinds = [x.split()[0] for x in lines if x]
+        assert kinds == ["first", "stopped", "second"], kinds
+        times = [float(x.split()[1]) for x in lines if x]
+        assert times[1] < times[2]
+        assert open(kf).read() == "k\n"      # k ran once, through the cut
+    finally:
+        cut.close()
+        for d in (a, b):
+            if d.running is not None:
+                d.stop()
+            _kill_keepers(d.home)
+
+
+def test_stop_from_any_member(members, tmp):
+    a = members("a", "t9", "1xH100:80G")
+    b = members("b", "t9", "1xA10:24G")
+    wait_for(lambda: len(cluster_state(b)) == 2, 15, 0.1, what="2 members")
+    # 60G fits only a's card: it runs there, and is stopped from b
+    r = submit(b, tmp, "sleep", "60", flags=("--share", "0.5", "--mem",
+                                             "60G"))
+    jid = r.stdout.decode().strip()
+    wait_for(lambda: (jobs(b) or {}).get(jid, {}).get("state") == "running",
+             20, 0.1, what="the job to run")
+    assert jobs(b)[jid]["member"] == "a"
+    r = b.gmux("cluster", "stop", jid, check=0)
+    assert r.stdout.decode().strip() == "%s: stopping" % jid
+    wait_for(lambda: (jobs(b) or {}).get(jid, {}).get("state") == "stopped",
+             20, 0.1, what="the job to stop")
+    # a queued one ends at once (nothing fits: a's card is taken)
+    r1 = submit(b, tmp, "sleep", "60", flags=("--share", "1", "--mem", "70G"))
+    r2 = submit(b, tmp, "true", flags=("--share", "1", "--mem", "70G"))
+    wid = r2.stdout.decode().strip()
+    first = r1.stdout.decode().strip()
+    wait_for(lambda: (jobs(b) or {}).get(first, {}).get("state") ==
+             "running", 20, 0.1, what="the first to run")
+    assert jobs(b)[wid]["state"] == "queued"
+    r = b.gmux("cluster", "stop", wid, check=0)
+    assert r.stdout.decode().strip() == "%s: stopped" % wid
+    assert jobs(b)[wid]["state"] == "stopped"
+    r = b.gmux("cluster", "stop", wid)
+    assert r.returncode == 1 and b"has ended" in r.stderr
+    r = b.gmux("cluster", "stop", "nope.1")
+    assert r.returncode == 1 and b"no cluster job nope.1" in r.stderr
+    b.gmux("cluster", "stop", first, check=0)
+
+
+def test_clock_off_by_minutes_is_said(members, tmp, etcd):
+    d = member(tmp, etcd, "late", "t10")
+    d.env["GMUX_TEST_CLOCK"] = str(int(time.time() * 1000) - 10 * 60 * 1000)
+    d.env["GMUX_TEST_CLOCK_OK"] = "1"
+    d.start()
+    try:
+        st = wait_for(lambda: (lambda o: o if o.get("warning") else None)(
+            _status(d)), 15, 0.1, what="a warning")
+        assert re.search(r"clock is (599|600|601) s behind etcd.s",
+                         st["warning"])
+        assert st["member"]             # a warning, not an error
+    finally:
+        d.stop()
+        _kill_keepers(d.home)
+
+
+def test_idle_member_rewrites_little(members, etcd):
+    """Keepalives are not writes; a record is rewritten only when its
+    coarse use changed, at most every 5 s."""
+    from clusterlib import mod_revision
+    a = members("a", "t11")
+    wait_for(lambda: mod_revision(etcd, "/gmux/t11/m/a"), 15, 0.1,
+             what="the record")
+    revs = set()
+    end = time.monotonic() + 11
+    while time.monotonic() < end:
+        revs.add(mod_revision(etcd, "/gmux/t11/m/a"))
+        time.sleep(0.2)
+    # 11 s idle: at most 2 rewrites (5 s apart), whatever the machine's load
+    assert len(revs) <= 3, revs
+    st = _status(a)
+    assert st["member"] and st["writes"] <= 4     # record, leader, rewrites
+
+
+def test_job_record_and_logs(members, tmp):
+    a = members("a", "t12", "1xH100:80G")
+    b = members("b", "t12", "1xA10:24G")
+    wait_for(lambda: len(cluster_state(b)) == 2, 15, 0.1, what="2 members")
+    # 60G fits only a's card
+    r = submit(b, tmp, "sh", "-c", "echo out-$GMUX_CLUSTER_JOB",
+               flags=("--share", "0.5", "--mem", "60G"))
+    jid = r.stdout.decode().strip()
+    wait_for(lambda: (jobs(b) or {}).get(jid, {}).get("state") == "exited",
+             20, 0.1, what="the job to end")
+    code, text = b.curl("GET", "/v1/cluster/jobs/%s" % jid)
+    assert code == 200 and json.loads(text)["member"] == "a"
+    assert "local" not in json.loads(text)       # b cannot know it
+    code, text = a.curl("GET", "/v1/cluster/jobs/%s" % jid)
+    rec = json.loads(text)                        # a, which ran it, does
+    assert code == 200 and rec["local"].startswith("j")
+    code, text = b.curl("GET", "/v1/cluster/jobs/nope.1")
+    assert code == 404 and "no cluster job nope.1" in text
+    # its member shows its output; the other says where to read it
+    r = a.gmux("cluster", "logs", jid, check=0)
+    assert r.stdout.decode() == "out-%s\n" % jid
+    r = b.gmux("cluster", "logs", jid)
+    assert r.returncode == 1
+    assert ("runs on a; read it there: gmux cluster logs %s"
+            % jid).encode() in r.stderr
+    # the local job is the one the record names
+    assert a.job(rec["local"])["state"] == "exited"
+
+
+def test_member_killed_while_its_job_runs(members, tmp):
+    """kill -9 of a member's daemon: its job runs on under its keeper and
+    ends meanwhile; the daemon back finds it and writes its end."""
+    a = members("a", "t13", "1xH100:80G")
+    b = members("b", "t13", "1xA10:24G")
+    wait_for(lambda: len(cluster_state(a)) == 2, 15, 0.1, what="2 members")
+    out = os.path.join(tmp, "out")
+    r = submit(a, tmp, "sh", "-c", "sleep 2; echo done >> %s" % out,
+               flags=("--share", "1", "--mem", "20G"))
+    jid = r.stdout.decode().strip()
+    wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") == "running",
+             20, 0.1, what="the job to run")
+    runner = a if jobs(a)[jid]["member"] == "a" else b
+    other = b if runner is a else a
+    runner.kill9()
+    wait_for(lambda: os.path.exists(out), 10, 0.1, what="the job to end")
+    time.sleep(0.5)
+    runner.start(fake=runner.fake)
+    j = wait_for(lambda: (lambda x: x if x.get("state") not in
+                          (None, "running") else None)(
+        (jobs(other) or {}).get(jid, {})), 30, 0.2, what="its end")
+    assert j["state"] == "exited" and j["exit_code"] == 0, j
+    assert open(out).read() == "done\n"

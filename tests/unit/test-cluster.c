@@ -1,0 +1,228 @@
+/*
+ * test-cluster.c: the leader's scheduler (cluster-sched.c) against a real
+ * etcd: a deposed leader's placement fails on the fencing compare and it
+ * stops leading, with the queue untouched; the leader places by best fit,
+ * in priority order; a job no member could hold is refused with a reason.
+ */
+
+#include <event2/event.h>
+
+#include "cluster-int.h"
+#include "unit.h"
+#include "etcd-server.h"
+
+static struct etcd_server	 srv;
+static struct event_base	*base;
+static int			 done;
+static struct etcd_reply	 last;
+
+static void
+cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct etcd_kv	*lk = arg;
+
+	if (err != NULL)
+		fatalx("etcd: %s", err);
+	done = 1;
+	last.rev = r->rev;
+	last.id = r->id;
+	last.nkvs = r->nkvs;
+	last.succeeded = r->succeeded;
+	if (lk != NULL && r->leader.key != NULL) {
+		free(lk->key);
+		lk->key = xstrdup(r->leader.key);
+		lk->create_rev = r->leader.create_rev;
+		lk->lease = r->leader.lease;
+	}
+}
+
+static void
+wait_done(void)
+{
+	etcd_wait(cluster->etcd, &done);
+	done = 0;
+}
+
+static void
+put(const char *key, const char *val)
+{
+	etcd_txn(cluster->etcd, json_array(), json_pack("[o]",
+	    etcd_op_put(key, val, 0)), NULL, cb, NULL);
+	wait_done();
+}
+
+static u_int
+count(const char *prefix)
+{
+	etcd_range(cluster->etcd, prefix, 1, cb, NULL);
+	wait_done();
+	return (last.nkvs);
+}
+
+static int64_t
+grant(void)
+{
+	etcd_lease_grant(cluster->etcd, 30, cb, NULL);
+	wait_done();
+	return (last.id);
+}
+
+static void
+lead(void)
+{
+	etcd_campaign(cluster->etcd, cluster->elect, "x", grant(), cb,
+	    &cluster->lkey);
+	wait_done();
+	cluster->leading = 1;
+	cluster_sched_start();
+}
+
+/* Runs the loop for ms (the mirrors' watches catch up). */
+static void
+settle(int64_t ms)
+{
+	int64_t	 end = clock_mono_ms() + ms;
+
+	while (clock_mono_ms() < end) {
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		usleep(2000);
+	}
+}
+
+/* Ticks the scheduler until n Txns have come back (or 5 s). */
+static void
+passes(u_int n)
+{
+	int64_t	 end = clock_mono_ms() + 5000;
+	uint64_t placed, txns, t0;
+
+	settle(300);
+	cluster_sched_counts(&placed, &t0);
+	while (n > 0 && clock_mono_ms() < end && cluster->leading) {
+		cluster_sched_tick(clock_mono_ms());
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		cluster_sched_counts(&placed, &txns);
+		if (txns > t0) {
+			t0 = txns;
+			n--;
+		}
+		usleep(2000);
+	}
+}
+
+static void
+test_deposed(void)
+{
+	struct etcd_kv	 old;
+
+	put(cluster_key("m/x"), "{\"name\":\"x\",\"cards\":[{\"vendor\":"
+	    "\"nvidia\",\"model\":\"H100\",\"memory\":85899345920}],"
+	    "\"cpus\":8,\"ram\":1000000}");
+	lead();
+	old = cluster->lkey;
+	old.key = xstrdup(old.key);
+	/* deposed: its leader key is gone (resigned, as a lapsed lease) */
+	etcd_resign(cluster->etcd, cluster->elect, &cluster->lkey, cb, NULL);
+	wait_done();
+	put(cluster_key("q/j.1"), "{\"id\":\"j.1\",\"owner\":\"o\",\"req\":"
+	    "{\"argv\":[\"true\"],\"share\":0.5},\"submitted\":1,\"prio\":5}");
+	passes(1);
+	usleep(200000);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	CHECK(!cluster->leading);		/* it noticed */
+	CHECK(count(cluster_key("q/")) == 1);	/* and wrote nothing */
+	CHECK(count(cluster_key("a/")) == 0);
+	free(old.key);
+	/* a leader again: the same job is placed */
+	lead();
+	passes(1);
+	CHECK(cluster->leading);
+	CHECK(count(cluster_key("q/")) == 0);
+	CHECK(count(cluster_key("a/x/")) == 1);
+}
+
+static void
+test_best_fit_and_order(void)
+{
+	/* y has one card half used by j.1 (on x): a half share fits x best */
+	put(cluster_key("m/y"), "{\"name\":\"y\",\"cards\":[{\"vendor\":"
+	    "\"nvidia\",\"model\":\"A10\",\"memory\":25769803776}],"
+	    "\"cpus\":8,\"ram\":1000000}");
+	usleep(100000);
+	put(cluster_key("q/j.2"), "{\"id\":\"j.2\",\"owner\":\"o\",\"req\":"
+	    "{\"argv\":[\"true\"],\"share\":0.5},\"submitted\":10,\"prio\":5}");
+	passes(1);
+	CHECK(count(cluster_key("a/x/j.2")) == 1);	/* fills x's card */
+	/* now both are full or nearly: a full card only fits on y */
+	put(cluster_key("q/j.3"), "{\"id\":\"j.3\",\"owner\":\"o\",\"req\":"
+	    "{\"argv\":[\"true\"],\"share\":1,\"priority\":1},"
+	    "\"submitted\":20}");
+	put(cluster_key("q/j.4"), "{\"id\":\"j.4\",\"owner\":\"o\",\"req\":"
+	    "{\"argv\":[\"true\"],\"share\":1,\"priority\":9},"
+	    "\"submitted\":30}");
+	passes(1);
+	/* the higher priority, though younger, goes first */
+	CHECK(count(cluster_key("a/y/j.4")) == 1);
+	CHECK(count(cluster_key("q/j.3")) == 1);
+}
+
+static void
+test_refusal(void)
+{
+	struct cluster_member	 m[1];
+	struct cluster_card	 c = { "nvidia", "H100", 80ULL << 30 };
+	struct cluster_shape	 s;
+	char			*why;
+
+	memset(m, 0, sizeof m);
+	m[0].name = "x";
+	m[0].cards = &c;
+	m[0].ncards = 1;
+	memset(&s, 0, sizeof s);
+	s.seats = 100;
+	s.ncards = 4;
+	why = cluster_refusal(m, 1, &s);
+	CHECK_STR(why, "no member has 4 GPUs");
+	free(why);
+	s.ncards = 1;
+	s.mem = 100ULL << 30;
+	why = cluster_refusal(m, 1, &s);
+	CHECK_STR(why, "no member has a card with that much memory");
+	free(why);
+	s.mem = 0;
+	CHECK(cluster_refusal(m, 1, &s) == NULL);
+	m[0].ncards = 0;
+	why = cluster_refusal(m, 1, &s);
+	CHECK_STR(why, "no member has a GPU");
+	free(why);
+	s.seats = 0;
+	s.ncards = 0;
+	CHECK(cluster_refusal(m, 1, &s) == NULL);	/* CPU only */
+}
+
+int
+main(void)
+{
+	char	*cause = NULL;
+
+	signal(SIGPIPE, SIG_IGN);
+	base = event_base_new();
+	RUN(test_refusal);
+	if (etcd_server_start(&srv) != 0) {
+		printf("FAIL etcd_start (is etcd-server installed?)\n");
+		etcd_server_stop(&srv);
+		return (1);
+	}
+	cluster = xcalloc(1, sizeof *cluster);
+	cluster->ttl = 3;
+	cluster->id = xstrdup("u");
+	cluster->name = xstrdup("x");
+	cluster->prefix = xstrdup("/gmux/u/");
+	cluster->elect = xstrdup("/gmux/u/el");
+	if ((cluster->etcd = etcd_create(base, srv.url, &cause)) == NULL)
+		fatalx("%s", cause);
+	RUN(test_deposed);
+	RUN(test_best_fit_and_order);
+	etcd_server_stop(&srv);
+	UNIT_EXIT();
+}
