@@ -517,8 +517,7 @@ def test_over_tcp_an_owner_sees_only_its_own_and_arrays_stay_home(
         make_daemon):
     d = make_daemon()
     d.serve_tls(fake=FAKE)
-    line = d.gmux("token", "add", "alice", check=0).stdout.decode().split()
-    alice = line[-1].split("@")[0]
+    alice = d.token_for("alice")
     gate = "/tmp/never-%d" % os.getpid()
     run_d(d, "--share", "1", "--card", "2", "--", "sh", "-c",
           "while [ ! -e %s ]; do sleep 0.02; done" % gate)
