@@ -182,6 +182,12 @@ SRCS += src/remote-net.c src/run-remote.c src/prepare.c src/server-guard.c
 SRCS += src/landlock.c src/jail.c
 BENCHES += $(O)/bench/jail-start
 
+# -- tasks: the broker behind Python's @mesh (issue 13)
+SRCS += src/task-broker.c src/task-spool.c src/task-conn.c src/api-task.c
+SRCS += src/cmd-workers.c
+$(O)/src/task-broker.o $(O)/src/task-spool.o $(O)/src/task-conn.o \
+    $(O)/src/api-task.o: src/task-int.h
+
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
 LIB = $(O)/libgmuxcore.a

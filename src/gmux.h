@@ -278,6 +278,7 @@ extern const struct cmd_entry cmd_usage_entry;
 extern const struct cmd_entry cmd_version_entry;
 extern const struct cmd_entry cmd_remote_entry;
 extern const struct cmd_entry cmd_token_entry;
+extern const struct cmd_entry cmd_workers_entry;
 extern const struct cmd_entry cmd_help_entry;
 
 /* stream.c: a job's output on the terminal (run, logs, attach) */
@@ -1554,6 +1555,10 @@ void		 api_remote_job_undo(u_int);
 void		 api_tokens_list(struct evhttp_request *, const char *);
 void		 api_tokens_add(struct evhttp_request *, const char *);
 void		 api_token_revoke(struct evhttp_request *, const char *);
+
+/* api-task.c (issue 13): the task broker's routes */
+void		 api_tasks_connect(struct evhttp_request *, const char *);
+void		 api_workers_list(struct evhttp_request *, const char *);
 /* (end) */
 
 /* hosts.c (issue 7): where a command goes, local or remote */

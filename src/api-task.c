@@ -1,0 +1,63 @@
+/*
+ * api-task.c: the task broker's routes (docs/tasks.md): a caller's
+ * upgrade to its framed task stream, and the list of workers.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+
+#include "gmux.h"
+#include "task-int.h"
+
+/* GET /v1/tasks/connect?session=HEX with Upgrade: gmux-tasks/1 */
+void
+api_tasks_connect(struct evhttp_request *req, const char *id)
+{
+	struct evhttp_connection	*evcon;
+	struct bufferevent		*bev;
+	const char			*up, *session;
+	char				*owner, *cause = NULL, *s;
+
+	up = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "Upgrade");
+	if (up == NULL || strcasecmp(up, "gmux-tasks/1") != 0) {
+		api_error(req, 400, "Upgrade: gmux-tasks/1 is needed");
+		return;
+	}
+	session = api_query(req, "session");
+	if (session == NULL || !task_session_valid(session)) {
+		api_error(req, 400, "session: 16 to 64 hex digits are needed");
+		return;
+	}
+	if (task_conn_broker(&cause) == NULL) {
+		api_error(req, 500, "tasks: %s", cause);
+		free(cause);
+		return;
+	}
+	evcon = evhttp_request_get_connection(req);
+	bev = evhttp_connection_get_bufferevent(evcon);
+	owner = api_owner(req);
+	s = xstrdup(session);	/* the query's storage is the request's */
+	task_conn_caller(bev, evcon, owner, s, server_tls_request(req));
+	free(s);
+	free(owner);
+}
+
+/* GET /v1/workers */
+void
+api_workers_list(struct evhttp_request *req, const char *id)
+{
+	char	*owner = NULL;
+	json_t	*a;
+
+	if (server_tls_request(req) && !server_tls_may(req, "\001"))
+		owner = api_owner(req);
+	a = task_conn_workers(owner);
+	api_reply(req, 200, a);
+	json_decref(a);
+	free(owner);
+}
