@@ -28,6 +28,7 @@
 #include "task-int.h"
 
 #define CONN_TICK_MS	100
+#define CONN_POOL_TICKS	10
 #define CONN_GC_TICKS	50
 
 struct conn {
@@ -36,7 +37,7 @@ struct conn {
 	char			*owner;
 	char			*session;	/* a caller's */
 	int			 tcp;		/* values only inline */
-	struct task_worker	*worker;	/* a worker's, after its hello */
+	struct task_worker	*worker;	/* a worker's, from its hello */
 	u_int			 job;
 };
 
@@ -47,6 +48,7 @@ static u_int			 ticks;
 
 static void	conn_dispatch(struct task_pool *);
 static void	conn_deliver(struct task *);
+static void	conn_pool_empty(struct task_pool *, const char *);
 
 /* Sends one frame: type, length, header length, header, bytes. */
 static void
@@ -110,6 +112,7 @@ conn_worker_close(struct conn *c, const char *why)
 		if (t != NULL)
 			conn_deliver(t);
 		conn_dispatch(p);
+		conn_pool_empty(p, "left");
 	}
 	conn_free(c);
 }
@@ -151,9 +154,12 @@ conn_dispatch(struct task_pool *p)
 	}
 }
 
-/* Tells the callers waiting on p that it has no worker. */
+/*
+ * Tells the callers waiting on p that it has no worker: why is "none" (a
+ * submission found none) or "left" (its last worker went away).
+ */
 static void
-conn_pool_empty(struct task_pool *p)
+conn_pool_empty(struct task_pool *p, const char *why)
 {
 	struct task	*t;
 	struct conn	*c;
@@ -163,8 +169,8 @@ conn_pool_empty(struct task_pool *p)
 	if (p->nworkers != 0 || p->nqueued == 0)
 		return;
 	told = hmap_create();
-	hdr = json_pack("{s:s,s:i,s:i}", "pool", p->pool, "workers", 0,
-	    "queued", (int)p->nqueued);
+	hdr = json_pack("{s:s,s:i,s:i,s:s}", "pool", p->pool, "workers", 0,
+	    "queued", (int)p->nqueued, "why", why);
 	TAILQ_FOREACH(t, &p->queue, qentry) {
 		if (hmap_get(told, t->session) != NULL ||
 		    (c = hmap_get(callers, t->session)) == NULL)
@@ -287,7 +293,7 @@ conn_submit(struct conn *c, json_t *hdr, const u_char *data, size_t len)
 	timeout = json_integer_value(json_object_get(hdr, "timeout_ms"));
 	file = json_string_value(json_object_get(hdr, "file"));
 	if (pool == NULL || !task_pool_valid(pool) || cid < 0) {
-		conn_refuse(c, (uint64_t)cid, "pool: missing or not a pool key");
+		conn_refuse(c, (uint64_t)cid, "pool: not a pool key");
 		return;
 	}
 	if ((t = task_find(broker, c->session, (uint64_t)cid)) != NULL) {
@@ -323,7 +329,7 @@ conn_ack(struct conn *c, json_t *hdr)
 		if (t == NULL || t->state == TASK_QUEUED ||
 		    t->state == TASK_LEASED)
 			continue;
-		task_spool_remove(t);
+		task_spool_remove(broker, t);
 		task_drop(broker, t);
 	}
 }
@@ -483,7 +489,7 @@ conn_caller_read(struct bufferevent *bev, void *arg)
 	rc = conn_read_frames(c, pools);
 	while (hmap_next(pools, &i, &key, (void **)&p)) {
 		conn_dispatch(p);
-		conn_pool_empty(p);
+		conn_pool_empty(p, "none");
 	}
 	hmap_free(pools);
 	if (rc != 0)
@@ -522,6 +528,7 @@ static void
 conn_tick(int fd, short events, void *arg)
 {
 	struct task		*t, *t1;
+	struct task_pool	*p;
 	struct conn		*c;
 	json_t			*hdr;
 	int64_t			 now = clock_mono_ms();
@@ -537,12 +544,17 @@ conn_tick(int fd, short events, void *arg)
 		conn_ended(t);
 		conn_dispatch(c->worker->pool);
 	}
-	if (++ticks % CONN_GC_TICKS != 0)
+	if (++ticks % CONN_POOL_TICKS == 0) {
+		/* again each second: a caller may have missed the first */
+		TAILQ_FOREACH(p, &broker->pools, entry)
+			conn_pool_empty(p, "none");
+	}
+	if (ticks % CONN_GC_TICKS != 0)
 		return;
 	TAILQ_FOREACH_SAFE(t, &broker->tasks, entry, t1) {
 		if (t->ended != 0 && now - t->ended > TASK_KEEP_MS &&
 		    hmap_get(callers, t->session) == NULL) {
-			task_spool_remove(t);
+			task_spool_remove(broker, t);
 			task_drop(broker, t);
 		}
 	}
@@ -575,10 +587,9 @@ void
 task_conn_caller(struct bufferevent *bev, void *evcon, const char *owner,
     const char *session, int tcp)
 {
-	static const char	 ok[] = "HTTP/1.1 101 Switching Protocols\r\n"
-	    "Upgrade: gmux-tasks/1\r\nConnection: Upgrade\r\n\r\n";
 	struct conn		*c, *old;
 	struct task		*t;
+	struct evbuffer		*out = bufferevent_get_output(bev);
 
 	c = xcalloc(1, sizeof *c);
 	c->bev = bev;
@@ -592,7 +603,12 @@ task_conn_caller(struct bufferevent *bev, void *evcon, const char *owner,
 	bufferevent_setcb(bev, conn_caller_read, NULL, conn_caller_event, c);
 	bufferevent_set_timeouts(bev, NULL, NULL);
 	bufferevent_setwatermark(bev, EV_READ, 0, 0);
-	evbuffer_add(bufferevent_get_output(bev), ok, sizeof ok - 1);
+	evbuffer_add_printf(out, "HTTP/1.1 101 Switching Protocols\r\n"
+	    "Upgrade: gmux-tasks/1\r\nConnection: Upgrade\r\n");
+	if (!tcp)	/* where a local caller starts workers, puts values */
+		evbuffer_add_printf(out, "Gmux-Worker-Dir: %s\r\n"
+		    "Gmux-Spool: %s\r\n", task_worker_dir(), task_spool_dir());
+	evbuffer_add_printf(out, "\r\n");
 	bufferevent_enable(bev, EV_READ|EV_WRITE);
 	log_debug("%s: session %s of %s", __func__, session, owner);
 	TAILQ_FOREACH(t, &broker->tasks, entry) {

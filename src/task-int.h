@@ -132,7 +132,7 @@ const char	*task_worker_dir(void);
 int		 task_spool_init(char **);
 void		 task_spool_task(const struct task *);
 void		 task_spool_result(const struct task *);
-void		 task_spool_remove(const struct task *);
+void		 task_spool_remove(struct task_broker *, const struct task *);
 void		 task_spool_load(struct task_broker *);
 
 /* task-conn.c: the framed connections of callers and workers */
