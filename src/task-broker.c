@@ -51,6 +51,35 @@ task_file_valid(const char *s)
 	    "0123456789._-") == n);
 }
 
+/*
+ * Splits a task frame's payload (docs/tasks.md): a 4-byte big-endian
+ * header length, a JSON object, opaque bytes.  Returns the header (the
+ * caller decrefs it) and the bytes in *data and *len (inside p), or NULL
+ * if the payload is not of that shape.
+ */
+json_t *
+task_payload_parse(const void *p, size_t n, const u_char **data, size_t *len)
+{
+	const u_char	*b = p;
+	uint32_t	 hl;
+	json_t		*hdr;
+
+	if (n < 4)
+		return (NULL);
+	hl = ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) |
+	    ((uint32_t)b[2] << 8) | b[3];
+	if (hl > n - 4)
+		return (NULL);
+	hdr = json_loadb((const char *)b + 4, hl, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(hdr)) {
+		json_decref(hdr);
+		return (NULL);
+	}
+	*data = b + 4 + hl;
+	*len = n - 4 - hl;
+	return (hdr);
+}
+
 struct task_broker *
 task_broker_create(void)
 {

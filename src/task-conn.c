@@ -243,30 +243,6 @@ conn_file(struct conn *c, const char *name, char **cause)
 	return (path);
 }
 
-/* Splits a task frame's payload into its header and bytes. */
-static json_t *
-conn_payload(const struct frame *f, const u_char **data, size_t *len)
-{
-	const u_char	*p = (const u_char *)f->data;
-	uint32_t	 n;
-	json_t		*hdr;
-
-	if (f->len < 4)
-		return (NULL);
-	n = ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-	    ((uint32_t)p[2] << 8) | p[3];
-	if (n > f->len - 4)
-		return (NULL);
-	hdr = json_loadb((const char *)p + 4, n, JSON_REJECT_DUPLICATES, NULL);
-	if (!json_is_object(hdr)) {
-		json_decref(hdr);
-		return (NULL);
-	}
-	*data = p + 4 + n;
-	*len = f->len - 4 - n;
-	return (hdr);
-}
-
 /* Fails a submission that cannot be taken, telling its caller why. */
 static void
 conn_refuse(struct conn *c, uint64_t cid, const char *why)
@@ -344,7 +320,7 @@ conn_caller_frame(struct conn *c, const struct frame *f, struct hmap *pools)
 	struct task_pool	*p;
 	const char		*pool;
 
-	if ((hdr = conn_payload(f, &data, &len)) == NULL)
+	if ((hdr = task_payload_parse(f->data, f->len, &data, &len)) == NULL)
 		return (-1);
 	if (f->type == TF_SUBMIT) {
 		conn_submit(c, hdr, data, len);
@@ -427,7 +403,7 @@ conn_worker_frame(struct conn *c, const struct frame *f)
 	json_t		*hdr;
 	int		 rc = 0;
 
-	if ((hdr = conn_payload(f, &data, &len)) == NULL)
+	if ((hdr = task_payload_parse(f->data, f->len, &data, &len)) == NULL)
 		return (-1);
 	if (f->type == TF_HELLO && c->worker == NULL)
 		conn_worker_hello(c, hdr);

@@ -104,6 +104,8 @@ struct task_broker {
 int		 task_pool_valid(const char *);
 int		 task_session_valid(const char *);
 int		 task_file_valid(const char *);
+json_t		*task_payload_parse(const void *, size_t, const u_char **,
+		     size_t *);
 struct task_broker *task_broker_create(void);
 void		 task_broker_free(struct task_broker *);
 struct task	*task_find(struct task_broker *, const char *, uint64_t);
@@ -134,6 +136,7 @@ void		 task_spool_task(const struct task *);
 void		 task_spool_result(const struct task *);
 void		 task_spool_remove(struct task_broker *, const struct task *);
 void		 task_spool_load(struct task_broker *);
+u_int		 task_spool_replay(struct task_broker *, const char *, size_t);
 
 /* task-conn.c: the framed connections of callers and workers */
 struct task_broker *task_conn_broker(char **);

@@ -321,26 +321,39 @@ spool_replay(struct task_broker *b, u_char type, const char *p, size_t n)
 	json_decref(hdr);
 }
 
+/*
+ * Replays a journal's records into b; stops at the first record cut
+ * short (a crash).  Returns the number of live tasks.
+ */
+u_int
+task_spool_replay(struct task_broker *b, const char *buf, size_t len)
+{
+	size_t		 off = 0;
+	uint32_t	 n;
+
+	while (len - off >= FRAME_HDR) {
+		n = frame_len((const u_char *)buf + off);
+		if (len - off - FRAME_HDR < n)
+			break;
+		spool_replay(b, (u_char)buf[off], buf + off + FRAME_HDR, n);
+		off += FRAME_HDR + n;
+	}
+	return (live);
+}
+
 /* Takes back every task the journal holds (a restarted daemon). */
 void
 task_spool_load(struct task_broker *b)
 {
 	char		*buf, *cause = NULL;
-	size_t		 len, off = 0;
-	uint32_t	 n;
+	size_t		 len;
 
 	buf = read_file(journal, JOURNAL_MAX, &len, &cause);
 	if (buf == NULL) {
 		free(cause);
 		return;
 	}
-	while (len - off >= FRAME_HDR) {
-		n = frame_len((u_char *)buf + off);
-		if (len - off - FRAME_HDR < n)
-			break;		/* cut short by a crash */
-		spool_replay(b, (u_char)buf[off], buf + off + FRAME_HDR, n);
-		off += FRAME_HDR + n;
-	}
+	task_spool_replay(b, buf, len);
 	free(buf);
 	log_debug("%s: %u tasks back", __func__, live);
 	/* Written again whole: what a crash cut short goes. */
