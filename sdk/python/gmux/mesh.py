@@ -72,7 +72,11 @@ class Options:
     only), ``mem`` cap, ``gpu`` (a model name the card must have),
     ``cards`` per worker, ``timeout`` seconds per call, the fence
     (``deny_net``, ``allow``), ``priority`` and ``preemptible`` as for
-    jobs, ``target`` a remote's name (None: the default connection)."""
+    jobs, ``target`` a remote's name (None: the default connection),
+    ``idle`` seconds before an unused worker exits, ``fresh``: each call
+    in a newly forked process (the default), or, False, successive calls
+    in one forked process until one crashes it (faster; a call sees what
+    earlier ones left in memory)."""
     share: Optional[float] = None
     mem: Union[int, str, None] = None
     gpu: Optional[str] = None
@@ -86,6 +90,7 @@ class Options:
     target: Optional[str] = None
     card: Optional[int] = None
     idle: float = 60.0
+    fresh: bool = True
 
     def replace(self, **kw: Any) -> "Options":
         if "allow" in kw and kw["allow"] is not None:
@@ -363,6 +368,8 @@ class Session:
             spec["card"] = card
         if opts.cpus:
             spec["cpus"] = opts.cpus       # in the key only (not capped)
+        if not opts.fresh:
+            spec["fresh"] = False          # the worker's, not the job's
         return spec
 
     def cards_any(self) -> bool:
@@ -438,9 +445,11 @@ class Session:
                "GMUX_WORKER_CWD": os.getcwd(),
                "GMUX_WORKER_PATH": os.pathsep.join(p for p in sys.path if p),
                "GMUX_WORKER_IDLE": str(opts.idle),
+               "GMUX_WORKER_FRESH": "1" if opts.fresh else "0",
                "GMUX_CARD_MODELS": ",".join("%d=%s" % (c.index, c.model)
                                             for c in self.cards)}
-        fields = {k: v for k, v in spec.items() if k != "cpus"}
+        fields = {k: v for k, v in spec.items()
+                  if k not in ("cpus", "fresh")}
         with self.api_lock:
             job = self.api.run([sys.executable, "-c", boot],
                                cwd=self.worker_dir, env=env, **fields)

@@ -73,13 +73,24 @@ class Child:
 
 
 def _child_main(task_r: int, out_w: int, fns: Dict[bytes, Any],
-                spool: str, sock: Optional[socket.socket]) -> None:
-    """Runs in the child: one task; its outcome straight to the daemon
-    (one hop less on a call's path), then a byte to the parent that says
-    so, then exit.  A child that dies before that byte lost the task."""
+                spool: str, sock: Optional[socket.socket],
+                fresh: bool) -> None:
+    """Runs in the child: a task; its outcome straight to the daemon (one
+    hop less on a call's path), then a byte to the parent that says so,
+    then exit (or, not fresh, the next task).  A child that dies before
+    that byte lost its task."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if _prctl is not None:
         _prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG: die with the server
+    while True:
+        _child_task(task_r, fns, spool, sock)
+        _write_all(out_w, b"S")
+        if fresh:
+            os._exit(0)
+
+
+def _child_task(task_r: int, fns: Dict[bytes, Any], spool: str,
+                sock: Optional[socket.socket]) -> None:
     hdr = _read_exact(task_r, 9)
     if hdr is None:
         os._exit(0)
@@ -91,7 +102,9 @@ def _child_main(task_r: int, out_w: int, fns: Dict[bytes, Any],
             body = f.read()
     try:
         fnb, argb = wire.split_call(body)
-        fn = fns.get(fnb) or cloudpickle.loads(fnb)
+        fn = fns.get(fnb)
+        if fn is None:
+            fn = fns[fnb] = cloudpickle.loads(fnb)
         args, kwargs = pickle.loads(argb)
         del body
         outcome = wire.dump_outcome(True, fn(*args, **kwargs))
@@ -113,8 +126,6 @@ def _child_main(task_r: int, out_w: int, fns: Dict[bytes, Any],
             sock.sendall(wire.frame(wire.DONE, hdr_out, outcome))
         except OSError:
             pass
-    _write_all(out_w, b"S")
-    os._exit(0)
 
 
 class Server:
@@ -126,6 +137,7 @@ class Server:
         self.sock_path = os.environ.get("GMUX_WORKER_SOCK", "worker.sock")
         self.spool = os.environ.get("GMUX_TASK_SPOOL", ".")
         self.idle = float(os.environ.get("GMUX_WORKER_IDLE", "60"))
+        self.fresh = os.environ.get("GMUX_WORKER_FRESH", "1") != "0"
         self.sock: Optional[socket.socket] = None
         self.sel = selectors.DefaultSelector()
         self.reader = wire.Reader()
@@ -175,7 +187,8 @@ class Server:
         if pid == 0:
             os.close(task_w)
             os.close(out_r)
-            _child_main(task_r, out_w, self.fns, self.spool, self.sock)
+            _child_main(task_r, out_w, self.fns, self.spool, self.sock,
+                        self.fresh)
         os.close(task_r)
         os.close(out_w)
         return Child(pid, task_w, out_r)
@@ -239,7 +252,10 @@ class Server:
             self.sel.unregister(c.out_r)
             self.busy = None
             self.last = time.monotonic()
-            self.reap_later(c)
+            if self.fresh:
+                self.reap_later(c)
+            else:
+                self.spares.insert(0, c)       # it takes the next one
             if self.backlog is not None:
                 hdr, data = self.backlog
                 self.backlog = None
@@ -316,7 +332,8 @@ class Server:
                         return self.exit()
                 elif key.data == "child" and self.busy is not None:
                     self.child_readable()
-            while len(self.spares) < SPARES:
+            while len(self.spares) < (SPARES if self.fresh else 1) and \
+                    (self.fresh or self.busy is None):
                 self.spares.append(self.fork())
             self.reap_zombies()
             if (self.busy is None and

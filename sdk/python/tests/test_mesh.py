@@ -280,3 +280,15 @@ def test_workers_exit_when_idle(daemon):
     wait_for(lambda: daemon.json("workers", "--json") == [], 15,
              what="the idle worker to exit")
     assert f(3) == 9                                   # a new one starts
+
+
+def test_fresh_false_keeps_a_process_until_a_call_crashes_it(daemon):
+    f = gmux.mesh(lambda x: (x, os.getpid()), fresh=False)
+    (a, pa), (b, pb) = f(1), f(2)
+    assert (a, b) == (1, 2) and pa == pb
+    g = gmux.mesh(lambda: os._exit(1), fresh=False)
+    with pytest.raises(gmux.TaskError, match="lost 3 times"):
+        g()
+    fresh = gmux.mesh(lambda: os.getpid())
+    assert fresh() != fresh()                 # the default: one per call
+    assert f(3)[0] == 3
