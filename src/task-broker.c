@@ -103,6 +103,20 @@ task_value_clear(struct task_value *v)
 	memset(v, 0, sizeof *v);
 }
 
+/* Sets v to a copy of len bytes and file (the value takes file). */
+void
+task_value_set(struct task_value *v, const void *data, size_t len,
+    char *file)
+{
+	task_value_clear(v);
+	if (len != 0) {
+		v->data = xmalloc(len);
+		memcpy(v->data, data, len);
+		v->len = len;
+	}
+	v->file = file;
+}
+
 static void
 task_free(struct task *t)
 {

@@ -283,12 +283,7 @@ conn_submit(struct conn *c, json_t *hdr, const u_char *data, size_t len)
 	}
 	t = task_submit(broker, c->owner, c->session, (uint64_t)cid, pool,
 	    timeout, &isnew);
-	t->call.file = path;
-	if (len != 0) {
-		t->call.data = xmalloc(len);
-		memcpy(t->call.data, data, len);
-		t->call.len = len;
-	}
+	task_value_set(&t->call, data, len, path);
 	task_spool_task(t);
 }
 
@@ -361,13 +356,7 @@ conn_worker_done(struct conn *c, json_t *hdr, const u_char *data,
 		return;
 	}
 	t = task_complete(broker, w, id);
-	task_value_clear(&t->out);
-	t->out.file = path;
-	if (len != 0) {
-		t->out.data = xmalloc(len);
-		memcpy(t->out.data, data, len);
-		t->out.len = len;
-	}
+	task_value_set(&t->out, data, len, path);
 	conn_ended(t);
 }
 

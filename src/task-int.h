@@ -127,6 +127,8 @@ void		 task_drop(struct task_broker *, struct task *);
 struct task_pool *task_pool_find(struct task_broker *, const char *,
 		     const char *, int);
 void		 task_value_clear(struct task_value *);
+void		 task_value_set(struct task_value *, const void *, size_t,
+		     char *);
 
 /* task-spool.c: accepted tasks and their results on disk */
 const char	*task_spool_dir(void);

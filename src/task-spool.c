@@ -237,13 +237,7 @@ spool_value(struct task_value *v, json_t *hdr, const char *data, size_t len)
 {
 	const char	*file = json_string_value(json_object_get(hdr, "file"));
 
-	task_value_clear(v);
-	if (len != 0) {
-		v->data = xmalloc(len);
-		memcpy(v->data, data, len);
-		v->len = len;
-	}
-	v->file = file != NULL ? xstrdup(file) : NULL;
+	task_value_set(v, data, len, file != NULL ? xstrdup(file) : NULL);
 }
 
 /* Replays a 'T' record: the task, queued. */

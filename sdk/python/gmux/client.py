@@ -178,13 +178,18 @@ class _Conn:
         self.sock = connect(target, timeout)
         self.buf = b""
 
-    def read_head(self) -> Tuple[int, Dict[str, str]]:
-        while b"\r\n\r\n" not in self.buf:
+    def _until(self, sep: bytes) -> bytes:
+        """The bytes up to sep (which is dropped)."""
+        while sep not in self.buf:
             more = self.sock.recv(65536)
             if not more:
                 raise ConnectionError("the daemon closed the connection")
             self.buf += more
-        head, _, self.buf = self.buf.partition(b"\r\n\r\n")
+        out, _, self.buf = self.buf.partition(sep)
+        return out
+
+    def read_head(self) -> Tuple[int, Dict[str, str]]:
+        head = self._until(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         status = int(lines[0].split()[1])
         hdrs = {}
@@ -203,13 +208,7 @@ class _Conn:
         return out
 
     def read_line(self) -> bytes:
-        while b"\r\n" not in self.buf:
-            more = self.sock.recv(65536)
-            if not more:
-                raise ConnectionError("the daemon closed the connection")
-            self.buf += more
-        line, _, self.buf = self.buf.partition(b"\r\n")
-        return line
+        return self._until(b"\r\n")
 
     def chunks(self) -> Iterator[bytes]:
         while True:
