@@ -38,9 +38,14 @@ api_tasks_connect(struct evhttp_request *req, const char *id)
 		free(cause);
 		return;
 	}
+	owner = api_owner(req);
+	if (!task_conn_session_ok(session, owner)) {
+		api_error(req, 403, "session: another owner's");
+		free(owner);
+		return;
+	}
 	evcon = evhttp_request_get_connection(req);
 	bev = evhttp_connection_get_bufferevent(evcon);
-	owner = api_owner(req);
 	s = xstrdup(session);	/* the query's storage is the request's */
 	task_conn_caller(bev, evcon, owner, s, server_tls_request(req));
 	free(s);

@@ -543,6 +543,24 @@ task_conn_broker(char **cause)
 	return (broker);
 }
 
+/* May owner take session?  Not if it is another owner's. */
+int
+task_conn_session_ok(const char *session, const char *owner)
+{
+	struct conn	*c;
+	struct task	*t;
+
+	if ((c = hmap_get(callers, session)) != NULL &&
+	    strcmp(c->owner, owner) != 0)
+		return (0);
+	TAILQ_FOREACH(t, &broker->tasks, entry) {
+		if (strcmp(t->session, session) == 0 &&
+		    strcmp(t->owner, owner) != 0)
+			return (0);
+	}
+	return (1);
+}
+
 /*
  * Takes over an upgraded API connection as session's caller stream.  A
  * caller that reconnects replaces its old connection and is sent every

@@ -145,6 +145,7 @@ struct task_broker *task_conn_broker(char **);
 void		 task_conn_caller(struct bufferevent *, void *, const char *,
 		     const char *, int);
 int		 task_conn_listen(char **);
+int		 task_conn_session_ok(const char *, const char *);
 json_t		*task_conn_workers(const char *);
 
 #endif

@@ -49,14 +49,15 @@ def test_no_daemon_is_a_clear_error(home, monkeypatch):
         gmux.Client("nowhere")
 
 
-def _remote(monkeypatch, tmp_path, target, name="gpu1"):
+def _remote(monkeypatch, tmp_path, target, name="gpu1", fresh=True):
     client = tmp_path / "client"
     client.mkdir()
     (client / "remotes.json").write_text(json.dumps(
         {"default": name, "remotes": [{"name": name, "target": target}]}))
     os.chmod(client / "remotes.json", 0o600)
     monkeypatch.setenv("GMUX_HOME", str(client))
-    reset()
+    if fresh:
+        reset()
 
 
 def test_a_remote_over_pinned_tls(make_daemon, monkeypatch, tmp_path):
@@ -166,3 +167,22 @@ def test_a_process_that_is_no_job_cannot_be_a_worker(daemon):
     except (ConnectionResetError, BrokenPipeError):
         got = b""
     assert got == b""                       # closed at once
+
+
+def test_a_session_is_its_owner_s_only(make_daemon, monkeypatch, tmp_path):
+    """bob's token cannot take a session the local user's caller holds,
+    nor see bob's worker list hold anyone else's workers."""
+    d = make_daemon(tls=True)
+    assert gmux.mesh(lambda: 1)() == 1          # a local session, a worker
+    from gmux.mesh import _sessions
+    session = _sessions[None].id
+    bob = d.gmux("token", "add", "bob", check=0).stdout.decode().split()[-1]
+    _remote(monkeypatch, tmp_path, bob, fresh=False)   # the session stays
+    c = gmux.Client("gpu1")
+    with pytest.raises(gmux.APIError) as ei:
+        c.upgrade("/v1/tasks/connect?session=" + session)
+    assert ei.value.status == 403 and "another owner" in ei.value.message
+    assert c.workers() == []
+    sock, hdrs, _ = c.upgrade("/v1/tasks/connect?session=" + "b" * 32)
+    assert "gmux-worker-dir" not in hdrs       # no paths over TCP
+    sock.close()
