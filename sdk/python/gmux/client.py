@@ -148,7 +148,8 @@ def _tls_context() -> ssl.SSLContext:
     return ctx
 
 
-def connect(target: Optional[Target], timeout: Optional[float]) -> socket.socket:
+def connect(target: Optional[Target],
+            timeout: Optional[float]) -> socket.socket:
     """A connected socket: the local daemon's, or a remote's over TLS
     whose key was checked against the pin."""
     if target is None:

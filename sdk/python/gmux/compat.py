@@ -17,7 +17,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import api
-from .mesh import MeshFunction, Options, mesh as _decorate
+from .mesh import mesh as _decorate
 from .worker import NOMINAL
 
 __all__ = ["GPUMesh", "accelerate", "mesh"]

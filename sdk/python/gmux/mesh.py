@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
                     Tuple, Union)
 
@@ -583,6 +583,7 @@ class MeshFunction:
         ``gpu_memory_mb`` in a dict are hints, never arguments.  If any
         call raised: MapError, or with return_exceptions the exception in
         its place."""
+        items = list(items)
         calls = [_split(it) for it in items]
         if not calls:
             return []
@@ -594,8 +595,7 @@ class MeshFunction:
         else:
             opts = self._opts
             mb = max((float(it.get("gpu_memory_mb") or 0) for it in items
-                      if isinstance(it, dict)), default=0) if isinstance(
-                          items, list) else 0
+                      if isinstance(it, dict)), default=0)
             if mb and opts.mem is None:
                 opts = opts.replace(mem="%dM" % int(mb))
             fs = s.submit(opts, self._fn,

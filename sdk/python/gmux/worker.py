@@ -375,7 +375,8 @@ def _score() -> "tuple[float, str]":
     """(score, device): a card's nominal figure times the share, or a
     measured CPU figure for a CPU-only worker."""
     models = dict(kv.split("=", 1) for kv in
-                  os.environ.get("GMUX_CARD_MODELS", "").split(",") if "=" in kv)
+                  os.environ.get("GMUX_CARD_MODELS", "").split(",")
+                  if "=" in kv)
     dev = (os.environ.get("CUDA_VISIBLE_DEVICES") or
            os.environ.get("HIP_VISIBLE_DEVICES") or "").split(",")[0]
     share = float(os.environ.get("GMUX_SHARE", "0") or 0)

@@ -6,12 +6,11 @@ import socket
 import ssl
 import subprocess
 import threading
-import time
 
 import pytest
 
 import gmux
-from conftest import Daemon, reset, wait_for
+from conftest import reset, wait_for
 
 
 def test_typed_calls_on_the_unix_socket(daemon):
