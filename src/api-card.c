@@ -27,7 +27,8 @@ card_util_json(const struct card *c, u_int seats)
 
 /* GET /v1/cards: each card with what is free on it and its jobs. */
 void
-api_cards_list(struct evhttp_request *req, const char *id)
+api_cards_list(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*a, *o;

@@ -14,7 +14,8 @@
  * reasons are not this token's to read (as GET /v1/jobs/ID says 403).
  */
 void
-api_jobs_list(struct evhttp_request *req, const char *id)
+api_jobs_list(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*a;
@@ -22,7 +23,7 @@ api_jobs_list(struct evhttp_request *req, const char *id)
 
 	a = json_array();
 	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if ((all || !job_ended(j)) && server_tls_may(req, j->owner))
+		if ((all || !job_ended(j)) && api_may(who, j->owner))
 			json_array_append_new(a, job_to_json(j));
 	}
 	api_reply(req, 200, a);
@@ -30,13 +31,14 @@ api_jobs_list(struct evhttp_request *req, const char *id)
 }
 
 static struct job *
-api_job_lookup(struct evhttp_request *req, const char *id)
+api_job_lookup(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 
 	if ((j = job_find(id)) == NULL)
 		api_error(req, 404, "no job %s", id);
-	else if (!server_tls_may(req, j->owner)) {
+	else if (!api_may(who, j->owner)) {
 		api_error(req, 403, "%s is %s's", j->name, j->owner);
 		j = NULL;
 	}
@@ -50,13 +52,14 @@ api_job_lookup(struct evhttp_request *req, const char *id)
  * output stream, else 201 and the job.
  */
 void
-api_jobs_create(struct evhttp_request *req, const char *id)
+api_jobs_create(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct jobreq	 r;
 	struct job	*j;
 	struct prepare	*prep;
 	json_t		*body, *o;
-	char		*cause = NULL, *owner;
+	char		*cause = NULL;
 	int		 code, rc;
 
 	jobreq_init(&r);
@@ -69,16 +72,13 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 	 * A job from another machine runs in a jail, or not at all unless
 	 * the operator said so (docs/isolation.md); never as it asks.
 	 */
-	if (server_tls_request(req) &&
-	    jail_remote_job(&r.confined, &cause) != 0) {
+	if (who->confined && jail_remote_job(&r.confined, &cause) != 0) {
 		api_error(req, 403, "%s", cause);
 		goto out;
 	}
-	if (api_remote_job(req, &r, state_peek_id(), &prep) != 0)
+	if (api_remote_job(req, who, &r, state_peek_id(), &prep) != 0)
 		goto out;
-	owner = api_owner(req);
-	j = job_create(0, owner, &r);
-	free(owner);
+	j = job_create(0, who->owner, &r);
 	/* A synced tree is copied first, off the loop; then it is submitted. */
 	if (prep != NULL)
 		rc = prepare_submit(prep, j, state_peek_id(), &code, &cause);
@@ -114,7 +114,8 @@ out:
  * explicit cap keeps it.
  */
 void
-api_job_patch(struct evhttp_request *req, const char *id)
+api_job_patch(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct jobreq	 r;
 	struct job	*j;
@@ -122,7 +123,7 @@ api_job_patch(struct evhttp_request *req, const char *id)
 	char		*cause = NULL;
 	uint64_t	 mem;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	jobreq_init(&r);
 	r.seats = j->req.seats;
@@ -154,13 +155,14 @@ out:
 
 /* GET /v1/jobs/ID/explain: why it waits, or where it runs and why. */
 void
-api_job_explain(struct evhttp_request *req, const char *id)
+api_job_explain(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*o;
 	char		*text = NULL;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	if (!job_ended(j))
 		text = sched_explain(server_sched, j->id, clock_ms());
@@ -178,12 +180,13 @@ api_job_explain(struct evhttp_request *req, const char *id)
 }
 
 void
-api_job_get(struct evhttp_request *req, const char *id)
+api_job_get(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*o;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	o = job_to_json(j);
 	api_reply(req, 200, o);
@@ -192,7 +195,8 @@ api_job_get(struct evhttp_request *req, const char *id)
 
 /* POST /v1/jobs/ID/stop {"grace_ms": N, "wait": bool} */
 void
-api_job_stop(struct evhttp_request *req, const char *id)
+api_job_stop(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*body = NULL, *v, *o;
@@ -200,7 +204,7 @@ api_job_stop(struct evhttp_request *req, const char *id)
 	char		*cause = NULL;
 	int		 wait = 0;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	grace = j->req.grace_ms;
 	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > 0) {
@@ -236,7 +240,8 @@ out:
 
 /* GET /v1/jobs/ID/log?from=N&follow=1&raw=1 */
 void
-api_job_log(struct evhttp_request *req, const char *id)
+api_job_log(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*info;
@@ -245,7 +250,7 @@ api_job_log(struct evhttp_request *req, const char *id)
 	char		*end;
 	int		 flags = 0;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	if ((from = api_query(req, "from")) != NULL) {
 		off = strtoull(from, &end, 10);
@@ -266,7 +271,8 @@ api_job_log(struct evhttp_request *req, const char *id)
 }
 
 void
-api_version(struct evhttp_request *req, const char *id)
+api_version(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	json_t	*o;
 

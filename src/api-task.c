@@ -15,12 +15,13 @@
 
 /* GET /v1/tasks/connect?session=HEX with Upgrade: gmux-tasks/1 */
 void
-api_tasks_connect(struct evhttp_request *req, const char *id)
+api_tasks_connect(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct evhttp_connection	*evcon;
 	struct bufferevent		*bev;
 	const char			*up, *session;
-	char				*owner, *cause = NULL, *s;
+	char				*cause = NULL, *s;
 
 	up = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "Upgrade");
@@ -38,31 +39,27 @@ api_tasks_connect(struct evhttp_request *req, const char *id)
 		free(cause);
 		return;
 	}
-	owner = api_owner(req);
-	if (!task_conn_session_ok(session, owner)) {
+	if (!task_conn_session_ok(session, who->owner)) {
 		api_error(req, 403, "session: another owner's");
-		free(owner);
 		return;
 	}
 	evcon = evhttp_request_get_connection(req);
 	bev = evhttp_connection_get_bufferevent(evcon);
 	s = xstrdup(session);	/* the query's storage is the request's */
-	task_conn_caller(bev, evcon, owner, s, server_tls_request(req));
+	task_conn_caller(bev, evcon, who->owner, s,
+	    who->transport == API_TCP);
 	free(s);
-	free(owner);
 }
 
 /* GET /v1/workers */
 void
-api_workers_list(struct evhttp_request *req, const char *id)
+api_workers_list(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
-	char	*owner = NULL;
 	json_t	*a;
 
-	if (server_tls_request(req) && !server_tls_may(req, "\001"))
-		owner = api_owner(req);
-	a = task_conn_workers(owner);
+	/* an admin (the Unix socket, the daemon's user's token) sees all */
+	a = task_conn_workers(who->admin ? NULL : who->owner);
 	api_reply(req, 200, a);
 	json_decref(a);
-	free(owner);
 }

@@ -10,7 +10,8 @@
 
 /* GET /v1/usage?since=&until=&by= */
 void
-api_usage(struct evhttp_request *req, const char *id)
+api_usage(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	json_t	*o;
 	char	*cause = NULL;
@@ -43,7 +44,8 @@ api_usage(struct evhttp_request *req, const char *id)
  * the client), then removes them from the books.
  */
 void
-api_usage_prune(struct evhttp_request *req, const char *id)
+api_usage_prune(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	json_t		*body, *o;
 	const char	*before;
@@ -116,7 +118,8 @@ metrics_fill(struct metrics_input *in, struct metrics_card *mc,
 
 /* GET /metrics: Prometheus text exposition (docs/metrics.md). */
 void
-api_metrics(struct evhttp_request *req, const char *id)
+api_metrics(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct metrics_input	 in;
 	struct metrics_card	*mc;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #define FENCE_MAX_SPEC	300
 
@@ -132,7 +133,7 @@ fence_parse_addr(const char *s, u_char *addr)
  * its case and drops one trailing dot.  A name whose last label is all
  * digits is a mistyped address, not a name.
  */
-int
+static int
 fence_check_name(char *name, char **cause)
 {
 	size_t	 len = strlen(name), label = 0, i;
@@ -375,7 +376,7 @@ bad:
 }
 
 /* Returns the first rule naming name, or NULL. */
-const struct fence_rule *
+static const struct fence_rule *
 fence_find_name(const struct fence *f, const char *name)
 {
 	u_int	 i;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS	/* Linux 6.6 */
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS	SECCOMP_IOW(4, uint64_t)

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #define UNIX_MAX_BOUND	1024
 

@@ -61,7 +61,7 @@ static void	follow_pump(struct follower *);
  * headers are read from large buffered chunks: a line-buffered job writes
  * a frame per line, and a daemon that read them one by one would stall.
  */
-int
+static int
 follow_seek(int fd, uint64_t from, off_t *off, uint64_t *skip)
 {
 	static u_char	 buf[1 << 20];

@@ -23,7 +23,8 @@
 struct route {
 	enum evhttp_cmd_type	 method;
 	const char		*pattern;
-	void			(*fn)(struct evhttp_request *, const char *);
+	void			(*fn)(struct evhttp_request *, const char *,
+				    const struct api_who *);
 };
 
 static const struct route routes[] = {
@@ -90,9 +91,12 @@ api_method_name(enum evhttp_cmd_type m)
 	}
 }
 
-/* Runs the route for req (the TCP listener's dispatch checks first). */
+/*
+ * Runs the route for req as who: the one place a request's who-and-how
+ * reaches its handler (the TCP listener resolves its token first).
+ */
 void
-api_dispatch(struct evhttp_request *req, void *arg)
+api_dispatch(struct evhttp_request *req, const struct api_who *who)
 {
 	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
 	const char		*path = evhttp_uri_get_path(uri);
@@ -103,14 +107,15 @@ api_dispatch(struct evhttp_request *req, void *arg)
 
 	if (path == NULL)
 		path = "/";
-	log_debug("%s: %s %s", __func__, api_method_name(m), path);
+	log_debug("%s: %s %s as %s%s", __func__, api_method_name(m), path,
+	    who->owner, who->transport == API_TCP ? " over TCP" : "");
 	for (i = 0; i < nitems(routes); i++) {
 		if (!api_match(routes[i].pattern, path, id, sizeof id))
 			continue;
 		path_known = 1;
 		if (routes[i].method != m)
 			continue;
-		routes[i].fn(req, id);
+		routes[i].fn(req, id, who);
 		return;
 	}
 	if (path_known)
@@ -118,6 +123,57 @@ api_dispatch(struct evhttp_request *req, void *arg)
 		    api_method_name(m), path);
 	else
 		api_error(req, 404, "no such route: %s", path);
+}
+
+/*
+ * A request on the Unix socket: its owner is the peer's user, from the
+ * kernel (a client cannot claim to be someone else).  Only the daemon's
+ * own user reaches the socket, so it may act on every job.
+ */
+static void
+api_dispatch_local(struct evhttp_request *req, void *arg)
+{
+	struct evhttp_connection	*evcon;
+	struct bufferevent		*bev;
+	struct api_who			 who;
+	struct ucred			 cred;
+	socklen_t			 len = sizeof cred;
+	char				*owner = NULL;
+	int				 fd;
+
+	evcon = evhttp_request_get_connection(req);
+	bev = evhttp_connection_get_bufferevent(evcon);
+	fd = bev != NULL ? bufferevent_getfd(bev) : -1;
+	if (fd != -1 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred,
+	    &len) == 0 && cred.uid != getuid())
+		owner = user_name(cred.uid);
+	memset(&who, 0, sizeof who);
+	who.transport = API_UNIX;
+	who.owner = owner != NULL ? owner : api_me();
+	who.admin = 1;
+	api_dispatch(req, &who);
+	free(owner);
+}
+
+/* The daemon's own user's name, looked up once. */
+const char *
+api_me(void)
+{
+	static char	*me;
+
+	if (me == NULL)
+		me = user_name(getuid());
+	return (me);
+}
+
+/*
+ * May who act on what owner made?  Its owner may, and an admin (the
+ * daemon's own user, on its socket or with its token) may.
+ */
+int
+api_may(const struct api_who *who, const char *owner)
+{
+	return (who->admin || strcmp(who->owner, owner) == 0);
 }
 
 void
@@ -128,7 +184,7 @@ api_setup(struct evhttp *http)
 	evhttp_set_max_body_size(http, API_MAX_BODY);
 	evhttp_set_max_headers_size(http, 64 * 1024);
 	evhttp_set_timeout(http, 3600);
-	evhttp_set_gencb(http, api_dispatch, NULL);
+	evhttp_set_gencb(http, api_dispatch_local, NULL);
 }
 
 /* Parses the request's JSON body; NULL with *cause if it is not JSON. */
@@ -212,29 +268,4 @@ api_query_flag(struct evhttp_request *req, const char *name)
 	const char	*v = api_query(req, name);
 
 	return (v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0));
-}
-
-/*
- * The owner of what this request does: the peer's user on the Unix socket
- * (from the kernel, so a client cannot claim to be someone else), the
- * token's owner over TCP.  Caller frees.
- */
-char *
-api_owner(struct evhttp_request *req)
-{
-	struct evhttp_connection	*evcon;
-	struct bufferevent		*bev;
-	struct ucred			 cred;
-	socklen_t			 len = sizeof cred;
-	int				 fd;
-
-	if (server_tls_request(req))
-		return (server_tls_owner(req));
-	evcon = evhttp_request_get_connection(req);
-	bev = evhttp_connection_get_bufferevent(evcon);
-	fd = bev != NULL ? bufferevent_getfd(bev) : -1;
-	if (fd != -1 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred,
-	    &len) == 0)
-		return (user_name(cred.uid));
-	return (user_name(getuid()));
 }

@@ -15,6 +15,8 @@
 
 #define STREAM_RETRY_MS	(120 * 1000)	/* how long to wait for a daemon */
 
+static int	stream_interrupt(void *);
+
 void
 stream_init(struct stream *s, const char *job, int mode)
 {
@@ -120,7 +122,7 @@ stream_frame(const struct frame *f, void *arg)
 }
 
 /* Ctrl-C: in run, the first stops the job and the second detaches. */
-int
+static int
 stream_interrupt(void *arg)
 {
 	struct stream		*s = arg;

@@ -95,7 +95,7 @@ task_broker_create(void)
 	return (b);
 }
 
-void
+static void
 task_value_clear(struct task_value *v)
 {
 	free(v->data);

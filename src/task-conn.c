@@ -49,6 +49,7 @@ static u_int			 ticks;
 static void	conn_dispatch(struct task_pool *);
 static void	conn_deliver(struct task *);
 static void	conn_pool_empty(struct task_pool *, const char *);
+static int	task_conn_listen(char **);
 
 /* Sends one frame: type, length, header length, header, bytes. */
 static void
@@ -644,7 +645,7 @@ conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 }
 
 /* Listens on the workers' socket, $GMUX_HOME/tasks/w/worker.sock. */
-int
+static int
 task_conn_listen(char **cause)
 {
 	struct sockaddr_un	 sun;

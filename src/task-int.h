@@ -126,7 +126,6 @@ struct task	*task_expired(struct task_broker *, int64_t);
 void		 task_drop(struct task_broker *, struct task *);
 struct task_pool *task_pool_find(struct task_broker *, const char *,
 		     const char *, int);
-void		 task_value_clear(struct task_value *);
 void		 task_value_set(struct task_value *, const void *, size_t,
 		     char *);
 
@@ -144,7 +143,6 @@ u_int		 task_spool_replay(struct task_broker *, const char *, size_t);
 struct task_broker *task_conn_broker(char **);
 void		 task_conn_caller(struct bufferevent *, void *, const char *,
 		     const char *, int);
-int		 task_conn_listen(char **);
 int		 task_conn_session_ok(const char *, const char *);
 json_t		*task_conn_workers(const char *);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 #include "unit.h"
 
 /* Parses spec and returns its canonical text ("ERR" on failure). */
