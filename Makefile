@@ -195,6 +195,12 @@ SRCS += src/overlay.c src/worktree.c
 # -- review fixes (issue 16): slow hosts, the books verified where kept
 SRCS += src/hosts-slow.c src/api-verify.c src/remote-probe.c
 
+# -- tasks: the broker behind Python's @mesh (issue 13)
+SRCS += src/task-broker.c src/task-spool.c src/task-conn.c src/api-task.c
+SRCS += src/cmd-workers.c
+$(O)/src/task-broker.o $(O)/src/task-spool.o $(O)/src/task-conn.o \
+    $(O)/src/api-task.o: src/task-int.h
+
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
 LIB = $(O)/libgmuxcore.a

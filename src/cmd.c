@@ -23,6 +23,7 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_usage_entry,
 	&cmd_remote_entry,
 	&cmd_token_entry,
+	&cmd_workers_entry,
 	&cmd_version_entry,
 	&cmd_help_entry,
 	NULL

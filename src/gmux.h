@@ -1532,6 +1532,12 @@ void		 api_token_revoke(struct evhttp_request *, const char *,
 void		 api_join(struct evhttp_request *, const char *,
 		     const struct api_who *);
 
+/* api-task.c: the task broker's routes (docs/tasks.md) */
+void		 api_tasks_connect(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_workers_list(struct evhttp_request *, const char *,
+		     const struct api_who *);
+
 /* ---- The client ---------------------------------------------------------- */
 
 /* output.c: tables and JSON on the CLI */
@@ -1716,6 +1722,7 @@ extern const struct cmd_entry cmd_usage_entry;
 extern const struct cmd_entry cmd_version_entry;
 extern const struct cmd_entry cmd_remote_entry;
 extern const struct cmd_entry cmd_token_entry;
+extern const struct cmd_entry cmd_workers_entry;
 extern const struct cmd_entry cmd_help_entry;
 
 #endif /* GMUX_H */

@@ -52,6 +52,9 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/tokens", api_tokens_add },
 	{ EVHTTP_REQ_POST, "/v1/tokens/*/revoke", api_token_revoke },
 	{ EVHTTP_REQ_POST, "/v1/join", api_join },
+	/* tasks (issue 13): docs/tasks.md */
+	{ EVHTTP_REQ_GET, "/v1/tasks/connect", api_tasks_connect },
+	{ EVHTTP_REQ_GET, "/v1/workers", api_workers_list },
 };
 
 /* Matches path against pattern; the "*" segment is copied to id. */
