@@ -182,6 +182,23 @@ SRCS += src/remote-net.c src/run-remote.c src/prepare.c src/server-guard.c
 SRCS += src/landlock.c src/jail.c
 BENCHES += $(O)/bench/jail-start
 
+# -- dashboard (issue 12): the page's files (ui/) are built into the
+# program as a generated header that only src/ui.c includes.
+SRCS += src/ui.c src/ui-events.c src/ui-usage.c
+UI_ASSETS = $(sort $(wildcard ui/*.html ui/*.js ui/*.css ui/*.svg))
+$(O)/ui/embed: ui/embed.c
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) -O2 -std=c11 $(WARN) -o $@ $<
+$(O)/gen/ui-assets.h: $(O)/ui/embed $(UI_ASSETS)
+	@mkdir -p $(@D)
+	@echo "  GEN     $@"
+	$(Q)$(O)/ui/embed $@ $(UI_ASSETS)
+$(O)/src/ui.o $(O)/fuzz/src/ui.o: $(O)/gen/ui-assets.h src/ui-int.h
+$(O)/src/ui.o: CFLAGS += -I$(O)/gen
+$(O)/fuzz/src/ui.o: FUZZ_CFLAGS += -I$(O)/gen
+$(O)/src/ui-events.o $(O)/src/ui-usage.o: src/ui-int.h
+
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
 LIB = $(O)/libgmuxcore.a

@@ -25,6 +25,7 @@ static const char *config_keys[] = {
 	"REMOTE_LOOPBACK",
 	"AUTH_TIMEOUT",
 	"TCP_CONNECTIONS_MAX",
+	"UI",			/* the dashboard (issue 12) */
 };
 
 static struct config_entry	*config_entries;

@@ -1913,4 +1913,22 @@ void		 progress_add(struct progress *, uint64_t, uint64_t, int64_t);
 void		 progress_end(struct progress *, int64_t);
 /* (end) */
 
+/* the dashboard (issue 12): ui.c, ui-events.c, ui-usage.c, cmd-ui.c */
+extern int	 ui_on;
+extern const struct cmd_entry cmd_ui_entry;
+void		 ui_start(void);
+int		 ui_tls_public(struct evhttp_request *);
+int		 ui_tls_cookie(struct evhttp_request *, char **);
+int		 ui_head_cookie_ok(const struct http_head *);
+void		 ui_get(struct evhttp_request *, const char *);
+void		 ui_login(struct evhttp_request *, const char *);
+void		 ui_logout(struct evhttp_request *, const char *);
+void		 api_session(struct evhttp_request *, const char *);
+void		 api_events(struct evhttp_request *, const char *);
+void		 api_usage_series(struct evhttp_request *, const char *);
+json_t		*api_cards_json(void);
+u_int		 server_tls_port(void);
+const char	*server_tls_host(void);
+/* (end) */
+
 #endif /* GMUX_H */

@@ -268,6 +268,16 @@ server_tls_dispatch(struct evhttp_request *req, void *arg)
 
 	evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer,
 	    &port);
+	/* The dashboard: its page is public, its cookie stands for a token. */
+	if (ui_tls_public(req)) {
+		api_dispatch(req, NULL);
+		return;
+	}
+	if (ui_tls_cookie(req, &cause) != 0) {
+		api_error(req, 403, "%s", cause);
+		free(cause);
+		return;
+	}
 	ratelimit_key(peer, key, sizeof key);
 	auth = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "Authorization");
@@ -358,6 +368,19 @@ server_tls_start(char **cause)
 	log_info("serving TLS on %s:%u, pin %s", tls_host ? tls_host : "*",
 	    tls_port, tls_identity_pin(tls_id));
 	return (0);
+}
+
+/* The port the listener has (0: none), and its --addr host (NULL: any). */
+u_int
+server_tls_port(void)
+{
+	return (tls_id != NULL ? tls_port : 0);
+}
+
+const char *
+server_tls_host(void)
+{
+	return (tls_host);
 }
 
 void

@@ -1,0 +1,162 @@
+/*
+ * ui-usage.c: GET /v1/usage/series, the books as a time series for the
+ * dashboard's plots: the window cut into equal steps, each integrated as
+ * GET /v1/usage integrates a window, so a plot and gmux usage agree.  A
+ * tenant's token sees only its own owner's series; every owner's use of
+ * the cards is the host's to see.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/http.h>
+
+#include "gmux.h"
+#include "ui-int.h"
+
+#define UI_POINTS_DEFAULT	60
+#define UI_POINTS_MAX		240
+#define UI_WINDOW_MIN_MS	(10 * 1000)
+#define UI_WINDOW_MAX_MS	(31LL * 24 * 3600 * 1000)
+
+struct ui_series_req {
+	enum usage_by	 by;
+	int64_t		 window;	/* ms */
+	u_int		 points;
+	char		*only;		/* an owner, or NULL: every one */
+};
+
+/* The series of key in o, made if it is not there yet. */
+static json_t *
+ui_series_of(json_t *o, const char *key, u_int points)
+{
+	json_t	*a;
+	u_int	 i;
+
+	if ((a = json_object_get(o, key)) != NULL)
+		return (a);
+	a = json_array();
+	for (i = 0; i < points; i++)
+		json_array_append_new(a, json_real(0));
+	json_object_set_new(o, key, a);
+	return (a);
+}
+
+/* Adds step i's rows to the series in o. */
+static void
+ui_series_add(json_t *o, const struct usage *u, u_int i,
+    const struct ui_series_req *r)
+{
+	u_int	 k;
+	json_t	*a;
+
+	for (k = 0; k < u->nrows; k++) {
+		if (r->only != NULL && strcmp(u->rows[k].key, r->only) != 0)
+			continue;
+		a = ui_series_of(o, u->rows[k].key, r->points);
+		json_array_set_new(a, i, json_real(u->rows[k].seat_ms /
+		    100000.0));
+	}
+}
+
+static json_t *
+ui_series(const struct ui_series_req *r, int64_t now, char **cause)
+{
+	struct usage	 u;
+	json_t		*series, *times, *o;
+	int64_t		 step = r->window / r->points, since, a;
+	u_int		 i;
+
+	if (ledger_tick(server_ledger, now, cause) != 0)
+		return (NULL);
+	since = now - step * r->points;
+	series = json_object();
+	times = json_array();
+	for (i = 0; i < r->points; i++) {
+		a = since + step * i;
+		json_array_append_new(times, json_integer(a));
+		if (ledger_usage(server_ledger, r->by, a, a + step, &u,
+		    cause) != 0) {
+			json_decref(series);
+			json_decref(times);
+			return (NULL);
+		}
+		ui_series_add(series, &u, i, r);
+		usage_free(&u);
+	}
+	o = json_pack("{s:s,s:I,s:I,s:I,s:o,s:o}", "by", usage_by_name(r->by),
+	    "since", (json_int_t)since, "until", (json_int_t)now, "step_ms",
+	    (json_int_t)step, "times", times, "share_seconds", series);
+	return (o);
+}
+
+/* Reads ?window=&by=&points=; -1 with *cause (a 400). */
+static int
+ui_series_parse(struct evhttp_request *req, struct ui_series_req *r,
+    char **cause)
+{
+	const char	*v;
+	char		*end;
+	unsigned long	 n;
+
+	r->by = USAGE_OWNER;
+	r->window = 3600 * 1000;
+	r->points = UI_POINTS_DEFAULT;
+	if ((v = api_query(req, "by")) != NULL &&
+	    usage_by_from_name(v, &r->by, cause) != 0)
+		return (-1);
+	if (r->by != USAGE_OWNER && r->by != USAGE_CARD) {
+		xasprintf(cause, "by: owner or card");
+		return (-1);
+	}
+	if ((v = api_query(req, "window")) != NULL &&
+	    (parse_duration(v, &r->window, cause) != 0 ||
+	    r->window < UI_WINDOW_MIN_MS || r->window > UI_WINDOW_MAX_MS)) {
+		free(*cause);
+		xasprintf(cause, "window: a duration from 10s to 31d (like "
+		    "1h)");
+		return (-1);
+	}
+	if ((v = api_query(req, "points")) != NULL) {
+		n = strtoul(v, &end, 10);
+		if (*v < '1' || *v > '9' || *end != '\0' || n > UI_POINTS_MAX) {
+			xasprintf(cause, "points: 1 to %d", UI_POINTS_MAX);
+			return (-1);
+		}
+		r->points = (u_int)n;
+	}
+	return (0);
+}
+
+/* GET /v1/usage/series?window=1h&by=owner|card&points=60 */
+void
+api_usage_series(struct evhttp_request *req, const char *id)
+{
+	struct ui_series_req	 r;
+	json_t			*o;
+	char			*cause = NULL;
+
+	memset(&r, 0, sizeof r);
+	if (ui_series_parse(req, &r, &cause) != 0) {
+		api_error(req, 400, "%s", cause);
+		goto out;
+	}
+	if (!ui_admin(req)) {
+		if (r.by == USAGE_CARD) {
+			api_error(req, 403, "by: card shows every owner's use; "
+			    "only the host's own token sees it");
+			goto out;
+		}
+		r.only = api_owner(req);
+	}
+	if ((o = ui_series(&r, clock_ms(), &cause)) == NULL) {
+		api_error(req, 500, "%s", cause);
+		goto out;
+	}
+	api_reply(req, 200, o);
+	json_decref(o);
+out:
+	free(r.only);
+	free(cause);
+}

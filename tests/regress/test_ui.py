@@ -1,0 +1,364 @@
+"""The dashboard (docs/ui.md) in a real browser: Debian's chromium, headless,
+driven through its DevTools protocol (cdplib.py), against a private daemon
+with --ui over TLS.  Screenshots go to build/ui-artifacts/.  The tests skip,
+saying why, only when chromium cannot start."""
+
+import json
+import os
+import re
+import socket
+import ssl
+import time
+
+import pytest
+
+from conftest import wait_for
+import cdplib
+
+ARTIFACTS = os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                         "ui-artifacts")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        b = cdplib.Browser(os.path.abspath(ARTIFACTS))
+    except cdplib.BrowserError as e:
+        pytest.skip("no browser for the dashboard's tests: %s" % e)
+    yield b
+    b.close()
+
+
+def https(port, method, path, body=b"", token=None, ctype=None,
+          headers=None, timeout=10, stream_for=None):
+    """One request over TLS (the pin unchecked: the test knows the host);
+    a stream is read for stream_for seconds.  (status, headers, body)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    hdrs = dict(headers or {})
+    if token is not None:
+        hdrs["Authorization"] = "Bearer " + token
+    if ctype is not None:
+        hdrs["Content-Type"] = ctype
+    head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n" \
+        % (method, path, port)
+    head += "".join("%s: %s\r\n" % kv for kv in hdrs.items())
+    head += "Content-Length: %d\r\n\r\n" % len(body)
+    data = b""
+    end = time.monotonic() + (stream_for or timeout)
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        with ctx.wrap_socket(s) as t:
+            t.sendall(head.encode() + body)
+            while time.monotonic() < end:
+                t.settimeout(max(0.05, end - time.monotonic()))
+                try:
+                    chunk = t.recv(65536)
+                except (socket.timeout, ssl.SSLError, ConnectionError):
+                    break
+                if not chunk:
+                    break
+                data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    out = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        out[k.strip().lower()] = v.strip()
+    if out.get("transfer-encoding") == "chunked":
+        body = b""
+        while rest:
+            n, _, rest = rest.partition(b"\r\n")
+            if not n or int(n, 16) == 0:
+                break
+            body += rest[:int(n, 16)]
+            rest = rest[int(n, 16) + 2:]
+        rest = body
+    return int(lines[0].split()[1]), out, rest
+
+
+def token_of(target):
+    return target.split("@", 1)[0]
+
+
+@pytest.fixture
+def host(daemon):
+    """A daemon with the dashboard on TLS; .token is the host's own."""
+    daemon.serve_tls("--ui")
+    daemon.token = token_of(daemon.target)
+    daemon.base = "https://127.0.0.1:%d" % daemon.port
+    return daemon
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.context()
+    p = browser.page(ctx)
+    yield p
+    p.close()
+    browser.send("Target.disposeBrowserContext", {"browserContextId": ctx})
+
+
+def login(page, base, token):
+    page.goto(base + "/ui/")
+    page.wait(lambda: page.path() == "/ui/login", what="the login page")
+    page.wait_js("document.readyState === 'complete'")
+    page.js("document.getElementById('token').value = %s;"
+            "document.getElementById('login').requestSubmit()" %
+            json.dumps(token))
+
+
+def logged_in(page, base, token):
+    login(page, base, token)
+    page.wait(lambda: page.path() == "/ui/", what="the dashboard")
+    page.wait_js("window.gmux && window.gmux.state !== null")
+    page.errors.clear()     # the 401 that sent it to the login page
+    page.goto(base + "/ui/")
+    page.wait_js("window.gmux && window.gmux.state !== null")
+
+
+def bar(page, metric, card=0):
+    return page.js("Number(document.querySelector('.card[data-index=\"%d\"] "
+                   ".metric[data-metric=\"%s\"] .fill').dataset.value)" %
+                   (card, metric))
+
+
+def running_ids(page):
+    return page.js("[...document.querySelectorAll('#jobs tbody tr')]"
+                   ".map(r => r.dataset.id)")
+
+
+def test_login_wrong_token_then_cookie_flags(host, page):
+    login(page, host.base, "x" * 43)
+    page.wait_js("!document.getElementById('login-error').hidden")
+    msg = page.js("document.getElementById('login-error').textContent")
+    assert "wrong or revoked" in msg
+    assert page.path() == "/ui/login"
+    page.screenshot("login-wrong-token")
+    page.js("document.getElementById('token').value = %s;"
+            "document.getElementById('login').requestSubmit()" %
+            json.dumps(host.token))
+    page.wait(lambda: page.path() == "/ui/", what="the dashboard")
+    cookies = [c for c in page.cookies() if c["name"] == "gmux_token"]
+    assert len(cookies) == 1
+    c = cookies[0]
+    assert c["httpOnly"] and c["secure"] and c["sameSite"] == "Strict"
+    assert c["value"] == host.token
+    assert page.js("document.cookie") == ""     # the page cannot read it
+    assert not any(host.token in u for u in page.urls)
+
+
+def test_dashboard_is_live(host, page):
+    logged_in(page, host.base, host.token)
+    page.wait_js("document.querySelector('.card[data-index=\"0\"]') !== null")
+    assert page.errors == []
+    assert bar(page, "guaranteed") == 0
+    page.screenshot("dashboard-idle")
+    jid = host.gmux("run", "-d", "--share", "0.5", "--", "sleep", "60",
+                    check=0).stdout.decode().strip()
+    page.wait(lambda: bar(page, "guaranteed") == 0.5, what="the bar to move")
+    page.wait(lambda: jid in running_ids(page), what="the job listed")
+    assert page.js("document.querySelector('#jobs tr[data-id=\"%s\"] "
+                   "td.share').textContent" % jid) == "0.50"
+    page.screenshot("dashboard-one-job")
+    # stop from the page: the button, with its CSRF header
+    time.sleep(2)
+    page.js("document.querySelector('#jobs tr[data-id=\"%s\"] "
+            "button.stop').click()" % jid)
+    page.wait(lambda: jid not in running_ids(page), what="the job to go")
+    assert host.job(jid)["state"] == "stopped"
+    assert bar(page, "guaranteed") == 0
+    assert page.errors == []
+
+
+def test_usage_plot_has_the_points(host, page):
+    logged_in(page, host.base, host.token)
+    jid = host.gmux("run", "-d", "--share", "0.5", "--", "sleep", "3",
+                    check=0).stdout.decode().strip()
+    host.wait_state(jid, "exited", 20)
+    j = host.job(jid)
+    ran = (j["ended"] - j["started"]) / 1000.0
+    page.js("document.getElementById('window').value = '10m';"
+            "document.getElementById('window').dispatchEvent("
+            "new Event('change'))")
+    page.wait_js("(() => { const s = window.gmux.series.owner;"
+                 " return s && s.step_ms === 10000 &&"
+                 " s.share_seconds.root &&"
+                 " s.share_seconds.root.reduce((a, b) => a + b, 0) > 0 })()")
+    s = page.js("window.gmux.series.owner")
+    assert len(s["times"]) == 60
+    total = sum(s["share_seconds"]["root"])
+    assert abs(total - 0.5 * ran) < 0.05, (total, ran)
+    pts = page.js("document.querySelector('#plot-owner polyline.series"
+                  "[data-key=\"root\"]').getAttribute('points')").split()
+    assert len(pts) == 60
+    # the points are the series: y falls as share-seconds rise
+    ys = [float(p.split(",")[1]) for p in pts]
+    vals = s["share_seconds"]["root"]
+    for a in range(60):
+        for b in range(60):
+            if vals[a] > vals[b] + 1e-9:
+                assert ys[a] < ys[b]
+    csv = page.js("window.gmuxCsv('owner')").splitlines()
+    assert csv[0] == "time,owner,share_seconds"
+    assert len(csv) == 61
+    assert abs(sum(float(r.split(",")[2]) for r in csv[1:]) - total) < 1e-6
+    # the card plot: the host's own token sees it
+    page.wait_js("window.gmux.series.card && window.gmux.series.card"
+                 ".share_seconds['0']")
+    page.screenshot("dashboard-usage")
+
+
+def top_numbers(text):
+    """gmux top --once's card 0 figures and job shares."""
+    m = re.search(r"guaranteed \[[#.]+\] (\d+)%\s+burst\s+\[[#.]+\] (\d+)%",
+                  text)
+    m2 = re.search(r"memory\s+\[[#.]+\] (\S+)\s+util\s+\[[#.]+\] (\S+)",
+                   text)
+    jobs = dict(re.findall(r"^(j\d+)\s+\S+\s+\S+\s+(\d\.\d\d)", text, re.M))
+    return {"guaranteed": m.group(1) + "%", "burst": m.group(2) + "%",
+            "memory": m2.group(1), "util": m2.group(2)}, jobs
+
+
+def test_top_and_dashboard_agree(host, page):
+    logged_in(page, host.base, host.token)
+    host.gmux("run", "-d", "--share", "0.3", "--mem", "10G", "--", "sleep",
+              "60", check=0)
+    host.gmux("run", "-d", "--share", "0.25", "--burst", "--", "sleep",
+              "60", check=0)
+    page.wait(lambda: len(running_ids(page)) == 2, what="two jobs shown")
+    before = page.js("JSON.stringify([window.gmux.state.cards,"
+                     " window.gmux.state.jobs])")
+    top = host.gmux("top", "--once", check=0).stdout.decode()
+    after = page.js("JSON.stringify([window.gmux.state.cards,"
+                    " window.gmux.state.jobs])")
+    assert before == after          # one moment: nothing changed meanwhile
+    card, jobs = top_numbers(top)
+    shown = page.js("Object.fromEntries([...document.querySelectorAll("
+                    "'.card[data-index=\"0\"] .metric')].map(m =>"
+                    " [m.dataset.metric, m.querySelector('.value')"
+                    ".textContent]))")
+    assert shown == card, (shown, top)
+    rows = page.js("Object.fromEntries([...document.querySelectorAll("
+                   "'#jobs tbody tr')].map(r => [r.dataset.id,"
+                   " r.querySelector('td.share').textContent]))")
+    assert rows == jobs, (rows, top)
+    page.screenshot("dashboard-top")
+
+
+def test_tenant_sees_only_its_own(host, page):
+    out = host.gmux("token", "add", "bob", check=0).stdout.decode()
+    bob = token_of(out.split()[-1])
+    root_job = host.gmux("run", "-d", "--share", "0.2", "--", "sleep", "60",
+                         check=0).stdout.decode().strip()
+    logged_in(page, host.base, bob)
+    assert page.js("window.gmux.session.owner") == "bob"
+    assert page.js("window.gmux.session.admin") is False
+    assert page.js("window.gmux.state.jobs.length") == 0
+    assert running_ids(page) == []
+    # the cards' totals are the host's: they count root's share
+    assert bar(page, "guaranteed") == 0.2
+    assert page.js("document.getElementById('plot-card').hidden") is True
+    assert page.errors == []
+    code = page.js("fetch('/v1/usage/series?by=card').then(r => r.status)")
+    assert code == 403
+    code = page.js("fetch('/v1/jobs/%s/stop', {method: 'POST', headers:"
+                   " {'X-Gmux-Csrf': window.gmux.session.csrf}})"
+                   ".then(r => r.status)" % root_job)
+    assert code == 403
+    assert host.job(root_job)["state"] == "running"
+
+
+def test_changes_need_the_csrf_value(host, page):
+    logged_in(page, host.base, host.token)
+    jid = host.gmux("run", "-d", "--share", "0.2", "--", "sleep", "60",
+                    check=0).stdout.decode().strip()
+    code = page.js("fetch('/v1/jobs/%s/stop', {method: 'POST'})"
+                   ".then(r => r.status)" % jid)
+    assert code == 403
+    code = page.js("fetch('/v1/jobs/%s', {method: 'PATCH', headers:"
+                   " {'X-Gmux-Csrf': 'f'.repeat(32)}, body:"
+                   " JSON.stringify({share: 0.3})}).then(r => r.status)" % jid)
+    assert code == 403
+    assert host.job(jid)["state"] == "running"
+    # the same cookie from elsewhere, without the page's header: refused
+    cookie = "gmux_token=" + host.token
+    st, _, body = https(host.port, "POST", "/v1/jobs/%s/stop" % jid,
+                        b"{}", ctype="application/json",
+                        headers={"Cookie": cookie})
+    assert st == 403 and b"CSRF" in body
+    # with the value but from another origin: refused
+    csrf = page.js("window.gmux.session.csrf")
+    st, _, _ = https(host.port, "POST", "/v1/jobs/%s/stop" % jid, b"{}",
+                     ctype="application/json",
+                     headers={"Cookie": cookie, "X-Gmux-Csrf": csrf,
+                              "Origin": "https://evil.example"})
+    assert st == 403
+    # resize from the page works
+    page.wait(lambda: jid in running_ids(page), what="the job listed")
+    n = len(page.errors)        # the 403s above
+    page.js("document.querySelector('#jobs tr[data-id=\"%s\"] input.share')"
+            ".value = '0.35';document.querySelector('#jobs tr[data-id=\"%s\"]"
+            " button.resize').click()" % (jid, jid))
+    wait_for(lambda: host.job(jid)["share"] == 0.35, 10, what="the resize")
+    assert page.errors[n:] == []
+
+
+def test_logout(host, page):
+    logged_in(page, host.base, host.token)
+    page.js("document.getElementById('logout').click()")
+    page.wait(lambda: page.path() == "/ui/login", what="the login page")
+    assert not [c for c in page.cookies() if c["name"] == "gmux_token"]
+    assert page.js("fetch('/v1/session').then(r => r.status)") == 401
+    page.screenshot("logged-out")
+
+
+def test_events_stream_and_owner_rules_without_a_browser(host):
+    """/v1/events over TCP: a token's stream shows its own jobs only."""
+    out = host.gmux("token", "add", "carol", check=0).stdout.decode()
+    carol = token_of(out.split()[-1])
+    host.gmux("run", "-d", "--share", "0.2", "--", "sleep", "60", check=0)
+    st, hdr, body = https(host.port, "GET", "/v1/events", token=carol,
+                          timeout=2, stream_for=1.5)
+    assert st == 200 and hdr["content-type"] == "text/event-stream"
+    events = parse_sse(body)
+    assert events[0][0] == "history"
+    state = next(json.loads(d) for e, d in events if e == "state")
+    assert state["jobs"] == []
+    assert state["cards"][0]["guaranteed"] == 0.2
+    st, _, body = https(host.port, "GET", "/v1/events", token=host.token,
+                        timeout=2, stream_for=1.5)
+    state = next(json.loads(d) for e, d in parse_sse(body) if e == "state")
+    assert len(state["jobs"]) == 1
+
+
+def parse_sse(body):
+    out = []
+    for block in body.decode().split("\n\n"):
+        ev, data = None, None
+        for line in block.splitlines():
+            if line.startswith("event: "):
+                ev = line[7:]
+            elif line.startswith("data: "):
+                data = line[6:]
+        if ev is not None:
+            out.append((ev, data))
+    return out
+
+
+def test_dashboard_off_without_ui(daemon):
+    daemon.start()
+    code, text = daemon.curl("GET", "/ui/")
+    assert code == 404 and "dashboard is off" in text
+    code, text = daemon.curl("GET", "/v1/events")
+    assert code == 404
+
+
+def test_ui_from_the_config(daemon):
+    with open(os.path.join(daemon.home, "config"), "w") as f:
+        f.write("UI=1\n")
+    daemon.start()
+    code, text = daemon.curl("GET", "/ui/")
+    assert code == 200 and "<title>gmux</title>" in text
+    code, text = daemon.curl("GET", "/v1/session")
+    assert code == 200 and json.loads(text)["via"] == "socket"
