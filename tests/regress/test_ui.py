@@ -7,6 +7,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import ssl
 import time
 
@@ -362,3 +363,97 @@ def test_ui_from_the_config(daemon):
     assert code == 200 and "<title>gmux</title>" in text
     code, text = daemon.curl("GET", "/v1/session")
     assert code == 200 and json.loads(text)["via"] == "socket"
+
+
+def start_forwarder(who, *args):
+    """gmux ui: the address it printed, and the process (stop it)."""
+    p = who.popen("ui", *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line = p.stdout.readline().decode().strip()
+    assert line.startswith("http://127.0.0.1:"), (line, p.stderr.read())
+    return line, p
+
+
+def stop_forwarder(p):
+    p.terminate()
+    p.wait(10)
+
+
+def test_gmux_ui_reaches_the_local_socket(daemon, page, browser):
+    daemon.start("--ui")
+    url, p = start_forwarder(daemon)
+    try:
+        page.goto(url)
+        page.wait(lambda: page.path() == "/ui/", what="the dashboard")
+        page.wait_js("window.gmux && window.gmux.state !== null")
+        assert page.js("window.gmux.session.via") == "socket"
+        assert page.js("window.gmux.session.admin") is True
+        jid = daemon.gmux("run", "-d", "--share", "0.5", "--", "sleep",
+                          "60", check=0).stdout.decode().strip()
+        page.wait(lambda: bar(page, "guaranteed") == 0.5,
+                  what="the bar to move")
+        page.wait(lambda: jid in running_ids(page), what="the job listed")
+        page.js("document.querySelector('#jobs tr[data-id=\"%s\"] "
+                "button.stop').click()" % jid)
+        page.wait(lambda: jid not in running_ids(page), what="the job to go")
+        assert daemon.job(jid)["state"] == "stopped"
+        assert page.errors == []
+        page.screenshot("gmux-ui-local")
+        c = [c for c in page.cookies() if c["name"] == "gmux_fwd"][0]
+        assert c["httpOnly"] and c["sameSite"] == "Strict"
+        # the address works once: another browser is refused
+        ctx = browser.context()
+        other = browser.page(ctx)
+        try:
+            other.goto(url)
+            assert "used already" in other.js("document.body.textContent")
+            other.goto(url.split("/ui/")[0] + "/ui/")
+            assert "gmux ui printed" in other.js("document.body.textContent")
+        finally:
+            other.close()
+            browser.send("Target.disposeBrowserContext",
+                         {"browserContextId": ctx})
+        # a change without the dashboard's header is refused
+        port = int(url.split(":")[2].split("/")[0])
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(("POST /v1/jobs/%s/stop HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                   "Cookie: gmux_fwd=%s\r\nContent-Length: 0\r\n\r\n" %
+                   (jid, port, c["value"])).encode())
+        assert s.recv(100).startswith(b"HTTP/1.1 403")
+        s.close()
+    finally:
+        stop_forwarder(p)
+
+
+def test_gmux_ui_reaches_a_remote_through_its_pin(make_daemon, make_client,
+                                                  page):
+    host = make_daemon()
+    host.serve_tls("--ui")
+    token = token_of(host.target)
+    c = make_client()
+    assert c.add("gpu1", host.target).returncode == 0
+    url, p = start_forwarder(c, "--remote", "gpu1")
+    try:
+        page.goto(url)
+        page.wait(lambda: page.path() == "/ui/", what="the dashboard")
+        page.wait_js("window.gmux && window.gmux.state !== null")
+        assert page.js("window.gmux.session.via") == "tls"
+        assert page.js("window.gmux.session.owner") == \
+            host.json("token", "ls", "--json")[0]["owner"]
+        host.gmux("run", "-d", "--share", "0.25", "--", "sleep", "60",
+                  check=0)
+        page.wait(lambda: bar(page, "guaranteed") == 0.25,
+                  what="the bar to move")
+        assert page.errors == []
+        assert not any(token in u for u in page.urls)
+        assert all(token not in ck["value"] for ck in page.cookies())
+        assert token not in page.js("document.documentElement.outerHTML")
+        page.screenshot("gmux-ui-remote")
+    finally:
+        stop_forwarder(p)
+    # a wrong pin: gmux ui says so and serves nothing
+    c2 = make_client()
+    bad = host.target.rsplit("#", 1)[0] + "#" + "0" * 64
+    assert c2.add("bad", bad, "--no-check").returncode == 0
+    r = c2.gmux("ui", "--remote", "bad", timeout=30)
+    assert r.returncode == 1 and r.stdout == b""
+    assert b"pin" in r.stderr.lower(), r.stderr
