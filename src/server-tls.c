@@ -291,6 +291,10 @@ server_tls_dispatch(struct evhttp_request *req, void *arg)
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Retry-After", ra);
 	}
+	/* A connection that showed no good token is not kept for more. */
+	if (code != 200)
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
 	if (code != 200)
 		api_error(req, code, "%s", cause);
 	else if (path != NULL && server_tls_local_only(path))

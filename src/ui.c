@@ -256,6 +256,35 @@ ui_security_headers(struct evhttp_request *req)
 	evhttp_add_header(h, "Cache-Control", "no-store");
 }
 
+/*
+ * A TCP connection that has not shown a token is cut by the guard a few
+ * seconds after it opened (server-guard.c): one that served the login
+ * page is closed after its reply, so the browser does not reuse it for
+ * the dashboard's streams once it has logged in.
+ */
+static void
+ui_close_anonymous(struct evhttp_request *req)
+{
+	struct evkeyvalq	*h = evhttp_request_get_input_headers(req);
+	const char		*cookie = evhttp_find_header(h, "Cookie");
+	const char		*auth = evhttp_find_header(h, "Authorization");
+	struct tokens		*tk = server_tls_tokens(NULL);
+	char			 tok[300];
+	int			 ok = 0;
+
+	if (!server_tls_request(req))
+		return;
+	if (auth != NULL && strncmp(auth, "Bearer ", 7) == 0 && tk != NULL)
+		ok = tokens_check(tk, auth + 7) != NULL;
+	else if (cookie != NULL && tk != NULL && ui_cookie_get(cookie,
+	    UI_COOKIE, tok, sizeof tok) == 0)
+		ok = tokens_check(tk, tok) != NULL;
+	explicit_bzero(tok, sizeof tok);
+	if (!ok)
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
+}
+
 /* GET /ui, /ui/ and /ui/NAME: the page and its files. */
 void
 ui_get(struct evhttp_request *req, const char *id)
@@ -282,6 +311,7 @@ ui_get(struct evhttp_request *req, const char *id)
 	b = evbuffer_new();
 	evbuffer_add_reference(b, a->data, a->len, NULL, NULL);
 	ui_security_headers(req);
+	ui_close_anonymous(req);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", ui_asset_type(a->name));
 	evhttp_send_reply(req, 200, "OK", b);
@@ -328,6 +358,9 @@ ui_login(struct evhttp_request *req, const char *id)
 		return;
 	}
 	ui_set_cookie(req, auth + 7, 0);
+	/* The page's next requests come with the cookie, on new connections. */
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Connection", "close");
 	owner = api_owner(req);
 	o = json_pack("{s:s}", "owner", owner);
 	api_reply(req, 200, o);
@@ -340,6 +373,8 @@ void
 ui_logout(struct evhttp_request *req, const char *id)
 {
 	ui_set_cookie(req, "", 1);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Connection", "close");
 	api_reply(req, 200, NULL);
 }
 

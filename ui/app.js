@@ -14,6 +14,7 @@ const G = window.gmux = {
   logAbort: null,
   usageTimer: null,
   usageDue: null,
+  opens: 0,           // how often the stream (re)opened
 };
 const SAMPLES_MAX = 180;
 
@@ -364,7 +365,10 @@ function renderCluster() {
 
 function connect() {
   const es = new EventSource('/v1/events');
-  es.addEventListener('open', () => $('live').classList.add('on'));
+  es.addEventListener('open', () => {
+    G.opens++;
+    $('live').classList.add('on');
+  });
   es.addEventListener('history', (e) => {
     const h = JSON.parse(e.data);
     G.stepMs = h.step_ms;

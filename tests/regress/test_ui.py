@@ -457,3 +457,52 @@ def test_gmux_ui_reaches_a_remote_through_its_pin(make_daemon, make_client,
     r = c2.gmux("ui", "--remote", "bad", timeout=30)
     assert r.returncode == 1 and r.stdout == b""
     assert b"pin" in r.stderr.lower(), r.stderr
+
+
+def test_stream_outlives_the_auth_timeout(host, page):
+    """The guard cuts a connection without a token after AUTH_TIMEOUT (10 s):
+    the page's stream, on a connection with the cookie, is not cut."""
+    logged_in(page, host.base, host.token)
+    page.wait_js("window.gmux.opens === 1")
+    time.sleep(12)
+    jid = host.gmux("run", "-d", "--share", "0.5", "--", "sleep", "60",
+                    check=0).stdout.decode().strip()
+    page.wait(lambda: bar(page, "guaranteed") == 0.5, what="the bar to move")
+    assert page.js("window.gmux.opens") == 1
+    # the sparklines drew the samples that came meanwhile
+    page.wait_js("document.querySelector('.metric[data-metric=\"guaranteed\"]"
+                 " .spark polyline') !== null")
+    n = page.js("document.querySelector('.metric[data-metric=\"guaranteed\"]"
+                " .spark polyline').getAttribute('points').split(' ').length")
+    assert n >= 5
+    assert page.errors == []
+    host.gmux("stop", jid, check=0)
+
+
+def test_queue_reasons_and_the_live_log(host, page):
+    logged_in(page, host.base, host.token)
+    big = host.gmux("run", "-d", "--share", "1", "--", "sh", "-c",
+                    "for i in $(seq 1 200); do echo line $i; sleep 0.2; done",
+                    check=0).stdout.decode().strip()
+    waiting = host.gmux("run", "-d", "--share", "0.5", "--", "true",
+                        check=0).stdout.decode().strip()
+    page.wait_js("document.querySelector('#queue tr[data-id=\"%s\"]') "
+                 "!== null" % waiting)
+    reason = page.js("document.querySelector('#queue tr[data-id=\"%s\"] "
+                     "td.reason').textContent" % waiting)
+    assert reason == host.job(waiting)["reason"] and "0.5" in reason
+    assert page.js("document.getElementById('queue-empty').hidden") is True
+    # the live log: lines keep coming while the page watches
+    page.js("document.querySelector('#jobs tr[data-id=\"%s\"] "
+            "button.log').click()" % big)
+    page.wait_js("document.getElementById('log').textContent"
+                 ".includes('line 3\\n')")
+    first = page.js("document.getElementById('log').textContent.length")
+    page.wait(lambda: page.js("document.getElementById('log').textContent"
+                              ".length") > first + 20, what="more output")
+    page.screenshot("dashboard-queue-log")
+    assert page.errors == []
+    assert page.js("document.getElementById('cluster-section').hidden")
+    host.gmux("stop", big, check=0)
+    page.wait_js("document.querySelector('#queue tr[data-id=\"%s\"]') "
+                 "=== null" % waiting)
