@@ -33,8 +33,9 @@ static void
 test_request_line(void)
 {
 	struct ui_fwd_req	 rq;
-	const char		*ok = "GET /ui/open?secret=ab HTTP/1.1\r\nHost: x"
-	    "\r\n\r\n";
+	const char		*ok;
+
+	ok = "GET /ui/open?secret=ab HTTP/1.1\r\nHost: x\r\n\r\n";
 
 	CHECK(ui_fwd_request_line(ok, strlen(ok), &rq) == 0);
 	CHECK_STR(rq.method, "GET");
