@@ -36,7 +36,6 @@ test_request_line(void)
 	const char		*ok;
 
 	ok = "GET /ui/open?secret=ab HTTP/1.1\r\nHost: x\r\n\r\n";
-
 	CHECK(ui_fwd_request_line(ok, strlen(ok), &rq) == 0);
 	CHECK_STR(rq.method, "GET");
 	CHECK_STR(rq.path, "/ui/open?secret=ab");
