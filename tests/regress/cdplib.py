@@ -14,6 +14,8 @@ import tempfile
 import threading
 import time
 
+from conftest import wait_for
+
 try:
     import websocket        # python3-websocket
 except ImportError:         # the tests skip, saying why
@@ -208,15 +210,8 @@ class Page:
         return r["result"].get("value")
 
     @staticmethod
-    def wait(pred, timeout=15, what="condition", step=0.05):
-        end = time.monotonic() + timeout
-        while True:
-            v = pred()
-            if v:
-                return v
-            if time.monotonic() > end:
-                raise AssertionError("timed out waiting for %s" % what)
-            time.sleep(step)
+    def wait(pred, timeout=15, what="condition"):
+        return wait_for(pred, timeout, 0.05, what)
 
     def wait_js(self, expr, timeout=15):
         return self.wait(lambda: self.js(expr), timeout, expr)

@@ -8,12 +8,12 @@ import os
 import re
 import socket
 import subprocess
-import ssl
 import time
 
 import pytest
 
 from conftest import wait_for
+from remotelib import https
 import cdplib
 
 ARTIFACTS = os.path.join(os.path.dirname(__file__), "..", "..", "build",
@@ -28,54 +28,6 @@ def browser():
         pytest.skip("no browser for the dashboard's tests: %s" % e)
     yield b
     b.close()
-
-
-def https(port, method, path, body=b"", token=None, ctype=None,
-          headers=None, timeout=10, stream_for=None):
-    """One request over TLS (the pin unchecked: the test knows the host);
-    a stream is read for stream_for seconds.  (status, headers, body)."""
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    hdrs = dict(headers or {})
-    if token is not None:
-        hdrs["Authorization"] = "Bearer " + token
-    if ctype is not None:
-        hdrs["Content-Type"] = ctype
-    head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n" \
-        % (method, path, port)
-    head += "".join("%s: %s\r\n" % kv for kv in hdrs.items())
-    head += "Content-Length: %d\r\n\r\n" % len(body)
-    data = b""
-    end = time.monotonic() + (stream_for or timeout)
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        with ctx.wrap_socket(s) as t:
-            t.sendall(head.encode() + body)
-            while time.monotonic() < end:
-                t.settimeout(max(0.05, end - time.monotonic()))
-                try:
-                    chunk = t.recv(65536)
-                except (socket.timeout, ssl.SSLError, ConnectionError):
-                    break
-                if not chunk:
-                    break
-                data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    lines = head.decode().split("\r\n")
-    out = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        out[k.strip().lower()] = v.strip()
-    if out.get("transfer-encoding") == "chunked":
-        body = b""
-        while rest:
-            n, _, rest = rest.partition(b"\r\n")
-            if not n or int(n, 16) == 0:
-                break
-            body += rest[:int(n, 16)]
-            rest = rest[int(n, 16) + 2:]
-        rest = body
-    return int(lines[0].split()[1]), out, rest
 
 
 def token_of(target):
@@ -122,6 +74,15 @@ def bar(page, metric, card=0):
     return page.js("Number(document.querySelector('.card[data-index=\"%d\"] "
                    ".metric[data-metric=\"%s\"] .fill').dataset.value)" %
                    (card, metric))
+
+
+def fetch_status(page, method, path, headers="{}", body=None):
+    """The status of a fetch() the page makes itself."""
+    extra = ", body: %s" % json.dumps(json.dumps(body)) if body else ""
+    return page.js("fetch(%s, {method: %s, headers: %s%s})"
+                   ".then(r => r.status)" % (json.dumps(path),
+                                             json.dumps(method), headers,
+                                             extra))
 
 
 def running_ids(page):
@@ -261,12 +222,9 @@ def test_tenant_sees_only_its_own(host, page):
     assert bar(page, "guaranteed") == 0.2
     assert page.js("document.getElementById('plot-card').hidden") is True
     assert page.errors == []
-    code = page.js("fetch('/v1/usage/series?by=card').then(r => r.status)")
-    assert code == 403
-    code = page.js("fetch('/v1/jobs/%s/stop', {method: 'POST', headers:"
-                   " {'X-Gmux-Csrf': window.gmux.session.csrf}})"
-                   ".then(r => r.status)" % root_job)
-    assert code == 403
+    assert fetch_status(page, "GET", "/v1/usage/series?by=card") == 403
+    assert fetch_status(page, "POST", "/v1/jobs/%s/stop" % root_job,
+                        "{'X-Gmux-Csrf': window.gmux.session.csrf}") == 403
     assert host.job(root_job)["state"] == "running"
 
 
@@ -274,13 +232,10 @@ def test_changes_need_the_csrf_value(host, page):
     logged_in(page, host.base, host.token)
     jid = host.gmux("run", "-d", "--share", "0.2", "--", "sleep", "60",
                     check=0).stdout.decode().strip()
-    code = page.js("fetch('/v1/jobs/%s/stop', {method: 'POST'})"
-                   ".then(r => r.status)" % jid)
-    assert code == 403
-    code = page.js("fetch('/v1/jobs/%s', {method: 'PATCH', headers:"
-                   " {'X-Gmux-Csrf': 'f'.repeat(32)}, body:"
-                   " JSON.stringify({share: 0.3})}).then(r => r.status)" % jid)
-    assert code == 403
+    assert fetch_status(page, "POST", "/v1/jobs/%s/stop" % jid) == 403
+    assert fetch_status(page, "PATCH", "/v1/jobs/%s" % jid,
+                        "{'X-Gmux-Csrf': 'f'.repeat(32)}",
+                        {"share": 0.3}) == 403
     assert host.job(jid)["state"] == "running"
     # the same cookie from elsewhere, without the page's header: refused
     cookie = "gmux_token=" + host.token
@@ -310,7 +265,7 @@ def test_logout(host, page):
     page.js("document.getElementById('logout').click()")
     page.wait(lambda: page.path() == "/ui/login", what="the login page")
     assert not [c for c in page.cookies() if c["name"] == "gmux_token"]
-    assert page.js("fetch('/v1/session').then(r => r.status)") == 401
+    assert fetch_status(page, "GET", "/v1/session") == 401
     page.screenshot("logged-out")
 
 
