@@ -192,7 +192,24 @@ function jobRow(j, now, queued) {
   return tr;
 }
 
+// A share being typed in survives the table being drawn again.
+function typing() {
+  const a = document.activeElement;
+  const tr = a && a.matches('input.share') ? a.closest('tr') : null;
+  return tr ? { id: tr.dataset.id, value: a.value } : null;
+}
+
+function restoreTyping(t) {
+  if (!t) return;
+  const input = document.querySelector(
+    `tr[data-id="${CSS.escape(t.id)}"] input.share`);
+  if (!input) return;
+  input.value = t.value;
+  input.focus();
+}
+
 function renderJobs() {
+  const t = typing();
   const jobs = (G.state && G.state.jobs) || [];
   const now = Date.now();
   const running = jobs.filter((j) => j.state !== 'queued');
@@ -203,6 +220,7 @@ function renderJobs() {
     ...queued.map((j) => jobRow(j, now, true)));
   $('jobs-empty').hidden = running.length > 0;
   $('queue-empty').hidden = queued.length > 0;
+  restoreTyping(t);
 }
 
 function tickAges() {

@@ -161,7 +161,19 @@ def test_usage_plot_has_the_points(host, page):
         for b in range(60):
             if vals[a] > vals[b] + 1e-9:
                 assert ys[a] < ys[b]
-    csv = page.js("window.gmuxCsv('owner')").splitlines()
+    # the CSV button downloads what the plot shows
+    downloads = os.path.join(os.path.abspath(ARTIFACTS), "downloads")
+    os.makedirs(downloads, exist_ok=True)
+    name = os.path.join(downloads, "gmux-usage-by-owner-10m.csv")
+    if os.path.exists(name):
+        os.unlink(name)
+    page.b.send("Browser.setDownloadBehavior", {
+        "behavior": "allow", "downloadPath": downloads,
+        "browserContextId": page.context})
+    page.js("document.querySelector('button.csv[data-by=\"owner\"]')"
+            ".click()")
+    wait_for(lambda: os.path.exists(name), 10, what="the CSV download")
+    csv = open(name).read().splitlines()
     assert csv[0] == "time,owner,share_seconds"
     assert len(csv) == 61
     assert abs(sum(float(r.split(",")[2]) for r in csv[1:]) - total) < 1e-6
@@ -250,12 +262,16 @@ def test_changes_need_the_csrf_value(host, page):
                      headers={"Cookie": cookie, "X-Gmux-Csrf": csrf,
                               "Origin": "https://evil.example"})
     assert st == 403
-    # resize from the page works
+    # resize from the page works; what is typed survives a redraw
     page.wait(lambda: jid in running_ids(page), what="the job listed")
     n = len(page.errors)        # the 403s above
-    page.js("document.querySelector('#jobs tr[data-id=\"%s\"] input.share')"
-            ".value = '0.35';document.querySelector('#jobs tr[data-id=\"%s\"]"
-            " button.resize').click()" % (jid, jid))
+    sel = "document.querySelector('#jobs tr[data-id=\"%s\"] %%s')" % jid
+    page.js("const i = %s; i.focus(); i.value = '0.35'" % (sel % "input.share"))
+    host.gmux("run", "-d", "--share", "0.1", "--", "sleep", "60", check=0)
+    page.wait(lambda: len(running_ids(page)) == 2, what="the redraw")
+    assert page.js("%s.value" % (sel % "input.share")) == "0.35"
+    assert page.js("document.activeElement === %s" % (sel % "input.share"))
+    page.js("%s.click()" % (sel % "button.resize"))
     wait_for(lambda: host.job(jid)["share"] == 0.35, 10, what="the resize")
     assert page.errors[n:] == []
 
