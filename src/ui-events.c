@@ -121,7 +121,13 @@ ui_sub_free(struct ui_sub *sub)
 static void
 ui_closed(struct evhttp_connection *evcon, void *arg)
 {
-	ui_sub_free(arg);
+	struct ui_sub		*sub = arg;
+	struct evhttp_request	*req = sub->req;
+
+	ui_sub_free(sub);
+	/* A reply not finished is left detached, and ours to end (follow.c). */
+	if (evhttp_request_get_connection(req) == NULL)
+		evhttp_send_reply_end(req);
 }
 
 /* Ends a stream from this side (its token was revoked). */
