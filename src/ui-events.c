@@ -5,7 +5,8 @@
  * owner may see changes (the cards as GET /v1/cards shows them, its jobs
  * as GET /v1/jobs does), and a "sample" of every card every two seconds,
  * which the page draws as sparklines.  The daemon looks for changes twice
- * a second and sends only those: no client polls.  The history is kept
+ * a second (less often when a look costs more than a twentieth of that
+ * time: many jobs) and sends only those: no client polls.  The history is kept
  * here, in memory, while the dashboard is on.
  */
 
@@ -27,9 +28,11 @@
 #define UI_HEARTBEAT_MS		15000	/* a quiet stream says it lives */
 #define UI_SUBS_MAX		64
 #define UI_WRITE_TIMEOUT	60	/* seconds a client may not read */
+#define UI_CHECK_SHARE		20	/* checks wait 20 times what one took */
 
 struct ui_sub {
 	struct evhttp_request	*req;
+	char			*owner;		/* whose jobs; NULL: all */
 	char			*last;		/* the state last sent */
 	int64_t			 sent;		/* when (monotonic ms) */
 	TAILQ_ENTRY(ui_sub)	 entry;
@@ -41,6 +44,7 @@ static struct event	*ui_timer;
 static json_t		*ui_ring[UI_SAMPLES];
 static u_int		 ui_ring_next;
 static int64_t		 ui_sampled;
+static int64_t		 ui_check_at;	/* the next look for changes */
 
 /* One sample of every card: what the bars show, for the sparklines. */
 static json_t *
@@ -62,21 +66,70 @@ ui_sample(int64_t now)
 	return (json_pack("{s:I,s:o}", "time", (json_int_t)now, "cards", a));
 }
 
-/* The state sub's owner may see now; a new reference. */
-static json_t *
-ui_state(struct ui_sub *sub)
+/*
+ * The state owner may see now (NULL: every owner's), as JSON text: what
+ * GET /v1/cards and GET /v1/jobs answer.  Allocated.
+ */
+static char *
+ui_state(const char *owner)
 {
 	struct job	*j;
-	json_t		*jobs;
+	json_t		*jobs, *o;
+	char		*text;
 
 	jobs = json_array();
 	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if (!job_ended(j) && server_tls_may(sub->req, j->owner))
+		if (!job_ended(j) && (owner == NULL ||
+		    strcmp(owner, j->owner) == 0))
 			json_array_append_new(jobs, job_to_json(j));
 	}
 	/* "cluster": the members and the leader, once a host is clustered. */
-	return (json_pack("{s:o,s:o,s:n}", "cards", api_cards_json(),
-	    "jobs", jobs, "cluster"));
+	o = json_pack("{s:o,s:o,s:n}", "cards", api_cards_json(), "jobs", jobs,
+	    "cluster");
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return (text);
+}
+
+/*
+ * The states of one tick, each made once however many streams show it:
+ * the cost of a tick is the jobs times the owners watching, not times the
+ * streams.
+ */
+static struct ui_view {
+	char	*owner;		/* NULL: every owner's */
+	char	*text;
+} ui_views[UI_SUBS_MAX];
+static u_int	ui_nviews;
+
+static const char *
+ui_view(const char *owner)
+{
+	struct ui_view	*v;
+	u_int		 i;
+
+	for (i = 0; i < ui_nviews; i++) {
+		v = &ui_views[i];
+		if (owner == NULL ? v->owner == NULL : v->owner != NULL &&
+		    strcmp(v->owner, owner) == 0)
+			return (v->text);
+	}
+	v = &ui_views[ui_nviews++];
+	v->owner = owner != NULL ? xstrdup(owner) : NULL;
+	v->text = ui_state(owner);
+	return (v->text);
+}
+
+static void
+ui_views_clear(void)
+{
+	u_int	 i;
+
+	for (i = 0; i < ui_nviews; i++) {
+		free(ui_views[i].owner);
+		free(ui_views[i].text);
+	}
+	ui_nviews = 0;
 }
 
 static void
@@ -94,19 +147,17 @@ ui_send(struct ui_sub *sub, const char *event, const char *data)
 static void
 ui_push_state(struct ui_sub *sub)
 {
-	json_t	*o = ui_state(sub);
-	char	*text;
+	const char	*text = ui_view(sub->owner);
+	char		*msg;
 
-	text = json_dumps(o, JSON_COMPACT|JSON_SORT_KEYS);
-	if (sub->last == NULL || strcmp(sub->last, text) != 0) {
-		free(sub->last);
-		sub->last = text;
-		json_object_set_new(o, "time", json_integer(clock_ms()));
-		text = json_dumps(o, JSON_COMPACT);
-		ui_send(sub, "state", text);
-	}
-	free(text);
-	json_decref(o);
+	if (sub->last != NULL && strcmp(sub->last, text) == 0)
+		return;
+	free(sub->last);
+	sub->last = xstrdup(text);
+	/* The time it was seen goes first: {"time":MS,"cards":...}. */
+	xasprintf(&msg, "{\"time\":%lld,%s", (long long)clock_ms(), text + 1);
+	ui_send(sub, "state", msg);
+	free(msg);
 }
 
 static void
@@ -114,6 +165,7 @@ ui_sub_free(struct ui_sub *sub)
 {
 	TAILQ_REMOVE(&ui_subs, sub, entry);
 	ui_nsubs--;
+	free(sub->owner);
 	free(sub->last);
 	free(sub);
 }
@@ -162,7 +214,8 @@ ui_tick(evutil_socket_t fd, short events, void *arg)
 	struct ui_sub	*sub, *next;
 	json_t		*s = NULL;
 	char		*text = NULL;
-	int64_t		 now = clock_ms(), mono = clock_mono_ms();
+	int64_t		 now = clock_ms(), mono = clock_mono_ms(), took;
+	int		 check;
 
 	if (now - ui_sampled >= UI_SAMPLE_MS) {
 		ui_sampled = now;
@@ -172,19 +225,27 @@ ui_tick(evutil_socket_t fd, short events, void *arg)
 		ui_ring_next = (ui_ring_next + 1) % UI_SAMPLES;
 		text = json_dumps(s, JSON_COMPACT);
 	}
+	check = mono >= ui_check_at;
 	TAILQ_FOREACH_SAFE(sub, &ui_subs, entry, next) {
 		if (!ui_sub_valid(sub)) {
 			ui_end(sub);
 			continue;
 		}
-		ui_push_state(sub);
+		if (check)
+			ui_push_state(sub);
 		if (text != NULL)
 			ui_send(sub, "sample", text);
 		else if (mono - sub->sent >= UI_HEARTBEAT_MS)
 			ui_send(sub, "heartbeat", "{}");
 	}
+	ui_views_clear();
 	free(text);
 	json_decref(s);
+	/* Looking for changes takes at most a share of the loop's time. */
+	took = clock_mono_ms() - mono;
+	if (check)
+		ui_check_at = mono + (took * UI_CHECK_SHARE > UI_TICK_MS ?
+		    took * UI_CHECK_SHARE : 0);
 }
 
 /* Starts the sampler; the daemon calls it once, when the dashboard is on. */
@@ -241,6 +302,7 @@ api_events(struct evhttp_request *req, const char *id)
 	}
 	sub = xcalloc(1, sizeof *sub);
 	sub->req = req;
+	sub->owner = ui_admin(req) ? NULL : api_owner(req);
 	TAILQ_INSERT_TAIL(&ui_subs, sub, entry);
 	ui_nsubs++;
 	evcon = evhttp_request_get_connection(req);
@@ -255,4 +317,5 @@ api_events(struct evhttp_request *req, const char *id)
 	ui_send(sub, "history", text);
 	free(text);
 	ui_push_state(sub);
+	ui_views_clear();
 }
