@@ -67,6 +67,32 @@ ui_listen(int *port, char **cause)
 	return (fd);
 }
 
+/*
+ * Is the host there, the key it shows the pinned one, and its dashboard
+ * on?  Said before anything is served.
+ */
+static int
+ui_check(const struct remote *rm, char **cause)
+{
+	struct client_reply	 r;
+	const char		*name = rm != NULL ? rm->name : "this host";
+	int			 rc = -1;
+
+	if (client_call_at(rm != NULL ? &rm->target : NULL, "GET",
+	    "/v1/session", NULL, &r) != 0)
+		xasprintf(cause, "%s: %s", name, r.error);
+	else if (r.status >= 400)
+		xasprintf(cause, "%s: %s", name, r.error != NULL ? r.error :
+		    "no dashboard (an older gmux?)");
+	else if (!json_is_true(json_object_get(r.body, "ui")))
+		xasprintf(cause, "%s does not serve the dashboard: start it "
+		    "with gmux serve --ui (or UI=1 in its config)", name);
+	else
+		rc = 0;
+	client_reply_clear(&r);
+	return (rc);
+}
+
 static int
 cmd_ui_exec(int argc, char **argv)
 {
@@ -95,7 +121,7 @@ cmd_ui_exec(int argc, char **argv)
 		    "configured\n");
 		return (1);
 	}
-	if ((fd = ui_listen(&port, &cause)) == -1)
+	if (ui_check(rm, &cause) != 0 || (fd = ui_listen(&port, &cause)) == -1)
 		goto fail;
 	fprintf(stderr, "gmux: the dashboard of %s; open (once):\n",
 	    rm != NULL ? rm->name : "this host");

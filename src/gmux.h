@@ -1916,6 +1916,9 @@ void		 progress_end(struct progress *, int64_t);
 /* the dashboard (issue 12): ui.c, ui-events.c, ui-usage.c, cmd-ui.c */
 extern int	 ui_on;
 extern const struct cmd_entry cmd_ui_entry;
+/* Set by the cluster's code: its members and leader (docs/ui.md), a new
+ * reference, or NULL on a host that is not clustered. */
+extern json_t	*(*ui_cluster_json)(void);
 void		 ui_start(void);
 int		 ui_tls_public(struct evhttp_request *);
 int		 ui_tls_cookie(struct evhttp_request *, char **);

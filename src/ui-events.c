@@ -83,9 +83,8 @@ ui_state(const char *owner)
 		    strcmp(owner, j->owner) == 0))
 			json_array_append_new(jobs, job_to_json(j));
 	}
-	/* "cluster": the members and the leader, once a host is clustered. */
-	o = json_pack("{s:o,s:o,s:n}", "cards", api_cards_json(), "jobs", jobs,
-	    "cluster");
+	o = json_pack("{s:o,s:o,s:o}", "cards", api_cards_json(), "jobs", jobs,
+	    "cluster", ui_cluster());
 	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return (text);

@@ -439,15 +439,9 @@ ui_fwd_serve(const struct target *t, int fd, int port, char **cause)
 	pid_t		 pid;
 	int		 c;
 
-	struct conn	*check;
-
 	memset(&f, 0, sizeof f);
 	f.target = t;
 	f.port = (u_int)port;
-	/* A host that is not there, or shows another key, is said at once. */
-	if ((check = fwd_connect(&f, cause)) == NULL)
-		return (-1);
-	conn_close(check);
 	f.shared = mmap(NULL, sizeof *f.shared, PROT_READ|PROT_WRITE,
 	    MAP_SHARED|MAP_ANONYMOUS, -1, 0);
 	if (f.shared == MAP_FAILED)

@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 struct evhttp_request;
 struct target;
 
@@ -31,6 +33,7 @@ const char	*ui_asset_type(const char *);
 int		 ui_cookie_get(const char *, const char *, char *, size_t);
 void		 ui_csrf_of(const char *, char *);
 int		 ui_admin(struct evhttp_request *);
+json_t		*ui_cluster(void);
 
 /* ui-events.c */
 void		 ui_events_start(void);

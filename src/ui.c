@@ -21,6 +21,16 @@
 #include "ui-assets.h"
 
 int	ui_on;		/* serve --ui, or UI=1 in the config */
+json_t	*(*ui_cluster_json)(void);
+
+/* The cluster's members and leader, or JSON null when not clustered. */
+json_t *
+ui_cluster(void)
+{
+	json_t	*o = ui_cluster_json != NULL ? ui_cluster_json() : NULL;
+
+	return (o != NULL ? o : json_null());
+}
 
 #define UI_CSP	"default-src 'none'; script-src 'self'; style-src 'self'; " \
 	"img-src 'self' data:; connect-src 'self'; form-action 'self'; " \
@@ -391,9 +401,10 @@ api_session(struct evhttp_request *req, const char *id)
 	json_t		*o;
 
 	owner = api_owner(req);
-	o = json_pack("{s:s,s:b,s:s,s:b,s:n,s:s}", "owner", owner,
+	o = json_pack("{s:s,s:b,s:s,s:b,s:o,s:s}", "owner", owner,
 	    "admin", ui_admin(req), "via", server_tls_request(req) ? "tls" :
-	    "socket", "ui", ui_on, "cluster", "version", GMUX_VERSION);
+	    "socket", "ui", ui_on, "cluster", ui_cluster(), "version",
+	    GMUX_VERSION);
 	if (server_tls_request(req) && cookie != NULL &&
 	    ui_cookie_get(cookie, UI_COOKIE, tok, sizeof tok) == 0) {
 		ui_csrf_of(tok, csrf);

@@ -430,6 +430,13 @@ def test_gmux_ui_reaches_a_remote_through_its_pin(make_daemon, make_client,
     assert b"pin" in r.stderr.lower(), r.stderr
 
 
+def test_gmux_ui_needs_the_dashboard_on(daemon):
+    daemon.start()
+    r = daemon.gmux("ui", timeout=30)
+    assert r.returncode == 1 and r.stdout == b""
+    assert b"does not serve the dashboard" in r.stderr, r.stderr
+
+
 def test_stream_outlives_the_auth_timeout(host, page):
     """The guard cuts a connection without a token after AUTH_TIMEOUT (10 s):
     the page's stream, on a connection with the cookie, is not cut."""
@@ -473,7 +480,17 @@ def test_queue_reasons_and_the_live_log(host, page):
                               ".length") > first + 20, what="more output")
     page.screenshot("dashboard-queue-log")
     assert page.errors == []
+    # not clustered: no cluster section; a clustered state shows members
+    assert page.js("window.gmux.session.cluster") is None
     assert page.js("document.getElementById('cluster-section').hidden")
+    page.js("window.gmux.state.cluster = {id: 'c1', leader: 'm2', members:"
+            " [{name: 'm1', addr: '10.0.0.1:7070', cards: 2, state: 'up'},"
+            " {name: 'm2', addr: '10.0.0.2:7070', cards: 4, state: 'up'}]};"
+            " renderCluster()")
+    assert not page.js("document.getElementById('cluster-section').hidden")
+    assert page.js("[...document.querySelectorAll('#members tbody tr')]"
+                   ".map(r => r.cells[0].textContent)") == \
+        ["m1", "m2 (leader)"]
     host.gmux("stop", big, check=0)
     page.wait_js("document.querySelector('#queue tr[data-id=\"%s\"]') "
                  "=== null" % waiting)
