@@ -103,10 +103,10 @@ ui_series_parse(struct evhttp_request *req, struct ui_series_req *r,
 	r->by = USAGE_OWNER;
 	r->window = 3600 * 1000;
 	r->points = UI_POINTS_DEFAULT;
-	if ((v = api_query(req, "by")) != NULL &&
-	    usage_by_from_name(v, &r->by, cause) != 0)
-		return (-1);
-	if (r->by != USAGE_OWNER && r->by != USAGE_CARD) {
+	if ((v = api_query(req, "by")) != NULL && (usage_by_from_name(v,
+	    &r->by, cause) != 0 || (r->by != USAGE_OWNER &&
+	    r->by != USAGE_CARD))) {
+		free(*cause);
 		xasprintf(cause, "by: owner or card");
 		return (-1);
 	}

@@ -494,3 +494,44 @@ def test_queue_reasons_and_the_live_log(host, page):
     host.gmux("stop", big, check=0)
     page.wait_js("document.querySelector('#queue tr[data-id=\"%s\"]') "
                  "=== null" % waiting)
+
+
+def test_bad_input_names_the_field(daemon):
+    daemon.start("--ui")
+    for q, field in (("window=soon", "window"), ("window=1s", "window"),
+                     ("window=40d", "window"), ("points=0", "points"),
+                     ("points=241", "points"), ("points=-1", "points"),
+                     ("by=job", "by"), ("by=nobody", "by")):
+        code, text = daemon.curl("GET", "/v1/usage/series?" + q)
+        assert code == 400, (q, code, text)
+        assert json.loads(text)["error"].startswith(field), (q, text)
+    code, text = daemon.curl("GET", "/ui/nothing.js")
+    assert code == 404 and "no such file" in text
+    code, text = daemon.curl("GET", "/ui/..%2fgmux.pid")
+    assert code == 404
+    code, text = daemon.curl("POST", "/ui/login")
+    assert code == 400 and "socket" in text
+    code, text = daemon.curl("DELETE", "/v1/events")
+    assert code == 405
+
+
+def test_the_page_carries_its_policy(daemon):
+    daemon.start("--ui")
+    r = subprocess.run(["curl", "-s", "-i", "--unix-socket", daemon.socket,
+                        "http://gmux/ui/"], capture_output=True, timeout=30)
+    head = r.stdout.decode().split("\r\n\r\n", 1)[0].lower()
+    assert "content-security-policy: default-src 'none'; script-src 'self'" \
+        in head
+    assert "x-frame-options: deny" in head
+    assert "content-type: text/html" in head
+
+
+def test_a_revoked_token_ends_the_session(host, page):
+    out = host.gmux("token", "add", "dave", check=0).stdout.decode()
+    dave = token_of(out.split()[-1])
+    logged_in(page, host.base, dave)
+    tid = next(t["id"] for t in host.json("token", "ls", "--json")
+               if t["owner"] == "dave")
+    host.gmux("token", "revoke", tid, check=0)
+    # the stream ends; the page finds its cookie no longer good
+    page.wait(lambda: page.path() == "/ui/login", 15, "the login page")
