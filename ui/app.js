@@ -341,6 +341,9 @@ function usageSoon() {
   G.usageDue = setTimeout(() => { G.usageDue = null; loadUsage(); }, 1000);
 }
 
+// A CSV field quoted as gmux usage --csv quotes one.
+const csvField = (s) => /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+
 // The CSV of the series shown: time, key, share-seconds.
 window.gmuxCsv = function (by) {
   const s = G.series[by];
@@ -348,7 +351,8 @@ window.gmuxCsv = function (by) {
   const rows = ['time,' + by + ',share_seconds'];
   for (const k of Object.keys(s.share_seconds).sort()) {
     s.share_seconds[k].forEach((v, i) => {
-      rows.push(new Date(s.times[i]).toISOString() + ',' + k + ',' + v);
+      rows.push(new Date(s.times[i]).toISOString() + ',' + csvField(k) +
+        ',' + v);
     });
   }
   return rows.join('\n') + '\n';
