@@ -40,6 +40,8 @@ def host(daemon):
     daemon.serve_tls("--ui")
     daemon.token = token_of(daemon.target)
     daemon.base = "https://127.0.0.1:%d" % daemon.port
+    assert ("gmux: dashboard at %s/ui/" % daemon.base).encode() in \
+        daemon.serve_stderr
     return daemon
 
 
@@ -234,6 +236,11 @@ def test_tenant_sees_only_its_own(host, page):
     assert bar(page, "guaranteed") == 0.2
     assert page.js("document.getElementById('plot-card').hidden") is True
     assert page.errors == []
+    # the cookie stands for the token on every route, with its rules
+    assert page.js("fetch('/v1/jobs').then(r => r.json())") == []
+    assert fetch_status(page, "GET", "/v1/jobs/%s" % root_job) == 403
+    series = page.js("fetch('/v1/usage/series').then(r => r.json())")
+    assert list(series["share_seconds"]) in ([], ["bob"])
     assert fetch_status(page, "GET", "/v1/usage/series?by=card") == 403
     assert fetch_status(page, "POST", "/v1/jobs/%s/stop" % root_job,
                         "{'X-Gmux-Csrf': window.gmux.session.csrf}") == 403
