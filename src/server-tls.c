@@ -291,13 +291,12 @@ server_tls_dispatch(struct evhttp_request *req, void *arg)
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Retry-After", ra);
 	}
-	/* A connection that showed no good token is not kept for more. */
-	if (code != 200)
+	if (code != 200) {
+		/* A connection that showed no good token is kept no longer. */
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Connection", "close");
-	if (code != 200)
 		api_error(req, code, "%s", cause);
-	else if (path != NULL && server_tls_local_only(path))
+	} else if (path != NULL && server_tls_local_only(path))
 		api_error(req, 403, "%s is served on the host's own socket "
 		    "only", path);
 	else

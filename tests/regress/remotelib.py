@@ -25,15 +25,14 @@ def https(port, method, path, body=b"", token=None, ctype=None,
     end = time.monotonic() + (stream_for or 1e9)
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         with ctx.wrap_socket(s) as t:
-            host = "x" if headers is None else "127.0.0.1:%d" % port
+            extra = dict(headers or {})
             head = "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n" % (
-                method, path, host)
+                method, path, extra.pop("Host", "x"))
             if token is not None:
                 head += "Authorization: Bearer %s\r\n" % token
             if ctype is not None:
                 head += "Content-Type: %s\r\n" % ctype
-            head += "".join("%s: %s\r\n" % kv for kv in
-                            (headers or {}).items())
+            head += "".join("%s: %s\r\n" % kv for kv in extra.items())
             head += "Content-Length: %d\r\n\r\n" % len(body)
             t.sendall(head.encode() + body)
             data = b""

@@ -262,13 +262,19 @@ def test_changes_need_the_csrf_value(host, page):
                         b"{}", ctype="application/json",
                         headers={"Cookie": cookie})
     assert st == 403 and b"CSRF" in body
-    # with the value but from another origin: refused
+    # with the value: from this origin it works, from another it does not
     csrf = page.js("window.gmux.session.csrf")
-    st, _, _ = https(host.port, "POST", "/v1/jobs/%s/stop" % jid, b"{}",
-                     ctype="application/json",
-                     headers={"Cookie": cookie, "X-Gmux-Csrf": csrf,
-                              "Origin": "https://evil.example"})
-    assert st == 403
+    here = "127.0.0.1:%d" % host.port
+    for origin, want, share in (("https://" + here, 200, 0.3),
+                                ("https://evil.example", 403, 0.25),
+                                ("http://" + here, 403, 0.25)):
+        st, _, body = https(host.port, "PATCH", "/v1/jobs/%s" % jid,
+                            json.dumps({"share": share}).encode(),
+                            ctype="application/json",
+                            headers={"Cookie": cookie, "X-Gmux-Csrf": csrf,
+                                     "Origin": origin, "Host": here})
+        assert st == want, (origin, st, body)
+    assert host.job(jid)["share"] == 0.3
     # resize from the page works; what is typed survives a redraw
     page.wait(lambda: jid in running_ids(page), what="the job listed")
     n = len(page.errors)        # the 403s above
