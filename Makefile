@@ -185,7 +185,7 @@ BENCHES += $(O)/bench/jail-start
 # -- dashboard (issue 12): the page's files (ui/) are built into the
 # program as a generated header that only src/ui.c includes.
 SRCS += src/ui.c src/ui-events.c src/ui-usage.c src/ui-forward.c
-SRCS += src/cmd-ui.c
+SRCS += src/cmd-ui.c src/ledger-series.c
 UI_ASSETS = $(sort $(wildcard ui/*.html ui/*.js ui/*.css ui/*.svg))
 $(O)/ui/embed: ui/embed.c
 	@mkdir -p $(@D)

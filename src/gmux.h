@@ -1932,6 +1932,20 @@ void		 api_usage_series(struct evhttp_request *, const char *);
 json_t		*api_cards_json(void);
 u_int		 server_tls_port(void);
 const char	*server_tls_host(void);
+/* ledger-series.c: the books as a time series, for the dashboard's plots */
+struct usage_series {
+	enum usage_by	 by;		/* USAGE_OWNER or USAGE_CARD */
+	int64_t		 since;		/* ms */
+	int64_t		 step;		/* ms */
+	u_int		 n;		/* steps */
+	const char	*only;		/* this owner's use alone, or NULL */
+	char		**keys;
+	u_int		 nkeys;
+	int64_t		*seat_ms;	/* nkeys rows of n */
+};
+int		 ledger_usage_series(struct ledger *, struct usage_series *,
+		     char **);
+void		 usage_series_free(struct usage_series *);
 /* (end) */
 
 #endif /* GMUX_H */

@@ -19,6 +19,7 @@
 #define UI_POINTS_MAX		240
 #define UI_WINDOW_MIN_MS	(10 * 1000)
 #define UI_WINDOW_MAX_MS	(31LL * 24 * 3600 * 1000)
+#define UI_DAILY_FROM_MS	(2 * LEDGER_DAY_MS)	/* longer: days */
 
 struct ui_series_req {
 	enum usage_by	 by;
@@ -27,68 +28,58 @@ struct ui_series_req {
 	char		*only;		/* an owner, or NULL: every one */
 };
 
-/* The series of key in o, made if it is not there yet. */
-static json_t *
-ui_series_of(json_t *o, const char *key, u_int points)
-{
-	json_t	*a;
-	u_int	 i;
-
-	if ((a = json_object_get(o, key)) != NULL)
-		return (a);
-	a = json_array();
-	for (i = 0; i < points; i++)
-		json_array_append_new(a, json_real(0));
-	json_object_set_new(o, key, a);
-	return (a);
-}
-
-/* Adds step i's rows to the series in o. */
+/*
+ * The steps of a window ending now: equal parts of it, or for a window of
+ * more than two days whole UTC days, from the first one's midnight (the
+ * rollup answers those at once), the last one still going.
+ */
 static void
-ui_series_add(json_t *o, const struct usage *u, u_int i,
-    const struct ui_series_req *r)
+ui_series_steps(const struct ui_series_req *r, int64_t now,
+    struct usage_series *s)
 {
-	u_int	 k;
-	json_t	*a;
-
-	for (k = 0; k < u->nrows; k++) {
-		if (r->only != NULL && strcmp(u->rows[k].key, r->only) != 0)
-			continue;
-		a = ui_series_of(o, u->rows[k].key, r->points);
-		json_array_set_new(a, i, json_real(u->rows[k].seat_ms /
-		    100000.0));
+	if (r->window > UI_DAILY_FROM_MS) {
+		s->step = LEDGER_DAY_MS;
+		s->n = (u_int)((r->window + LEDGER_DAY_MS - 1) / LEDGER_DAY_MS);
+		s->since = (ledger_day(now) - s->n + 1) * LEDGER_DAY_MS;
+	} else {
+		s->step = r->window / r->points;
+		s->n = r->points;
+		s->since = now - s->step * s->n;
 	}
 }
 
 static json_t *
 ui_series(const struct ui_series_req *r, int64_t now, char **cause)
 {
-	struct usage	 u;
-	json_t		*series, *times, *o;
-	int64_t		 step = r->window / r->points, since, a;
-	u_int		 i;
+	struct usage_series	 s;
+	json_t			*series, *times, *a;
+	u_int			 i, k;
 
 	if (ledger_tick(server_ledger, now, cause) != 0)
 		return (NULL);
-	since = now - step * r->points;
-	series = json_object();
+	memset(&s, 0, sizeof s);
+	s.by = r->by;
+	s.only = r->only;
+	ui_series_steps(r, now, &s);
+	if (ledger_usage_series(server_ledger, &s, cause) != 0)
+		return (NULL);
 	times = json_array();
-	for (i = 0; i < r->points; i++) {
-		a = since + step * i;
-		json_array_append_new(times, json_integer(a));
-		if (ledger_usage(server_ledger, r->by, a, a + step, &u,
-		    cause) != 0) {
-			json_decref(series);
-			json_decref(times);
-			return (NULL);
-		}
-		ui_series_add(series, &u, i, r);
-		usage_free(&u);
+	for (i = 0; i < s.n; i++)
+		json_array_append_new(times, json_integer(s.since +
+		    s.step * i));
+	series = json_object();
+	for (k = 0; k < s.nkeys; k++) {
+		a = json_array();
+		for (i = 0; i < s.n; i++)
+			json_array_append_new(a, json_real(
+			    s.seat_ms[(size_t)k * s.n + i] / 100000.0));
+		json_object_set_new(series, s.keys[k], a);
 	}
-	o = json_pack("{s:s,s:I,s:I,s:I,s:o,s:o}", "by", usage_by_name(r->by),
-	    "since", (json_int_t)since, "until", (json_int_t)now, "step_ms",
-	    (json_int_t)step, "times", times, "share_seconds", series);
-	return (o);
+	usage_series_free(&s);
+	return (json_pack("{s:s,s:I,s:I,s:I,s:o,s:o}", "by",
+	    usage_by_name(r->by), "since", (json_int_t)s.since, "until",
+	    (json_int_t)now, "step_ms", (json_int_t)s.step, "times", times,
+	    "share_seconds", series));
 }
 
 /* Reads ?window=&by=&points=; -1 with *cause (a 400). */
