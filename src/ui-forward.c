@@ -390,6 +390,13 @@ fwd_handle(struct fwd *f)
 		fwd_reply(f->client, 403, NULL, "%s", why);
 		goto out;
 	}
+	/* A login here would hand the remote's token to the browser. */
+	if (strncmp(rq.path, "/ui/log", 7) == 0 &&
+	    strcmp(rq.method, "GET") != 0) {
+		fwd_reply(f->client, 403, NULL, "no login through gmux ui: it "
+		    "adds the token itself");
+		goto out;
+	}
 	if ((c = fwd_connect(f, &cause)) == NULL) {
 		fwd_reply(f->client, 502, NULL, "%s", cause);
 		goto out;

@@ -432,6 +432,13 @@ def test_gmux_ui_reaches_a_remote_through_its_pin(make_daemon, make_client,
         assert all(token not in ck["value"] for ck in page.cookies())
         assert token not in page.js("document.documentElement.outerHTML")
         page.screenshot("gmux-ui-remote")
+        # no login through the forwarder: its reply would carry the token
+        r = page.js("fetch('/ui/login', {method: 'POST', headers: {"
+                    "'Authorization': 'Bearer ' + 'x'.repeat(43),"
+                    " 'X-Gmux-Csrf': 'local'}}).then(async r => [r.status,"
+                    " await r.text()])")
+        assert r[0] == 403 and "no login through gmux ui" in r[1]
+        assert all(token not in ck["value"] for ck in page.cookies())
     finally:
         stop_forwarder(p)
     # a wrong pin: gmux ui says so and serves nothing
