@@ -147,7 +147,10 @@ function renderCards() {
       fill.style.width = (pct(m.frac)) + '%';
       card.append(el('div', { class: 'metric', 'data-metric': m.key },
         el('span', { class: 'label', text: m.label }),
-        el('div', { class: 'bar' }, fill),
+        el('div', { class: 'bar', role: 'meter', 'aria-label': m.label,
+          'aria-valuemin': '0', 'aria-valuemax': '100',
+          'aria-valuenow': String(pct(m.frac)), 'aria-valuetext': m.text },
+        fill),
         el('span', { class: 'value', text: m.text }),
         sparkline(history(cards.indexOf(c), m.key, c.memory))));
     }
