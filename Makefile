@@ -77,7 +77,7 @@ $(O)/bench/%: bench/%.c src/gmux.h $(O)/libgmuxcore.a
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/libgmuxcore.a $(LDLIBS)
 
 # -- ledger (issue 4)
-SRCS += src/hash.c src/ledger.c src/ledger-interval.c src/ledger-chain.c
+SRCS += src/ledger.c src/ledger-interval.c src/ledger-chain.c
 SRCS += src/ledger-query.c
 SRCS += src/usage.c src/metrics.c src/top.c src/api-usage.c
 SRCS += src/cmd-usage.c src/cmd-top.c
@@ -178,6 +178,13 @@ SRCS += src/conn.c src/hosts.c src/server-tls.c src/api-remote.c
 SRCS += src/api-token.c src/cmd-remote.c src/cmd-token.c
 SRCS += src/remote-net.c src/run-remote.c src/prepare.c src/server-guard.c
 
+# -- seams
+SRCS += src/job-state.c
+
+# -- remote uploads, per owner (issue 11)
+SRCS += src/remote-want.c
+$(O)/src/remote-host.o $(O)/src/remote-want.o: src/remote-int.h
+
 # -- remote jobs' jail
 SRCS += src/landlock.c src/jail.c
 BENCHES += $(O)/bench/jail-start
@@ -210,7 +217,7 @@ UNITS = $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/%)
 
 all: $(O)/gmux
 
-$(O)/%.o: %.c src/gmux.h
+$(O)/%.o: %.c src/gmux.h $(wildcard src/*-int.h)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
@@ -265,7 +272,7 @@ FUZZ_SRCS = $(wildcard tests/fuzz/fuzz-*.c)
 FUZZERS = $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_LIB = $(O)/fuzz/libgmuxcore.a
 
-$(O)/fuzz/%.o: %.c src/gmux.h
+$(O)/fuzz/%.o: %.c src/gmux.h $(wildcard src/*-int.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 

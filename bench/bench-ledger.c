@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "ledger-int.h"
 
 #define NOW	(1793491200000LL + 13 * 3600000LL + 37 * 60000LL)
 #define DAY	LEDGER_DAY_MS

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "sched-int.h"
 
 #define G	(1ULL << 30)
 #define NCARDS	8

@@ -71,7 +71,8 @@ api_cards_json(void)
 
 /* GET /v1/cards */
 void
-api_cards_list(struct evhttp_request *req, const char *id)
+api_cards_list(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	json_t	*a = api_cards_json();
 

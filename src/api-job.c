@@ -14,7 +14,8 @@
  * reasons are not this token's to read (as GET /v1/jobs/ID says 403).
  */
 void
-api_jobs_list(struct evhttp_request *req, const char *id)
+api_jobs_list(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*a;
@@ -22,7 +23,7 @@ api_jobs_list(struct evhttp_request *req, const char *id)
 
 	a = json_array();
 	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if ((all || !job_ended(j)) && server_tls_may(req, j->owner))
+		if ((all || !job_ended(j)) && api_may(who, j->owner))
 			json_array_append_new(a, job_to_json(j));
 	}
 	api_reply(req, 200, a);
@@ -30,13 +31,14 @@ api_jobs_list(struct evhttp_request *req, const char *id)
 }
 
 static struct job *
-api_job_lookup(struct evhttp_request *req, const char *id)
+api_job_lookup(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 
 	if ((j = job_find(id)) == NULL)
 		api_error(req, 404, "no job %s", id);
-	else if (!server_tls_may(req, j->owner)) {
+	else if (!api_may(who, j->owner)) {
 		api_error(req, 403, "%s is %s's", j->name, j->owner);
 		j = NULL;
 	}
@@ -44,24 +46,88 @@ api_job_lookup(struct evhttp_request *req, const char *id)
 }
 
 /*
+ * The job owner submitted with key before (a retry after a lost reply),
+ * or NULL.  Ended jobs count until they are forgotten.
+ */
+static struct job *
+api_job_by_key(const char *owner, const char *key)
+{
+	struct job	*j;
+
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (j->req.key != NULL && strcmp(j->req.key, key) == 0 &&
+		    strcmp(j->owner, owner) == 0)
+			return (j);
+	}
+	return (NULL);
+}
+
+/*
+ * The idempotency key may come in the query too (the CLI's way: a daemon
+ * older than the key ignores a query, where it refuses a field).
+ */
+static int
+api_job_query_key(struct evhttp_request *req, struct jobreq *r,
+    char **cause)
+{
+	const char	*k = api_query(req, "idempotency_key");
+
+	if (k == NULL)
+		return (0);
+	if (!jobreq_key_ok(k)) {
+		xasprintf(cause, "idempotency_key: must be %s",
+		    JOBREQ_KEY_RULE);
+		return (-1);
+	}
+	if (r->key != NULL && strcmp(r->key, k) != 0) {
+		xasprintf(cause, "idempotency_key: the query's is not the "
+		    "body's");
+		return (-1);
+	}
+	free(r->key);
+	r->key = xstrdup(k);
+	return (0);
+}
+
+/* Answers a submission with its job: as made (201), or found again. */
+static void
+api_job_submitted(struct evhttp_request *req, struct job *j, int code)
+{
+	json_t	*o;
+
+	if (api_query_flag(req, "attach")) {
+		o = job_info_json(j);
+		follow_start(j, req, 0, FOLLOW_LIVE, o);
+	} else {
+		o = job_to_json(j);
+		api_reply(req, code, o);
+	}
+	json_decref(o);
+}
+
+/*
  * POST /v1/jobs: checks the request and submits it: it starts, or waits in
  * the queue.  422 if no card could ever hold it, 409 if it does not fit
  * now and may not wait (no_wait); with ?attach=1 the reply is the job's
- * output stream, else 201 and the job.
+ * output stream, else 201 and the job.  A request with the
+ * idempotency_key of one this owner made before gets that job (200), not
+ * a second one.
  */
 void
-api_jobs_create(struct evhttp_request *req, const char *id)
+api_jobs_create(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct jobreq	 r;
 	struct job	*j;
 	struct prepare	*prep;
-	json_t		*body, *o;
-	char		*cause = NULL, *owner;
+	json_t		*body;
+	char		*cause = NULL;
 	int		 code, rc;
 
 	jobreq_init(&r);
 	if ((body = api_body(req, &cause)) == NULL ||
-	    jobreq_from_json(body, &r, &cause) != 0) {
+	    jobreq_from_json(body, &r, &cause) != 0 ||
+	    api_job_query_key(req, &r, &cause) != 0) {
 		api_error(req, 400, "%s", cause);
 		goto out;
 	}
@@ -69,16 +135,24 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 	 * A job from another machine runs in a jail, or not at all unless
 	 * the operator said so (docs/isolation.md); never as it asks.
 	 */
-	if (server_tls_request(req) &&
-	    jail_remote_job(&r.confined, &cause) != 0) {
+	if (who->confined && jail_remote_job(&r.confined, &cause) != 0) {
 		api_error(req, 403, "%s", cause);
 		goto out;
 	}
-	if (api_remote_job(req, &r, state_peek_id(), &prep) != 0)
+	if (r.confined && fence_has_unix(r.fence)) {
+		api_error(req, 400, "allow: unix: names a socket of this "
+		    "host's, which a remote job may not reach");
 		goto out;
-	owner = api_owner(req);
-	j = job_create(0, owner, &r);
-	free(owner);
+	}
+	if (r.key != NULL &&
+	    (j = api_job_by_key(who->owner, r.key)) != NULL) {
+		log_debug("%s: %s again (key %s)", __func__, j->name, r.key);
+		api_job_submitted(req, j, 200);
+		goto out;
+	}
+	if (api_remote_job(req, who, &r, state_peek_id(), &prep) != 0)
+		goto out;
+	j = job_create(0, who->owner, &r);
 	/* A synced tree is copied first, off the loop; then it is submitted. */
 	if (prep != NULL)
 		rc = prepare_submit(prep, j, state_peek_id(), &code, &cause);
@@ -91,14 +165,7 @@ api_jobs_create(struct evhttp_request *req, const char *id)
 		goto out;
 	}
 	state_next_id();
-	if (api_query_flag(req, "attach")) {
-		o = job_info_json(j);
-		follow_start(j, req, 0, FOLLOW_LIVE, o);
-	} else {
-		o = job_to_json(j);
-		api_reply(req, 201, o);
-	}
-	json_decref(o);
+	api_job_submitted(req, j, 201);
 out:
 	free(cause);
 	json_decref(body);
@@ -114,7 +181,8 @@ out:
  * explicit cap keeps it.
  */
 void
-api_job_patch(struct evhttp_request *req, const char *id)
+api_job_patch(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct jobreq	 r;
 	struct job	*j;
@@ -122,7 +190,7 @@ api_job_patch(struct evhttp_request *req, const char *id)
 	char		*cause = NULL;
 	uint64_t	 mem;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	jobreq_init(&r);
 	r.seats = j->req.seats;
@@ -154,13 +222,14 @@ out:
 
 /* GET /v1/jobs/ID/explain: why it waits, or where it runs and why. */
 void
-api_job_explain(struct evhttp_request *req, const char *id)
+api_job_explain(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*o;
 	char		*text = NULL;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	if (!job_ended(j))
 		text = sched_explain(server_sched, j->id, clock_ms());
@@ -178,12 +247,13 @@ api_job_explain(struct evhttp_request *req, const char *id)
 }
 
 void
-api_job_get(struct evhttp_request *req, const char *id)
+api_job_get(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*o;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	o = job_to_json(j);
 	api_reply(req, 200, o);
@@ -192,7 +262,8 @@ api_job_get(struct evhttp_request *req, const char *id)
 
 /* POST /v1/jobs/ID/stop {"grace_ms": N, "wait": bool} */
 void
-api_job_stop(struct evhttp_request *req, const char *id)
+api_job_stop(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*body = NULL, *v, *o;
@@ -200,7 +271,7 @@ api_job_stop(struct evhttp_request *req, const char *id)
 	char		*cause = NULL;
 	int		 wait = 0;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	grace = j->req.grace_ms;
 	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > 0) {
@@ -236,7 +307,8 @@ out:
 
 /* GET /v1/jobs/ID/log?from=N&follow=1&raw=1 */
 void
-api_job_log(struct evhttp_request *req, const char *id)
+api_job_log(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct job	*j;
 	json_t		*info;
@@ -245,7 +317,7 @@ api_job_log(struct evhttp_request *req, const char *id)
 	char		*end;
 	int		 flags = 0;
 
-	if ((j = api_job_lookup(req, id)) == NULL)
+	if ((j = api_job_lookup(req, id, who)) == NULL)
 		return;
 	if ((from = api_query(req, "from")) != NULL) {
 		off = strtoull(from, &end, 10);
@@ -266,7 +338,8 @@ api_job_log(struct evhttp_request *req, const char *id)
 }
 
 void
-api_version(struct evhttp_request *req, const char *id)
+api_version(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	json_t	*o;
 

@@ -113,7 +113,8 @@ api_raw(struct evhttp_request *req, size_t *len)
 
 /* GET /v1/sync/manifest/DIGEST: what a tree sent before lacks now. */
 void
-api_sync_manifest_get(struct evhttp_request *req, const char *id)
+api_sync_manifest_get(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct cas	*c;
 	json_t		*reply = NULL;
@@ -122,14 +123,15 @@ api_sync_manifest_get(struct evhttp_request *req, const char *id)
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
-	code = remote_host_manifest_get(c, api_size_setting("UPLOAD_LIMIT",
-	    API_UPLOAD_MAX), id, &reply, &cause);
+	code = remote_host_manifest_get(c, who->owner, api_size_setting(
+	    "UPLOAD_LIMIT", API_UPLOAD_MAX), id, &reply, &cause);
 	api_remote_answer(req, code, reply, cause);
 }
 
 /* POST /v1/sync/manifest: a manifest; answers what to send. */
 void
-api_sync_manifest_post(struct evhttp_request *req, const char *id)
+api_sync_manifest_post(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct cas	*c;
 	const void	*body;
@@ -141,14 +143,15 @@ api_sync_manifest_post(struct evhttp_request *req, const char *id)
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
 	body = api_raw(req, &len);
-	code = remote_host_manifest_post(c, api_size_setting("UPLOAD_LIMIT",
-	    API_UPLOAD_MAX), body, len, &reply, &cause);
+	code = remote_host_manifest_post(c, who->owner, api_size_setting(
+	    "UPLOAD_LIMIT", API_UPLOAD_MAX), body, len, &reply, &cause);
 	api_remote_answer(req, code, reply, cause);
 }
 
 /* POST /v1/blobs: a batch of small blobs, taken whole or not at all. */
 void
-api_blobs_post(struct evhttp_request *req, const char *id)
+api_blobs_post(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct cas	*c;
 	const void	*body;
@@ -160,7 +163,7 @@ api_blobs_post(struct evhttp_request *req, const char *id)
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
 	body = api_raw(req, &len);
-	code = remote_host_batch(c, body, len, &reply, &cause);
+	code = remote_host_batch(c, who->owner, body, len, &reply, &cause);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -185,7 +188,8 @@ api_query_u64(struct evhttp_request *req, const char *name, uint64_t *v)
  * (?size=N&offset=K).
  */
 void
-api_blob_put(struct evhttp_request *req, const char *id)
+api_blob_put(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct cas	*c;
 	const void	*body;
@@ -205,16 +209,18 @@ api_blob_put(struct evhttp_request *req, const char *id)
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
 	if (rs == -1)
-		code = remote_host_blob_put(c, id, body, len, &cause);
+		code = remote_host_blob_put(c, who->owner, id, body, len,
+		    &cause);
 	else
-		code = remote_host_blob_part(c, id, offset, size, body, len,
-		    &reply, &cause);
+		code = remote_host_blob_part(c, who->owner, id, offset, size,
+		    body, len, &reply, &cause);
 	api_remote_answer(req, code, reply, cause);
 }
 
 /* GET /v1/blobs/DIGEST: the content. */
 void
-api_blob_get(struct evhttp_request *req, const char *id)
+api_blob_get(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct evbuffer	*b;
 	struct cas	*c;
@@ -234,13 +240,14 @@ api_blob_get(struct evhttp_request *req, const char *id)
 		close(fd);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "application/octet-stream");
-	evhttp_send_reply(req, 200, "OK", b);
+	api_send(req, 200, b);
 	evbuffer_free(b);
 }
 
 /* POST /v1/jobs/ID/pull {"globs":[...]}: the job's matching files. */
 void
-api_job_pull(struct evhttp_request *req, const char *id)
+api_job_pull(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct stat	 st;
 	struct job	*j;
@@ -253,7 +260,7 @@ api_job_pull(struct evhttp_request *req, const char *id)
 		api_error(req, 404, "no job %s", id);
 		return;
 	}
-	if (!server_tls_may(req, j->owner)) {
+	if (!api_may(who, j->owner)) {
 		api_error(req, 403, "%s is %s's", j->name, j->owner);
 		return;
 	}
@@ -324,9 +331,10 @@ api_remote_tree(const char *mdigest, const char *work, struct prepare **prep,
 }
 
 /*
- * For POST /v1/jobs: a request over TCP may not name a directory of the
- * host (cwd); it runs in the tree it synced (manifest), copied under the
- * job's directory as jobs/jN/work, or in an empty one there.  A request
+ * For POST /v1/jobs: a confined request (over TCP) may not name a
+ * directory of the host (cwd); it runs in the tree it synced (manifest),
+ * copied under the job's directory as jobs/jN/work, or in an empty one
+ * there.  A request
  * from the Unix socket may also name a manifest.  The environment a remote
  * client sends lacks the host's PATH and HOME: they are added.  Returns 0,
  * with *prep the work of making the tree if there is one to make (hand it
@@ -334,20 +342,20 @@ api_remote_tree(const char *mdigest, const char *work, struct prepare **prep,
  * blobs are missing).
  */
 int
-api_remote_job(struct evhttp_request *req, struct jobreq *r, u_int id,
-    struct prepare **prep)
+api_remote_job(struct evhttp_request *req, const struct api_who *who,
+    struct jobreq *r, u_int id, struct prepare **prep)
 {
 	json_t	*reply = NULL;
 	char	*dir, *work, *cause = NULL;
-	int	 code = 0, tcp = server_tls_request(req);
+	int	 code = 0, confined = who->confined;
 
 	*prep = NULL;
-	if (tcp && r->cwd != NULL) {
+	if (confined && r->cwd != NULL) {
 		api_error(req, 400, "cwd: a remote job runs in the tree it "
 		    "synced (manifest), not in a directory of the host");
 		return (-1);
 	}
-	if (!tcp && r->manifest == NULL)
+	if (!confined && r->manifest == NULL)
 		return (0);
 	dir = path_job(id);
 	work = path_job_file(id, "work");
@@ -373,7 +381,7 @@ api_remote_job(struct evhttp_request *req, struct jobreq *r, u_int id,
 		r->manifest = NULL;
 		free(r->cwd);
 		r->cwd = xstrdup(work);
-		if (tcp && r->env != NULL) {
+		if (confined && r->env != NULL) {
 			api_env_default(&r->env, "PATH",
 			    "/usr/local/bin:/usr/bin:/bin");
 			api_env_default(&r->env, "HOME", getenv("HOME"));

@@ -28,7 +28,8 @@ api_tokens(struct evhttp_request *req)
 
 /* GET /v1/tokens: ids, owners, dates; never a token or its hash. */
 void
-api_tokens_list(struct evhttp_request *req, const char *id)
+api_tokens_list(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct tokens	*t;
 	json_t		*a;
@@ -42,7 +43,8 @@ api_tokens_list(struct evhttp_request *req, const char *id)
 
 /* POST /v1/tokens {"owner": NAME}: a new token, shown this once. */
 void
-api_tokens_add(struct evhttp_request *req, const char *id)
+api_tokens_add(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct tokens	*t;
 	json_t		*body, *o;
@@ -82,7 +84,8 @@ out:
 
 /* POST /v1/tokens/ID/revoke: the token stops working at once. */
 void
-api_token_revoke(struct evhttp_request *req, const char *id)
+api_token_revoke(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct tokens	*t;
 	json_t		*o;

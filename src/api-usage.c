@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -10,7 +11,8 @@
 
 /* GET /v1/usage?since=&until=&by= */
 void
-api_usage(struct evhttp_request *req, const char *id)
+api_usage(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	json_t	*o;
 	char	*cause = NULL;
@@ -38,16 +40,39 @@ api_usage(struct evhttp_request *req, const char *id)
 }
 
 /*
+ * Where a prune before day exports to: ledger-before-DAY.csv, or with -2,
+ * -3 ... when a prune before the same time was made already (the export
+ * never replaces a file).  The caller frees it.
+ */
+static char *
+api_usage_export_path(const char *day)
+{
+	char	*dir, *path;
+	u_int	 n;
+
+	xasprintf(&dir, "%s/exports", path_home());
+	mkdir_p(dir, 0700);
+	xasprintf(&path, "%s/ledger-before-%s.csv", dir, day);
+	for (n = 2; n < 1000 && access(path, F_OK) == 0; n++) {
+		free(path);
+		xasprintf(&path, "%s/ledger-before-%s-%u.csv", dir, day, n);
+	}
+	free(dir);
+	return (path);
+}
+
+/*
  * POST /v1/usage/prune {"before": DATE}: exports the closed intervals that
  * ended by DATE to a CSV file under $GMUX_HOME/exports (never a path from
  * the client), then removes them from the books.
  */
 void
-api_usage_prune(struct evhttp_request *req, const char *id)
+api_usage_prune(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	json_t		*body, *o;
 	const char	*before;
-	char		*cause = NULL, *path = NULL, *dir, day[32];
+	char		*cause = NULL, *path = NULL, day[32];
 	int64_t		 t, n = 0;
 
 	if ((body = api_body(req, &cause)) == NULL)
@@ -59,11 +84,8 @@ api_usage_prune(struct evhttp_request *req, const char *id)
 	}
 	if (usage_parse_time(before, clock_ms(), &t, &cause) != 0)
 		goto bad;
-	xasprintf(&dir, "%s/exports", path_home());
-	mkdir_p(dir, 0700);
 	usage_format_time(t, day);
-	xasprintf(&path, "%s/ledger-before-%s.csv", dir, day);
-	free(dir);
+	path = api_usage_export_path(day);
 	if (ledger_prune(server_ledger, t, path, &n, &cause) != 0) {
 		api_error(req, 409, "%s", cause);
 		goto out;
@@ -116,7 +138,8 @@ metrics_fill(struct metrics_input *in, struct metrics_card *mc,
 
 /* GET /metrics: Prometheus text exposition (docs/metrics.md). */
 void
-api_metrics(struct evhttp_request *req, const char *id)
+api_metrics(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct metrics_input	 in;
 	struct metrics_card	*mc;
@@ -144,7 +167,7 @@ api_metrics(struct evhttp_request *req, const char *id)
 	evbuffer_add(b, text, strlen(text));
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "text/plain; version=0.0.4");
-	evhttp_send_reply(req, 200, "OK", b);
+	api_send(req, 200, b);
 	evbuffer_free(b);
 	free(text);
 	ledger_totals_free(owners, nowners);

@@ -24,6 +24,8 @@ static int	 audit_running;		/* a scan is in flight */
 static audit_cb	 audit_done_cb;
 static void	*audit_done_arg;
 
+static void	audit_enforce(const struct audit_offender *, u_int, int);
+
 /* Which running job owns pid: a keeper among its ancestors, else -1. */
 static int
 audit_owner(pid_t pid, const struct audit_job *jobs, u_int njobs,
@@ -251,7 +253,7 @@ audit_act(const struct card_procs *ps, const struct audit_job *jobs,
 }
 
 /* Stops the offenders that warrant it, unless the policy is to report. */
-void
+static void
 audit_enforce(const struct audit_offender *o, u_int n, int report_only)
 {
 	u_int	 i;

@@ -11,8 +11,12 @@
  * it; nothing is trusted from the header but where the content ends.
  */
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
 
 #include "gmux.h"
 
@@ -22,41 +26,64 @@ void
 batch_init(struct batch *b)
 {
 	memset(b, 0, sizeof *b);
-	batch_reserve(b, sizeof BATCH_MAGIC - 1);
-	memcpy(b->data, BATCH_MAGIC, sizeof BATCH_MAGIC - 1);
-	b->len = sizeof BATCH_MAGIC - 1;
+	if ((b->buf = evbuffer_new()) == NULL)
+		fatalx("%s: out of memory", __func__);
+	evbuffer_add(b->buf, BATCH_MAGIC, sizeof BATCH_MAGIC - 1);
 }
 
 void
 batch_clear(struct batch *b)
 {
-	free(b->data);
+	if (b->buf != NULL)
+		evbuffer_free(b->buf);
 	memset(b, 0, sizeof *b);
 }
 
-/* Makes room for len more bytes; returns where they go. */
-char *
-batch_reserve(struct batch *b, size_t len)
+/*
+ * Adds a record of size bytes read from fd (in one read where it can: the
+ * room is made first).  Returns 0, or -1 if fd had fewer (the file
+ * changed): the batch is then spoiled, to be cleared.
+ */
+int
+batch_add_fd(struct batch *b, const char *digest, int fd, size_t size)
 {
-	while (b->len + len > b->size) {
-		b->size = b->size ? b->size * 2 : 64 * 1024;
-		b->data = xrealloc(b->data, b->size);
+	struct evbuffer_iovec	 v;
+	size_t			 got = 0;
+	ssize_t			 n;
+
+	evbuffer_add_printf(b->buf, "%s %zu\n", digest, size);
+	if (size == 0) {
+		b->n++;
+		return (0);
 	}
-	return (b->data + b->len);
+	if (evbuffer_reserve_space(b->buf, (ev_ssize_t)size, &v, 1) != 1)
+		fatalx("%s: out of memory", __func__);
+	while (got < size) {
+		n = read(fd, (char *)v.iov_base + got, size - got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (-1);
+		got += (size_t)n;
+	}
+	v.iov_len = size;
+	evbuffer_commit_space(b->buf, &v, 1);
+	b->n++;
+	return (0);
 }
 
-/* Starts a record of size bytes; the caller writes them at the result. */
-char *
-batch_add(struct batch *b, const char *digest, size_t size)
+/* The body so far, *len bytes; valid until the batch changes. */
+const char *
+batch_data(struct batch *b, size_t *len)
 {
-	char	*p;
-	int	 n;
+	*len = evbuffer_get_length(b->buf);
+	return ((const char *)evbuffer_pullup(b->buf, -1));
+}
 
-	p = batch_reserve(b, DIGEST_HEX + 24 + size);
-	n = sprintf(p, "%s %zu\n", digest, size);
-	b->len += (size_t)n + size;
-	b->n++;
-	return (p + n);
+size_t
+batch_len(const struct batch *b)
+{
+	return (evbuffer_get_length(b->buf));
 }
 
 /*

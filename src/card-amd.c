@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "card-int.h"
 
 #define AMD_TOOL	"amd-smi"
 #define ROCM_TOOL	"rocm-smi"

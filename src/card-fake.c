@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "card-int.h"
 
 #define FAKE_MAX_CARDS	64
 

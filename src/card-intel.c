@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "card-int.h"
 
 #define XPU_TOOL	"xpu-smi"
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "card-int.h"
 
 #define CARD_JSON_TRIES	8	/* candidate lines tried before giving up */
 

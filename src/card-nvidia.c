@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "card-int.h"
 
 #define NV_TOOL		"nvidia-smi"
 #define NV_COMMAS	64		/* the most commas in one line */

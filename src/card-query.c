@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "card-int.h"
 
 /* The vendors whose tools report processes and use (not Intel's). */
 #define CQ_VENDORS	2

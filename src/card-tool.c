@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "card-int.h"
 
 static int	card_tool_ms = CARD_TOOL_TIMEOUT_MS;
 
@@ -22,7 +23,7 @@ card_tool_timeout(int ms)
 }
 
 /* Returns 1 if name is an executable file in a directory of $PATH. */
-int
+static int
 card_tool_found(const char *name)
 {
 	const char	*path = getenv("PATH");
@@ -102,7 +103,7 @@ card_tool_check(const char *name, const char *out, int status, char **cause)
  * *cause if it could not run, ran too long or exited non-zero.  It waits:
  * for detection at start only; the daemon's loop uses card_tool_start.
  */
-char *
+static char *
 card_tool_run(char *const *argv, char **cause)
 {
 	char	*out;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "card-int.h"
 
 static const char *vendor_names[] = {
 	[VENDOR_NONE] = "none",

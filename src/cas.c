@@ -74,6 +74,7 @@ struct cas_writer {
 static uint64_t	cas_opened;
 
 static int	cas_verify_fd(struct cas *, struct cas_blob *, int);
+static void	cas_evict(struct cas *);
 
 /* Relative path of a blob: "ab/abcd...". */
 static void
@@ -449,7 +450,7 @@ cas_unpin(struct cas *c, const char *digest)
  * Drops least recently used, unpinned blobs until the store, with the room
  * its writers hold, fits.
  */
-void
+static void
 cas_evict(struct cas *c)
 {
 	struct cas_blob	*b, *next;
@@ -466,13 +467,6 @@ cas_evict(struct cas *c)
 		unlinkat(c->dirfd, name, 0);
 		cas_unindex(c, b);
 	}
-}
-
-/* Makes everything written so far durable (syncfs: the whole fs). */
-int
-cas_sync(struct cas *c)
-{
-	return (syncfs(c->dirfd));
 }
 
 /* Sets the room w holds in the store to n bytes. */

@@ -517,6 +517,7 @@ client_xfer_finish(struct client_xfer *x)
 
 	memset(r, 0, sizeof *r);
 	r->status = x->resp.status;
+	r->lost = x->failed && x->conn != NULL && x->resp.status == 0;
 	x->req->stopped = x->stopped && !x->failed;
 	if (x->failed) {
 		r->error = x->cause;

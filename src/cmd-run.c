@@ -1,5 +1,6 @@
 /* cmd-run.c: gmux run, a job with a share of a card. */
 
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <getopt.h>
@@ -10,6 +11,7 @@
 #include "gmux.h"
 
 #define RUN_FAILED	125	/* gmux itself failed (as docker run does) */
+#define RUN_RETRY_US	500000	/* before a lost submission goes again */
 
 extern char	**environ;
 
@@ -42,12 +44,18 @@ const struct cmd_entry cmd_run_entry = {
 	    "  --deny-net           no network at all\n"
 	    "  --allow HOST[:PORT]  may connect there (a name, an address or a "
 	    "CIDR range;\n"
-	    "                       repeatable); everything else is refused\n"
+	    "                       unix:PATH: a socket file; repeatable); "
+	    "everything else\n"
+	    "                       is refused\n"
 	    "  --add-host NAME=ADDR resolve NAME to ADDR for this job "
 	    "(repeatable)\n"
 	    "  --grace DURATION     from SIGTERM to SIGKILL when stopped "
 	    "(default 10s)\n"
 	    "  -d, --detach         print the job's id and return at once\n"
+	    "  --idempotency-key K  a retry with K gets the job the first made "
+	    "(default:\n"
+	    "                       one of its own, for the one retry on a "
+	    "lost reply)\n"
 	    "  --pull GLOB          on a remote host: when the job ends, "
 	    "fetch its files\n"
 	    "                       matching GLOB (as in .gitignore; "
@@ -62,7 +70,7 @@ const struct cmd_entry cmd_run_entry = {
 
 enum { OPT_SHARE = 256, OPT_MEM, OPT_CARD, OPT_GRACE, OPT_CARDS,
     OPT_PRIORITY, OPT_BURST, OPT_PREEMPTIBLE, OPT_REQUEUE, OPT_NOWAIT,
-    OPT_TIMEOUT, OPT_ALLOW, OPT_DENYNET, OPT_ADDHOST, OPT_PULL };
+    OPT_TIMEOUT, OPT_ALLOW, OPT_DENYNET, OPT_ADDHOST, OPT_PULL, OPT_KEY };
 
 static const struct option run_opts[] = {
 	{ "share", required_argument, NULL, OPT_SHARE },
@@ -81,6 +89,7 @@ static const struct option run_opts[] = {
 	{ "add-host", required_argument, NULL, OPT_ADDHOST },
 	{ "detach", no_argument, NULL, 'd' },
 	{ "pull", required_argument, NULL, OPT_PULL },
+	{ "idempotency-key", required_argument, NULL, OPT_KEY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -105,6 +114,35 @@ run_request_fence(json_t *o, int ch, const char *v)
 		json_object_set_new(o, key, a);
 	}
 	json_array_append_new(a, json_string(v));
+}
+
+/*
+ * The submission's idempotency key: the one given (checked as the daemon
+ * will), or a random one, so the retry after a lost reply (a daemon
+ * killed while it answered) finds the job the first try made.
+ */
+static void
+run_request_key(json_t *o)
+{
+	const struct cmd_entry	*c = &cmd_run_entry;
+	const char		*k;
+	u_char			 r[16];
+	char			 key[40];
+	u_int			 i;
+
+	if ((k = json_string_value(json_object_get(o, "idempotency_key")))
+	    != NULL) {
+		if (!jobreq_key_ok(k))
+			cmd_usage_error(c, "--idempotency-key: %s",
+			    JOBREQ_KEY_RULE);
+		return;
+	}
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		return;		/* no key: no retry either */
+	memcpy(key, "run-", 4);
+	for (i = 0; i < sizeof r; i++)
+		snprintf(key + 4 + 2 * i, 3, "%02x", r[i]);
+	json_object_set_new(o, "idempotency_key", json_string(key));
 }
 
 /* The scheduler's options: how many cards, priority, what may happen. */
@@ -186,6 +224,10 @@ run_request(int argc, char **argv, int *detach, char ***pulls)
 		case 'd':
 			*detach = 1;
 			break;
+		case OPT_KEY:
+			json_object_set_new(o, "idempotency_key",
+			    json_string(optarg));
+			break;
 		case OPT_PULL:
 			n = strv_len(*pulls);
 			*pulls = xreallocarray(*pulls, n + 2, sizeof **pulls);
@@ -200,6 +242,7 @@ run_request(int argc, char **argv, int *detach, char ***pulls)
 	if (optind >= argc)
 		cmd_usage_error(c, "a command to run is needed (gmux run -- "
 		    "COMMAND)");
+	run_request_key(o);
 	/* JSON carries UTF-8 only: say so rather than lose an argument. */
 	a = json_array();
 	for (i = optind; i < argc; i++) {
@@ -233,14 +276,55 @@ run_request(int argc, char **argv, int *detach, char ***pulls)
 	return (o);
 }
 
+/*
+ * Takes the idempotency key out of the request: it goes in the query
+ * (POST /v1/jobs?idempotency_key=K), which a daemon older than the key
+ * ignores, where it would refuse an unknown field.  The caller frees it.
+ */
+static char *
+run_take_key(json_t *req)
+{
+	const char	*k;
+	char		*key = NULL;
+
+	if ((k = json_string_value(json_object_get(req, "idempotency_key")))
+	    != NULL)
+		key = xstrdup(k);
+	json_object_del(req, "idempotency_key");
+	return (key);
+}
+
+/*
+ * Whether to send a submission (to path) once more: its reply was lost
+ * (the daemon went away after it had the request) and its idempotency key
+ * makes a second try find the job the first one made.  Clears r if so.
+ */
+int
+run_retry(const char *path, struct client_reply *r)
+{
+	if (!r->lost || strstr(path, "idempotency_key=") == NULL)
+		return (0);
+	log_debug("%s: no reply (%s); once more", __func__, r->error ?
+	    r->error : "?");
+	client_reply_clear(r);
+	usleep(RUN_RETRY_US);
+	return (1);
+}
+
 static int
-run_detached(json_t *req)
+run_detached(json_t *req, const char *path)
 {
 	struct client_reply	 r;
 	const char		*id;
+	int			 rc;
 
-	if (client_call("POST", "/v1/jobs", req, &r) != 0 ||
-	    client_ok(&r, "run") != 0) {
+	/* Why, said without -v: a request that got no reply too. */
+	rc = client_call("POST", path, req, &r);
+	if (rc != 0 && run_retry(path, &r))
+		rc = client_call("POST", path, req, &r);
+	if (client_ok(&r, "run") != 0 || rc != 0) {
+		if (rc != 0 && r.error == NULL)
+			fprintf(stderr, "gmux run: the request failed\n");
 		client_reply_clear(&r);
 		return (RUN_FAILED);
 	}
@@ -280,11 +364,13 @@ cmd_run_exec(int argc, char **argv)
 {
 	struct stream	 s;
 	json_t		*req;
-	char		**pulls = NULL;
+	char		**pulls = NULL, *key, *path;
 	int		 detach = 0, rc;
 
 	req = run_request(argc, argv, &detach, &pulls);
-	if (hosts_remote()) {
+	key = run_take_key(req);
+	if (hosts_remote()) {	/* a remote submission is never sent twice */
+		free(key);
 		rc = run_remote(req, detach, pulls);
 		json_decref(req);
 		strv_free(pulls);
@@ -295,14 +381,20 @@ cmd_run_exec(int argc, char **argv)
 		    "job runs here, in this directory\n");
 		exit(EXIT_USAGE);
 	}
+	xasprintf(&path, "/v1/jobs%s%s%s", detach ? "" : "?attach=1",
+	    key == NULL ? "" : detach ? "?idempotency_key=" :
+	    "&idempotency_key=", key == NULL ? "" : key);
+	free(key);
 	if (detach) {
-		rc = run_detached(req);
+		rc = run_detached(req, path);
 		json_decref(req);
+		free(path);
 		return (rc);
 	}
 	stream_init(&s, NULL, STREAM_RUN);
-	rc = stream_run(&s, "POST", "/v1/jobs?attach=1", req, 1);
+	rc = stream_run(&s, "POST", path, req, 1);
 	json_decref(req);
+	free(path);
 	if (rc == 1)
 		return (130);
 	if (rc != 0 || !s.ended)

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
+
 #include "gmux.h"
 
 static int	cmd_usage_exec(int, char **);
@@ -50,20 +52,19 @@ static const struct option usage_opts[] = {
 static void
 usage_query_add(char **q, const char *name, const char *v)
 {
-	char	*old = *q, *enc, *p;
+	struct evbuffer	*b = buf_new();
 
-	enc = xmalloc(strlen(v) * 3 + 1);
-	for (p = enc; *v != '\0'; v++) {
+	evbuffer_add_printf(b, "%s%c%s=", *q, strchr(*q, '?') ? '&' : '?',
+	    name);
+	for (; *v != '\0'; v++) {
 		if (strchr("abcdefghijklmnopqrstuvwxyz"
 		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~", *v) != NULL)
-			*p++ = *v;
+			evbuffer_add(b, v, 1);
 		else
-			p += sprintf(p, "%%%02X", (u_char)*v);
+			evbuffer_add_printf(b, "%%%02X", (u_char)*v);
 	}
-	*p = '\0';
-	xasprintf(q, "%s%c%s=%s", old, strchr(old, '?') ? '&' : '?', name, enc);
-	free(old);
-	free(enc);
+	free(*q);
+	*q = buf_finish(b, NULL);
 }
 
 /* Verification reads the books directly: it may take seconds. */

@@ -9,7 +9,7 @@
 
 #include "gmux.h"
 
-const struct cmd_entry *cmd_table[] = {
+static const struct cmd_entry *cmd_table[] = {
 	&cmd_serve_entry,
 	&cmd_run_entry,
 	&cmd_ps_entry,

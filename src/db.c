@@ -104,24 +104,12 @@ db_bind_int(struct dbstmt *st, int i, int64_t v)
 }
 
 void
-db_bind_double(struct dbstmt *st, int i, double v)
-{
-	sqlite3_bind_double(st->s, i, v);
-}
-
-void
 db_bind_text(struct dbstmt *st, int i, const char *v)
 {
 	if (v == NULL)
 		sqlite3_bind_null(st->s, i);
 	else
 		sqlite3_bind_text(st->s, i, v, -1, SQLITE_TRANSIENT);
-}
-
-void
-db_bind_null(struct dbstmt *st, int i)
-{
-	sqlite3_bind_null(st->s, i);
 }
 
 int
@@ -142,12 +130,6 @@ int64_t
 db_col_int(struct dbstmt *st, int i)
 {
 	return (sqlite3_column_int64(st->s, i));
-}
-
-double
-db_col_double(struct dbstmt *st, int i)
-{
-	return (sqlite3_column_double(st->s, i));
 }
 
 const char *

@@ -1,7 +1,9 @@
 /*
  * digest.c: SHA-256 as gmux uses it (blob addresses, certificate pins,
- * token hashes), lowercase hex, constant-time comparison and random bytes.
- * OpenSSL's digest API stays behind these few calls.
+ * token hashes, the ledger's chain), lowercase hex, constant-time
+ * comparison and random bytes.  OpenSSL's digest API stays behind these
+ * few calls.  A digest is DIGEST_LEN bytes; its hex form fills DIGEST_HEX
+ * (64 lowercase hex digits and a NUL).
  */
 
 #include <errno.h>
@@ -72,14 +74,25 @@ digest_abort(struct digest *d)
 	d->ctx = NULL;
 }
 
+/* Hashes len bytes at buf into out[DIGEST_LEN]. */
+void
+digest_bytes(const void *buf, size_t len, u_char *out)
+{
+	u_int	 n = DIGEST_LEN;
+
+	if (EVP_Digest(buf, len, out, &n, digest_sha256(), NULL) != 1 ||
+	    n != DIGEST_LEN)
+		fatalx("%s: EVP_Digest failed", __func__);
+}
+
+/* Hashes len bytes at buf into hex[DIGEST_HEX]. */
 void
 digest_buf(const void *buf, size_t len, char *hex)
 {
-	struct digest	 d;
+	u_char	 md[DIGEST_LEN];
 
-	digest_init(&d);
-	digest_update(&d, buf, len);
-	digest_final(&d, hex);
+	digest_bytes(buf, len, md);
+	hex_encode(md, sizeof md, hex);
 }
 
 /*
@@ -126,6 +139,37 @@ hex_encode(const u_char *in, size_t len, char *out)
 		out[2 * i + 1] = xd[in[i] & 0xf];
 	}
 	out[2 * len] = '\0';
+}
+
+static int
+digest_nibble(char c)
+{
+	if (c >= '0' && c <= '9')
+		return (c - '0');
+	if (c >= 'a' && c <= 'f')
+		return (c - 'a' + 10);
+	if (c >= 'A' && c <= 'F')
+		return (c - 'A' + 10);
+	return (-1);
+}
+
+/* Parses a hex digest into out[DIGEST_LEN]; -1 if s is not one. */
+int
+digest_from_hex(const char *s, u_char *out)
+{
+	u_int	 i;
+	int	 hi, lo;
+
+	if (s == NULL || strlen(s) != DIGEST_HEX - 1)
+		return (-1);
+	for (i = 0; i < DIGEST_LEN; i++) {
+		hi = digest_nibble(s[i * 2]);
+		lo = digest_nibble(s[i * 2 + 1]);
+		if (hi < 0 || lo < 0)
+			return (-1);
+		out[i] = (u_char)(hi << 4 | lo);
+	}
+	return (0);
 }
 
 /*

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #define DNS_HDR		12
 #define DNS_T_A		1
@@ -242,12 +243,6 @@ dns_conn_create(int fd, int stream)
 	if (stream)
 		c->in = xmalloc(2 + 65535);
 	return (c);
-}
-
-int
-dns_conn_fd(const struct dns_conn *c)
-{
-	return (c->fd);
 }
 
 /* Whether answers wait to be written (the caller then watches for out). */

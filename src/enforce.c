@@ -19,7 +19,6 @@
 #define AUDIT_EVERY	10	/* ticks between asking the vendors' tools */
 #define AUDIT_TICKS_ENV	"GMUX_AUDIT_TICKS"	/* tests ask more often */
 
-static json_t	*history;
 static char	*shim_path;	/* libgmux.so, NULL if not found */
 static char	*fake_cuda;	/* the fake driver's directory, tests only */
 static int	 region_ok;
@@ -334,14 +333,6 @@ void
 enforce_set(u_int job, const struct card *c, u_int seats, u_int ceiling,
     uint64_t mem)
 {
-	json_t	*e;
-
-	if (history == NULL)
-		history = json_array();
-	e = json_pack("{s:i,s:i,s:i,s:i,s:I,s:I}", "job", job, "card",
-	    c->index, "share", seats, "ceiling", ceiling, "mem",
-	    (json_int_t)mem, "at", (json_int_t)clock_ms());
-	json_array_append_new(history, e);
 	region_job_set(job, seats, ceiling < seats ? seats : ceiling, mem);
 	log_debug("%s: j%u card %u seats %u ceiling %u mem %llu", __func__,
 	    job, c->index, seats, ceiling, (unsigned long long)mem);
@@ -395,13 +386,4 @@ enforce_tick(const struct cards *cs,
 	region_tick();
 	if (++ticks % audit_every == 0)
 		audit_start(cs, done, arg);
-}
-
-/* Returns every change so far; the caller owns the reference. */
-json_t *
-enforce_history(void)
-{
-	if (history == NULL)
-		history = json_array();
-	return (json_incref(history));
 }

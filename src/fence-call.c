@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD	O_EXCL

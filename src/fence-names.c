@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #define NAMES_MAX_ADDRS	64
 #define NAMES_PARALLEL	16

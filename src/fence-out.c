@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #define OUT_INET	1	/* INET and INET6 streams only */
 #define OUT_UNIX	2	/* AF_UNIX only */

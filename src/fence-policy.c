@@ -12,8 +12,10 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #define FENCE_MAX_SPEC	300
 
@@ -46,6 +48,7 @@ fence_free(struct fence *f)
 		return;
 	for (i = 0; i < f->nrules; i++) {
 		free(f->rules[i].name);
+		free(f->rules[i].path);
 		free(f->rules[i].text);
 	}
 	for (i = 0; i < f->npins; i++)
@@ -73,6 +76,8 @@ fence_copy(const struct fence *f)
 		c->rules[i] = f->rules[i];
 		if (f->rules[i].name != NULL)
 			c->rules[i].name = xstrdup(f->rules[i].name);
+		if (f->rules[i].path != NULL)
+			c->rules[i].path = xstrdup(f->rules[i].path);
 		c->rules[i].text = xstrdup(f->rules[i].text);
 	}
 	c->npins = f->npins;
@@ -132,7 +137,7 @@ fence_parse_addr(const char *s, u_char *addr)
  * its case and drops one trailing dot.  A name whose last label is all
  * digits is a mistyped address, not a name.
  */
-int
+static int
 fence_check_name(char *name, char **cause)
 {
 	size_t	 len = strlen(name), label = 0, i;
@@ -259,6 +264,26 @@ split_spec(char *s, char **host, char **port, int *bracket, char **cause)
 }
 
 /*
+ * An --allow unix:PATH: the one socket file a job may connect to besides
+ * those it bound, named by an absolute path (sun_path's bound).
+ */
+static int
+parse_unix(const char *spec, struct fence_rule *r, char **cause)
+{
+	const char	*path = spec + 5;
+
+	if (*path != '/' || strlen(path) >= FENCE_UNIX_PATH_MAX) {
+		xasprintf(cause, "'%s': unix: takes an absolute path shorter "
+		    "than %d bytes", spec, FENCE_UNIX_PATH_MAX);
+		return (-1);
+	}
+	r->family = AF_UNIX;
+	r->path = xstrdup(path);
+	xasprintf(&r->text, "unix:%s", path);
+	return (0);
+}
+
+/*
  * Parses one --allow value: a host name, an address or a CIDR range, each
  * with an optional port or port range (IPv6 in brackets when it has one).
  * On success fills r (the caller frees r->name and r->text).
@@ -274,6 +299,9 @@ fence_parse_allow(const char *spec, struct fence_rule *r, char **cause)
 		xasprintf(cause, "'%.40s' is empty or too long", spec);
 		return (-1);
 	}
+	/* Any case: a host "UNIX" with a port would print as unix:PORT. */
+	if (strncasecmp(spec, "unix:", 5) == 0)
+		return (parse_unix(spec, r, cause));
 	s = xstrdup(spec);
 	if (split_spec(s, &host, &port, &bracket, &why) != 0)
 		goto out;
@@ -375,7 +403,7 @@ bad:
 }
 
 /* Returns the first rule naming name, or NULL. */
-const struct fence_rule *
+static const struct fence_rule *
 fence_find_name(const struct fence *f, const char *name)
 {
 	u_int	 i;
@@ -398,9 +426,12 @@ fence_check(const struct fence *f, char **cause)
 {
 	u_int	 i;
 
-	if (f->deny_net && f->nrules != 0) {
-		xasprintf(cause, "allow: cannot be combined with deny_net");
-		return (-1);
+	for (i = 0; f->deny_net && i < f->nrules; i++) {
+		if (f->rules[i].path == NULL) {
+			xasprintf(cause, "allow: only unix: rules can be "
+			    "combined with deny_net");
+			return (-1);
+		}
 	}
 	for (i = 0; i < f->npins; i++) {
 		if (fence_find_name(f, f->pins[i].name) == NULL) {
@@ -408,6 +439,19 @@ fence_check(const struct fence *f, char **cause)
 			    "(allow it too)", i, f->pins[i].name);
 			return (-1);
 		}
+	}
+	return (0);
+}
+
+/* Whether the policy names a socket file (a host's, never a remote job's). */
+int
+fence_has_unix(const struct fence *f)
+{
+	u_int	 i;
+
+	for (i = 0; f != NULL && i < f->nrules; i++) {
+		if (f->rules[i].path != NULL)
+			return (1);
 	}
 	return (0);
 }
@@ -508,11 +552,13 @@ fence_from_json(json_t *o, struct fence **out, char **cause)
 {
 	struct fence	*f = fence_create();
 	json_t		*v;
+	int		 closed;
 
 	*out = NULL;
 	if ((v = json_object_get(o, "allow")) != NULL && !json_is_null(v) &&
 	    strings_from_json(v, "allow", f, fence_allow, cause) != 0)
 		goto bad;
+	closed = json_is_array(v) && json_array_size(v) == 0;
 	if ((v = json_object_get(o, "add_host")) != NULL && !json_is_null(v) &&
 	    strings_from_json(v, "add_host", f, fence_add_host, cause) != 0)
 		goto bad;
@@ -523,6 +569,8 @@ fence_from_json(json_t *o, struct fence **out, char **cause)
 		}
 		f->deny_net = json_is_true(v);
 	}
+	if (closed)	/* an empty list allows nothing: closed, not none */
+		f->deny_net = 1;
 	if (fence_check(f, cause) != 0)
 		goto bad;
 	if (!f->deny_net && f->nrules == 0) {
@@ -588,11 +636,11 @@ fence_text(const struct fence *f)
 
 	if (f == NULL)
 		return (xstrdup("none"));
-	if (f->deny_net)
+	if (f->deny_net && f->nrules == 0)
 		return (xstrdup("deny-net"));
 	if (f->open)
 		return (xstrdup("open"));
-	s = xstrdup("allow ");
+	s = xstrdup(f->deny_net ? "deny-net, allow " : "allow ");
 	for (i = 0; i < f->nrules; i++) {
 		xasprintf(&t, "%s%s%s", s, i ? "," : "", f->rules[i].text);
 		free(s);

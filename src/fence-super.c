@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS	/* Linux 6.6 */
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS	SECCOMP_IOW(4, uint64_t)
@@ -872,7 +873,8 @@ fence_super_create(const struct fence *policy, struct fence_names *names,
 		xasprintf(cause, "epoll: %s", strerror(errno));
 		goto fail;
 	}
-	s->local = fence_unix_create(workdir, dirs);
+	s->local = fence_unix_create(workdir, dirs, policy,
+	    (flags & FENCE_SUPER_JAIL) ? FENCE_UNIX_OWNDIRS : 0);
 	/*
 	 * The job waits while we work and we wait while it runs: waking
 	 * each other on the same CPU saves an inter-processor interrupt

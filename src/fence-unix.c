@@ -1,12 +1,18 @@
 /*
  * fence-unix.c: a fenced job's AF_UNIX connects and binds, and a jailed
  * job's chmod() and chown(), done by the supervisor on its behalf.  A job
- * may connect to sockets inside its own working directory (a remote job:
- * its own directories) and to sockets it bound itself (wherever: Python's
- * multiprocessing puts them in /tmp); never to anything else: resolver
- * daemons, docker.sock, gmux's own socket, other jobs' keepers.  Abstract
- * sockets are refused: their namespace belongs to the network namespace,
- * not to a directory, and the host's (X11, containerd, D-Bus) live there.
+ * may connect to sockets it bound itself (wherever: Python's
+ * multiprocessing puts them in /tmp), known by identity (device, inode,
+ * birth time), not by where they are now, and to those an --allow
+ * unix:PATH names; never to anything else: resolver daemons, docker.sock,
+ * gmux's own socket, other jobs' keepers.  A path is no proof: a job runs
+ * as the daemon's user and can rename() any socket of that user (a tmux
+ * server, an ssh ControlMaster, a relay) into its own directory.  Only a
+ * jailed job, which Landlock keeps from moving anything in and whose
+ * binds the kernel makes itself (unrecorded), may also connect to sockets
+ * in its own directories.  Abstract sockets are refused: their namespace
+ * belongs to the network namespace, not to a directory, and the host's
+ * (X11, containerd, D-Bus) live there.
  *
  * The path is resolved as the kernel would for the job: relative to the
  * calling thread's working directory (/proc/TID/cwd), following symlinks,
@@ -28,6 +34,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #define UNIX_MAX_BOUND	1024
 
@@ -44,6 +51,9 @@ struct fence_unix {
 	struct unix_id	 daemon;	/* gmux's socket */
 	struct unix_id	*bound;		/* sockets the job bound */
 	u_int		 nbound;
+	char		**allow;	/* --allow unix:PATH */
+	u_int		 nallow;
+	int		 flags;		/* FENCE_UNIX_* */
 	ino_t		 mntns;		/* ours, and our root: the job's must */
 	struct unix_id	 root;		/* be the same for paths to agree */
 };
@@ -87,12 +97,29 @@ add_dir(struct fence_unix *fu, const char *dir)
 	fu->dirs[fu->ndirs++] = real;
 }
 
+/* Takes the policy's unix:PATH rules (a jailed job gets none). */
+static void
+add_allowed(struct fence_unix *fu, const struct fence *policy)
+{
+	u_int	 i;
+
+	for (i = 0; policy != NULL && i < policy->nrules; i++) {
+		if (policy->rules[i].path == NULL)
+			continue;
+		fu->allow = xreallocarray(fu->allow, fu->nallow + 1,
+		    sizeof *fu->allow);
+		fu->allow[fu->nallow++] = xstrdup(policy->rules[i].path);
+	}
+}
+
 /*
- * Returns the checker for a job in workdir whose sockets in dirs too
- * (NULL-ended, or NULL) are its own.  The caller frees it.
+ * Returns the checker for a job in workdir whose directories are dirs too
+ * (NULL-ended, or NULL), fenced by policy; flags FENCE_UNIX_*.  The caller
+ * frees it.
  */
 struct fence_unix *
-fence_unix_create(const char *workdir, char *const *dirs)
+fence_unix_create(const char *workdir, char *const *dirs,
+    const struct fence *policy, int flags)
 {
 	struct fence_unix	*fu;
 	struct stat		 st;
@@ -100,6 +127,9 @@ fence_unix_create(const char *workdir, char *const *dirs)
 	u_int			 i;
 
 	fu = xcalloc(1, sizeof *fu);
+	fu->flags = flags;
+	if (!(flags & FENCE_UNIX_OWNDIRS))
+		add_allowed(fu, policy);
 	add_dir(fu, workdir);
 	for (i = 0; dirs != NULL && dirs[i] != NULL; i++)
 		add_dir(fu, dirs[i]);
@@ -129,6 +159,9 @@ fence_unix_free(struct fence_unix *fu)
 	free(fu->deny[0]);
 	free(fu->deny[1]);
 	free(fu->bound);
+	for (i = 0; i < fu->nallow; i++)
+		free(fu->allow[i]);
+	free(fu->allow);
 	free(fu);
 }
 
@@ -222,9 +255,10 @@ static int
 target_allowed(struct fence_unix *fu, int pfd, const struct unix_id *id,
     u_int nlink)
 {
-	char	 p[64], real[PATH_MAX];
-	ssize_t	 n;
-	u_int	 i;
+	struct unix_id	 named;
+	char		 p[64], real[PATH_MAX];
+	ssize_t		 n;
+	u_int		 i;
 
 	if (same_id(id, &fu->daemon))
 		return (0);
@@ -232,6 +266,13 @@ target_allowed(struct fence_unix *fu, int pfd, const struct unix_id *id,
 		if (same_id(id, &fu->bound[i]))
 			return (1);
 	}
+	for (i = 0; i < fu->nallow; i++) {
+		if (get_id(AT_FDCWD, fu->allow[i], 0, &named, NULL) == 0 &&
+		    same_id(id, &named))
+			return (1);
+	}
+	if (!(fu->flags & FENCE_UNIX_OWNDIRS))
+		return (0);	/* moved in from anywhere the user may write */
 	if (fu->ndirs == 0 || nlink != 1)
 		return (0);	/* a second link may be the way in from out */
 	snprintf(p, sizeof p, "/proc/self/fd/%d", pfd);

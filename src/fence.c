@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 #define FENCE_AF_LIMIT	64	/* families above are refused wholesale */
 
@@ -660,17 +661,6 @@ int
 fence_job_done(const struct fence_job *fj)
 {
 	return (fj->super == NULL || fence_super_done(fj->super));
-}
-
-/* How many connects the fence refused so far. */
-uint64_t
-fence_job_refused(const struct fence_job *fj)
-{
-	uint64_t	 refused = 0, allowed, lookups;
-
-	if (fj->super != NULL)
-		fence_super_counts(fj->super, &refused, &allowed, &lookups);
-	return (refused);
 }
 
 /* The fence and its counts, for ps --json and the job's directory. */

@@ -61,7 +61,7 @@ static void	follow_pump(struct follower *);
  * headers are read from large buffered chunks: a line-buffered job writes
  * a frame per line, and a daemon that read them one by one would stall.
  */
-int
+static int
 follow_seek(int fd, uint64_t from, off_t *off, uint64_t *skip)
 {
 	static u_char	 buf[1 << 20];
@@ -385,6 +385,13 @@ follow_start(struct job *j, struct evhttp_request *req, uint64_t from,
 	struct frame		 fr;
 	char			*text;
 
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Content-Type", (flags & FOLLOW_RAW) ? "text/plain" :
+		    "application/x-gmux-frames");
+		api_send(req, 200, NULL);	/* a stream has no length */
+		return;
+	}
 	f = xcalloc(1, sizeof *f);
 	f->job = j;
 	f->req = req;

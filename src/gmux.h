@@ -1,6 +1,11 @@
 /*
- * gmux.h: the one internal header.  Prototypes are grouped by the file
- * that defines them; a file's section lists only what it exports.
+ * gmux.h: the one internal header, for what crosses families.  Ordered by
+ * layer, each using only those above it: utilities, wire formats, cards,
+ * the scheduler, jobs, the books, the fence, remote runs, the daemon, the
+ * client, commands.  Within a layer, prototypes are grouped by the file
+ * that defines them; a file's section lists only what it exports.  What a
+ * family (sched*.c, ledger*.c, fence*.c, card*.c) shares only inside
+ * itself is in its own FAMILY-int.h.
  */
 
 #ifndef GMUX_H
@@ -39,6 +44,8 @@
 #define EXIT_USAGE 2		/* bad flag or value */
 #define EXIT_FAILURE_GMUX 1	/* gmux itself failed */
 
+/* ---- Utilities ----------------------------------------------------------- */
+
 /* xmalloc.c */
 void		*xmalloc(size_t);
 void		*xcalloc(size_t, size_t);
@@ -51,7 +58,6 @@ int		 xvasprintf(char **, const char *, va_list);
 
 /* log.c */
 void		 log_open(int, const char *);
-void		 log_close(void);
 void		 log_child(void);
 int		 log_level(void);
 void		 log_debug(const char *, ...) printflike(1, 2);
@@ -77,9 +83,11 @@ int		 write_file_atomic(const char *, const void *, size_t, int,
 char		*read_file(const char *, size_t, size_t *, char **);
 int		 mkdir_p(const char *, int);
 int		 set_nonblock(int);
-int		 set_cloexec(int);
 ssize_t		 write_all(int, const void *, size_t);
 char		*strv_join(char *const *, const char *);
+struct evbuffer;
+struct evbuffer	*buf_new(void);
+char		*buf_finish(struct evbuffer *, size_t *);
 char		*strtrim(char *);
 void		 strv_free(char **);
 void		 strv_add(char ***, const char *);
@@ -93,7 +101,6 @@ int64_t		 clock_mono_ms(void);
 void		 clock_set_test(int64_t);
 
 /* paths.c */
-void		 paths_init(void);
 const char	*path_home(void);
 const char	*path_socket(void);
 const char	*path_db(void);
@@ -102,6 +109,93 @@ const char	*path_config(void);
 char		*path_job(u_int);
 char		*path_job_file(u_int, const char *);
 int		 path_under(const char *, const char *);
+
+/* proc.c: running a helper program and capturing its output */
+char		*proc_output(char *const *, int, int *);
+u_int		 proc_kill_session(pid_t, const char *, int);
+dead void	 proc_exec(char *const *, int);
+
+/* proc-async.c: running a helper program without waiting for it */
+#define PROC_ASYNC_TIMEOUT	-2	/* ran past its time; killed */
+#define PROC_ASYNC_TOOBIG	-3	/* printed too much; killed */
+#define PROC_ASYNC_CANCELLED	-4	/* proc_async_shutdown */
+struct event_base;
+typedef void	(*proc_async_cb)(char *, int, void *);
+void		 proc_async_init(struct event_base *);
+int		 proc_async_start(char *const *, int, proc_async_cb, void *,
+		     char **);
+int		 proc_async_reaped(pid_t, int);
+u_int		 proc_async_count(void);
+void		 proc_async_shutdown(void);
+
+/* db.c: SQLite behind a small interface (the only user of sqlite3.h) */
+struct db;
+struct dbstmt;
+struct db	*db_open(const char *, char **);
+void		 db_close(struct db *);
+int		 db_exec(struct db *, const char *, char **);
+struct dbstmt	*db_prepare(struct db *, const char *);
+void		 db_bind_int(struct dbstmt *, int, int64_t);
+void		 db_bind_text(struct dbstmt *, int, const char *);
+int		 db_step(struct dbstmt *);	/* 1 row, 0 done, -1 error */
+int64_t		 db_col_int(struct dbstmt *, int);
+const char	*db_col_text(struct dbstmt *, int);
+int		 db_col_null(struct dbstmt *, int);
+void		 db_reset(struct dbstmt *);
+void		 db_finalize(struct dbstmt *);
+int		 db_begin(struct db *);
+int		 db_commit(struct db *);
+int		 db_in_transaction(struct db *);
+const char	*db_error(struct db *);
+
+/* digest.c: SHA-256, hex, constant-time comparison, random bytes */
+#define DIGEST_LEN	32
+#define DIGEST_HEX	65	/* 64 hex digits and a NUL */
+struct digest {
+	void		*ctx;
+};
+void		 digest_init(struct digest *);
+void		 digest_update(struct digest *, const void *, size_t);
+void		 digest_final(struct digest *, char *);
+void		 digest_abort(struct digest *);
+void		 digest_bytes(const void *, size_t, u_char *);
+void		 digest_buf(const void *, size_t, char *);
+int		 digest_from_hex(const char *, u_char *);
+int		 digest_fd(int, char *, uint64_t *, char **);
+int		 digest_valid(const char *);
+int		 digest_equal(const char *, const char *);
+void		 hex_encode(const u_char *, size_t, char *);
+void		 random_bytes(void *, size_t);
+void		 base64url_encode(const u_char *, size_t, char *);
+
+/* hmap.c */
+struct hmap;
+struct hmap	*hmap_create(void);
+void		 hmap_free(struct hmap *);
+size_t		 hmap_count(const struct hmap *);
+void		*hmap_get(const struct hmap *, const char *);
+void		*hmap_put(struct hmap *, const char *, void *);
+void		*hmap_del(struct hmap *, const char *);
+int		 hmap_next(const struct hmap *, size_t *, const char **,
+		     void **);
+
+/* confine.c: file operations that cannot leave a directory */
+#define CONFINE_DEPTH	256
+struct stat;
+struct walk_ops {
+	int		(*dir_enter)(int, const char *, void *, char **);
+	void		(*dir_leave)(const char *, void *);
+	int		(*entry)(int, const char *, const char *,
+			    const struct stat *, void *, char **);
+};
+int		 confine_path_ok(const char *, char **);
+int		 confine_open(int, const char *, int, mode_t);
+int		 confine_parent(int, const char *, int, const char **);
+int		 confine_walk(int, const struct walk_ops *, void *, char **);
+int		 confine_remove(const char *);
+char		*confine_read_fd(int, size_t, size_t *);
+
+/* ---- Wire formats -------------------------------------------------------- */
 
 /* frame.c: the framed output stream (logs, attach, remote streaming) */
 #define FRAME_STDOUT	1
@@ -145,21 +239,18 @@ struct jobreq {
 	int		  confined;	/* came over TCP: jailed (set by the
 					   daemon, saved, never taken from a
 					   request) */
+	char		 *key;		/* idempotency_key: a retry's job is
+					   the first's (per owner) */
 };
+#define JOBREQ_KEY_MAX	64
+#define JOBREQ_KEY_RULE	"1 to 64 letters, digits, '.', '_', ':' or '-'"
 void		 jobreq_init(struct jobreq *);
 void		 jobreq_clear(struct jobreq *);
 int		 jobreq_from_json(json_t *, struct jobreq *, char **);
 int		 jobreq_patch_from_json(json_t *, struct jobreq *, char **);
 json_t		*jobreq_to_json(const struct jobreq *);
+int		 jobreq_key_ok(const char *);
 int		 jobreq_from_saved(json_t *, struct jobreq *, char **);
-
-/* output.c: tables and JSON on the CLI */
-struct table;
-struct table	*table_create(const char *const *, u_int);
-void		 table_add(struct table *, ...);
-void		 table_print(struct table *, FILE *);
-void		 table_free(struct table *);
-void		 json_print(json_t *, FILE *);
 
 /* http.c: the client's HTTP/1.1 response parser */
 struct http_resp {
@@ -186,121 +277,53 @@ int		 http_head_feed(struct http_head *, const char *, size_t,
 char		*http_head_get(const struct http_head *, const char *);
 void		 http_head_clear(struct http_head *);
 
-/* client.c: the CLI's side of the API */
-struct client_reply {
-	long		 status;
-	json_t		*body;		/* NULL if not JSON */
-	/* the body's "error", or a transport error */
-	char		*error;
+/* manifest.c */
+#define MENTRY_FILE	'f'
+#define MENTRY_DIR	'd'
+#define MENTRY_LINK	'l'
+struct mentry {
+	char		*path;
+	char		*target;	/* links only */
+	uint64_t	 size;
+	u_int		 mode;		/* permission bits */
+	char		 type;
+	char		 digest[DIGEST_HEX];	/* files only */
 };
-struct client_stream_cbs {
-	int		 (*frame)(const struct frame *, void *);
-	int		 (*interrupt)(void *);	/* Ctrl-C; nonzero ends it */
-	void		*arg;
+struct manifest {
+	struct mentry	*v;
+	size_t		 n;
+	size_t		 size;
+	uint64_t	 bytes;		/* of all files */
 };
-struct target;
-struct client_req {			/* one of several requests at once */
-	const struct target *target;	/* NULL: the local daemon */
-	const char	*method;
-	const char	*path;
-	const char	*ctype;		/* of the body; NULL: JSON */
-	const void	*body;
-	size_t		 len;
-	int		 bodyfd;	/* or the body is bodysize bytes of */
-	uint64_t	 bodyoff;	/* this fd from bodyoff; -1: none */
-	uint64_t	 bodysize;
-	int		 sinkfd;	/* a 2xx body goes here, or -1 */
-	const struct client_stream_cbs *cbs;	/* a 200 reply is frames */
-	struct client_reply reply;
-	int		 stopped;	/* a callback ended it */
-};
-int		 client_daemon_running(void);
-int		 client_call(const char *, const char *, json_t *,
-		     struct client_reply *);
-int		 client_call_at(const struct target *, const char *,
-		     const char *, json_t *, struct client_reply *);
-void		 client_reply_clear(struct client_reply *);
-int		 client_stream(const char *, const char *, json_t *,
-		     const struct client_stream_cbs *, struct client_reply *);
-int		 client_stream_at(const struct target *, const char *,
-		     const char *, json_t *, const struct client_stream_cbs *,
-		     struct client_reply *);
-void		 client_req_init(struct client_req *, const struct target *,
-		     const char *, const char *);
-void		 client_multi(struct client_req *, u_int, int);
-int		 client_request(struct client_req *);
-void		 client_catch_interrupts(void);
-int		 client_ok(struct client_reply *, const char *);
-dead void	 client_die(struct client_reply *, const char *);
+void		 manifest_init(struct manifest *);
+void		 manifest_clear(struct manifest *);
+void		 manifest_copy(struct manifest *, const struct manifest *);
+struct mentry	*manifest_add(struct manifest *, char, const char *, u_int,
+		     uint64_t, const char *, const char *);
+void		 manifest_sort(struct manifest *);
+const struct mentry *manifest_find(const struct manifest *, const char *);
+void		 manifest_escape_buf(struct evbuffer *, const char *);
+ssize_t		 manifest_unescape_to(char *, const char *, size_t);
+char		*manifest_format(const struct manifest *, size_t *);
+int		 manifest_link_ok(const char *, const char *);
+int		 manifest_parse(const char *, size_t, size_t, struct manifest *,
+		     char **);
 
-/* cmd.c: the command table */
-struct cmd_entry {
-	const char	*name;
-	const char	*args;		/* synopsis after the name */
-	const char	*help;		/* one line */
-	const char	*options;	/* option lines for --help */
-	int		 (*exec)(int, char **);
-	int		 hidden;
-	int		 here;		/* this machine only: no --remote */
+/* batch.c: many small blobs in one body */
+struct batch {
+	struct evbuffer	*buf;
+	u_int		 n;		/* records */
 };
-extern const struct cmd_entry *cmd_table[];
-const struct cmd_entry *cmd_find(const char *);
-void		 cmd_print_help(const struct cmd_entry *, FILE *);
-void		 cmd_print_usage(FILE *);
-dead void	 cmd_usage_error(const struct cmd_entry *, const char *, ...)
-		     printflike(2, 3);
-struct option;
-int		 cmd_getopt(const struct cmd_entry *, int, char **,
-		     const char *, const struct option *);
-uint64_t	 cmd_arg_size(const struct cmd_entry *, const char *,
-		     const char *);
-u_int		 cmd_arg_share(const struct cmd_entry *, const char *,
-		     const char *);
-int64_t		 cmd_arg_duration(const struct cmd_entry *, const char *,
-		     const char *);
-u_int		 cmd_arg_uint(const struct cmd_entry *, const char *,
-		     const char *, u_int, u_int);
-json_t		*cmd_call(const struct cmd_entry *, const char *, const char *,
-		     json_t *);
+typedef int (*batch_cb)(const char *, const void *, size_t, void *, char **);
+void		 batch_init(struct batch *);
+void		 batch_clear(struct batch *);
+int		 batch_add_fd(struct batch *, const char *, int, size_t);
+const char	*batch_data(struct batch *, size_t *);
+size_t		 batch_len(const struct batch *);
+int		 batch_parse(const void *, size_t, size_t, batch_cb, void *,
+		     char **);
 
-/* cmd-*.c: one command each */
-extern const struct cmd_entry cmd_serve_entry;
-extern const struct cmd_entry cmd_run_entry;
-extern const struct cmd_entry cmd_ps_entry;
-extern const struct cmd_entry cmd_logs_entry;
-extern const struct cmd_entry cmd_attach_entry;
-extern const struct cmd_entry cmd_stop_entry;
-extern const struct cmd_entry cmd_resize_entry;
-extern const struct cmd_entry cmd_explain_entry;
-extern const struct cmd_entry cmd_cards_entry;
-extern const struct cmd_entry cmd_top_entry;
-extern const struct cmd_entry cmd_usage_entry;
-extern const struct cmd_entry cmd_version_entry;
-extern const struct cmd_entry cmd_remote_entry;
-extern const struct cmd_entry cmd_token_entry;
-extern const struct cmd_entry cmd_help_entry;
-
-/* stream.c: a job's output on the terminal (run, logs, attach) */
-#define STREAM_LOGS	0	/* Ctrl-C quits */
-#define STREAM_RUN	1	/* Ctrl-C stops the job; again, detaches */
-#define STREAM_ATTACH	2	/* Ctrl-C detaches */
-struct stream {
-	char		 job[64];	/* if empty, from the first frame */
-	int		 mode;
-	uint64_t	 offset;	/* output bytes shown so far */
-	int		 ended;		/* the exit frame came */
-	int		 exit_code;	/* -1 if the job has none */
-	char		 state[16];
-	int		 interrupts;
-	int		 detached;
-	int		 waited;	/* it was queued: say when it starts */
-	int		 stop_pending;	/* Ctrl-C came before the job's id */
-	int		 write_failed;	/* errno of a failed write of output */
-};
-void		 stream_init(struct stream *, const char *, int);
-int		 stream_run(struct stream *, const char *, const char *,
-		     json_t *, int);
-int		 stream_interrupt(void *);
+/* ---- Cards --------------------------------------------------------------- */
 
 /* card.c: what the host has */
 enum vendor {
@@ -369,43 +392,17 @@ enum card_query {
 	CARD_QUERY_USAGE,	/* each card's measured use */
 };
 const char	*vendor_name(enum vendor);
-int		 vendor_from_name(const char *, enum vendor *);
 const char	*vendor_device_env(enum vendor);
-struct card	*cards_add(struct cards *);
-void		 cards_truncate(struct cards *, u_int);
 void		 cards_free(struct cards *);
 int		 cards_detect(struct cards *, const char *, char **);
 struct card	*cards_find(struct cards *, const char *);
 json_t		*card_to_json(const struct card *);
 char		*card_device_id(const struct card *);
-int		 card_room(const struct cards *, const char *, char **);
-int		 card_parse_u64(const char *, uint64_t *);
-int		 card_na(const char *);
-int		 card_text_ok(const char *);
-struct card_proc *card_procs_add(struct card_procs *);
-void		 card_procs_truncate(struct card_procs *, u_int);
-void		 card_procs_free(struct card_procs *);
-struct card_usage *card_usages_add(struct card_usages *);
-void		 card_usages_truncate(struct card_usages *, u_int);
-void		 card_usages_free(struct card_usages *);
-
-/* card-tool.c: running the vendors' tools */
-typedef void	(*card_tool_cb)(char *, char *, void *);
-int		 card_tool_found(const char *);
-char		*card_tool_run(char *const *, char **);
-int		 card_tool_output(char *const *, char **, char **);
-int		 card_tool_cards(char *const *,
-		     int (*)(const char *, struct cards *, char **),
-		     struct cards *, char **);
-int		 card_tool_start(char *const *, card_tool_cb, void *, char **);
-void		 card_tool_timeout(int);
 
 /* card-query.c: the processes on the cards and their use, while serving */
 typedef void	(*cards_procs_cb)(struct card_procs *, const char *, void *);
 typedef void	(*cards_usage_cb)(struct card_usages *, const char *, void *);
 int		 cards_procs(const struct cards *, struct card_procs *,
-		     char **);
-int		 cards_usage(const struct cards *, struct card_usages *,
 		     char **);
 int		 cards_procs_start(const struct cards *, cards_procs_cb, void *,
 		     char **);
@@ -414,40 +411,6 @@ int		 cards_usage_start(const struct cards *, cards_usage_cb, void *,
 
 /* card-fake.c */
 int		 card_fake_parse(const char *, struct cards *, char **);
-
-/* card-nvidia.c */
-int		 card_nvidia_parse(const char *, struct cards *, char **);
-int		 card_nvidia_parse_apps(const char *, struct card_procs *,
-		     char **);
-int		 card_nvidia_parse_usage(const char *, struct card_usages *,
-		     char **);
-int		 card_nvidia_detect(struct cards *, char **);
-char *const	*card_nvidia_argv(enum card_query);
-
-/* card-amd.c */
-int		 card_amd_parse_amdsmi(const char *, struct cards *, char **);
-int		 card_amd_parse_amdsmi_list(const char *, struct cards *, u_int,
-		     char **);
-int		 card_amd_parse_rocmsmi(const char *, struct cards *, char **);
-int		 card_amd_parse_procs(const char *, struct card_procs *,
-		     char **);
-int		 card_amd_parse_usage(const char *, struct card_usages *,
-		     char **);
-int		 card_amd_detect(struct cards *, char **);
-char *const	*card_amd_argv(enum card_query);
-
-/* card-intel.c */
-int		 card_intel_parse(const char *, struct cards *, char **);
-int		 card_intel_detect(struct cards *, char **);
-
-/* card-json.c: the JSON that amd-smi, rocm-smi and xpu-smi print */
-json_t		*card_json_load(const char *, char **);
-json_t		*card_json_list(json_t *, char **);
-json_t		*card_json_get(json_t *, const char *);
-char		*card_json_text(json_t *, const char *);
-int		 card_json_u64(json_t *, uint64_t *);
-int		 card_json_bytes(json_t *, const char *, uint64_t *);
-int		 card_json_index(json_t *, const char *, int *);
 
 /* enforce.c: the one interface through which caps and ceilings change */
 void		 enforce_init(struct cards *);
@@ -461,7 +424,72 @@ struct jail_spec;
 void		 enforce_jail_paths(uint64_t, struct jail_spec *);
 void		 enforce_tick(const struct cards *,
 		     void (*)(const struct card_procs *, void *), void *);
-json_t		*enforce_history(void);
+
+/* region.c (the shim's shared region, daemon side) */
+struct region_job_info {
+	u_int		 slots;		/* cards the job counts on */
+	u_int		 nprocs;	/* processes registered */
+	u_int		 ceiling;
+	uint64_t	 cap;
+	uint64_t	 used;
+	uint64_t	 peak;
+	uint64_t	 denied;	/* allocations refused at the cap */
+};
+int		 region_open(const char *, const struct cards *, char **);
+void		 region_close(void);
+const char	*region_path(void);
+int		 region_job_start(u_int, u_int, u_int, u_int, u_int, uint64_t,
+		     char **, char **);
+int		 region_job_set(u_int, u_int, u_int, uint64_t);
+void		 region_job_end(u_int);
+int		 region_job_info(u_int, struct region_job_info *);
+int		 region_pid_job(pid_t, u_int *);
+u_int		 region_tick(void);
+
+/* mps.c */
+int		 mps_start(const struct card *, char **);
+void		 mps_stop(const struct card *);
+void		 mps_stop_all(void);
+const char	*mps_pipe_dir(u_int);
+
+/* cumask.c (AMD compute-unit masks) */
+#define CUMASK_WORDS	8		/* 512 CUs at most */
+struct cumask_geom {
+	u_int		 cus;		/* active compute units */
+	u_int		 xcds;		/* XCDs the mask interleaves over */
+};
+int		 cumask_geometry(const struct card *, struct cumask_geom *);
+int		 cumask_pick(const struct cumask_geom *, const uint64_t *,
+		     u_int, uint64_t *);
+char		*cumask_format(const uint64_t *);
+char		*cumask_take(u_int, const struct card *, u_int, char **);
+void		 cumask_release(u_int);
+
+/* audit.c (GPU processes the shim does not know) */
+struct audit_job {
+	u_int		 id;
+	pid_t		 keeper;	/* every process of the job descends */
+	uint64_t	 cap;		/* on all its cards together; 0: none */
+	uint64_t	 cards;		/* bit i: card i */
+	const uint64_t	*cmem;		/* cap per card index, or NULL */
+};
+struct audit_offender {
+	u_int		 job;
+	pid_t		 pid;		/* 0: the job as a whole */
+	int		 card;		/* the card over its cap, or -1 */
+	int		 stop;		/* to be stopped unless report-only */
+	const char	*why;
+};
+typedef void	(*audit_cb)(const struct card_procs *, void *);
+u_int		 audit_check(const struct card_procs *,
+		     const struct audit_job *, u_int, pid_t (*)(pid_t),
+		     int (*)(pid_t, u_int *), struct audit_offender **);
+pid_t		 audit_parent(pid_t);
+int		 audit_start(const struct cards *, audit_cb, void *);
+u_int		 audit_act(const struct card_procs *, const struct audit_job *,
+		     u_int, int, struct audit_offender **);
+
+/* ---- The scheduler ------------------------------------------------------- */
 
 /* sched.c: pure scheduling policy; no I/O (the interface: top of sched.c) */
 #define SCHED_CARDS_MAX	64		/* a host's cards fit in a uint64_t */
@@ -627,8 +655,6 @@ struct sched_info {
 typedef void (*sched_walk_cb)(const struct sched_req *,
 		     const struct sched_run *, void *);
 struct sched	*sched_create(const uint64_t *, u_int, char **);
-void		 sched_free(struct sched *);
-void		 sched_set_age(struct sched *, int64_t);
 char		*sched_refusal(const struct sched *, const struct sched_req *);
 int		 sched_submit(struct sched *, const struct sched_req *, int64_t,
 		     struct sched_out *);
@@ -639,56 +665,31 @@ void		 sched_tick(struct sched *, int64_t, struct sched_out *);
 int		 sched_restore(struct sched *, const struct sched_req *,
 		     const struct sched_run *, char **);
 void		 sched_pass(struct sched *, int64_t, struct sched_out *);
-void		 sched_walk(const struct sched *, sched_walk_cb, void *);
-int		 sched_info(const struct sched *, u_int, struct sched_info *);
-u_int		 sched_holder(const struct sched *, u_int);
-u_int		 sched_ceiling(const struct sched *, u_int, u_int);
 struct sched_job *sched_find(const struct sched *, u_int);
-struct sched_decision *sched_emit(struct sched_out *, enum sched_act, u_int);
 void		 sched_out_clear(struct sched_out *);
 void		 sched_out_free(struct sched_out *);
 
-/* proc.c: running a helper program and capturing its output */
-char		*proc_output(char *const *, int, int *);
-u_int		 proc_kill_session(pid_t, const char *, int);
-dead void	 proc_exec(char *const *, int);
+/* sched-queue.c: the queue, in order and in classes of equal requests */
+struct sched_class {
+	struct sched_req shape;		/* seats, mem, ncards, pin, prio */
+	uint64_t	 elig;		/* cards that could ever hold it */
+	struct sched_jobs jobs;		/* by key */
+	u_int		 n;
+	u_int		 idx;		/* in its bucket */
+	struct sched_class *hnext;
+};
+u_int		 sched_queue_position(const struct sched *,
+		     const struct sched_job *);
 
-/* proc-async.c: running a helper program without waiting for it */
-#define PROC_ASYNC_TIMEOUT	-2	/* ran past its time; killed */
-#define PROC_ASYNC_TOOBIG	-3	/* printed too much; killed */
-#define PROC_ASYNC_CANCELLED	-4	/* proc_async_shutdown */
-struct event_base;
-typedef void	(*proc_async_cb)(char *, int, void *);
-void		 proc_async_init(struct event_base *);
-int		 proc_async_start(char *const *, int, proc_async_cb, void *,
-		     char **);
-int		 proc_async_reaped(pid_t, int);
-u_int		 proc_async_count(void);
-void		 proc_async_shutdown(void);
-/* (end) */
 
-/* db.c: SQLite behind a small interface (the only user of sqlite3.h) */
-struct db;
-struct dbstmt;
-struct db	*db_open(const char *, char **);
-void		 db_close(struct db *);
-int		 db_exec(struct db *, const char *, char **);
-struct dbstmt	*db_prepare(struct db *, const char *);
-void		 db_bind_int(struct dbstmt *, int, int64_t);
-void		 db_bind_double(struct dbstmt *, int, double);
-void		 db_bind_text(struct dbstmt *, int, const char *);
-void		 db_bind_null(struct dbstmt *, int);
-int		 db_step(struct dbstmt *);	/* 1 row, 0 done, -1 error */
-int64_t		 db_col_int(struct dbstmt *, int);
-double		 db_col_double(struct dbstmt *, int);
-const char	*db_col_text(struct dbstmt *, int);
-int		 db_col_null(struct dbstmt *, int);
-void		 db_reset(struct dbstmt *);
-void		 db_finalize(struct dbstmt *);
-int		 db_begin(struct db *);
-int		 db_commit(struct db *);
-int		 db_in_transaction(struct db *);
-const char	*db_error(struct db *);
+/* sched-explain.c: reasons, in words */
+char		*sched_explain(const struct sched *, u_int, int64_t);
+char		*sched_explain_reason(const struct sched *,
+		     const struct sched_job *);
+char		*sched_explain_impossible(const struct sched *,
+		     const struct sched_req *);
+
+/* ---- Jobs ---------------------------------------------------------------- */
 
 /* job.c: jobs as the daemon sees them */
 enum job_state {
@@ -737,16 +738,12 @@ struct job {
 };
 TAILQ_HEAD(jobs, job);
 extern struct jobs all_jobs;
-const char	*job_state_name(enum job_state);
-int		 job_state_from_name(const char *, enum job_state *);
-int		 job_ended(const struct job *);
 struct job	*job_find(const char *);
 struct job	*job_find_id(u_int);
 struct job	*job_create(u_int, const char *, struct jobreq *);
 void		 job_set_id(struct job *, u_int);
 int		 job_start(struct job *, char **);
 int		 job_stop(struct job *, int64_t, const char *);
-void		 job_finish(struct job *);
 void		 job_adopt(struct job *);
 void		 job_account(struct job *, int64_t);
 void		 job_set_terms(struct job *, u_int, u_int, uint64_t);
@@ -754,6 +751,16 @@ void		 job_requeue(struct job *);
 json_t		*job_to_json(const struct job *);
 json_t		*job_info_json(const struct job *);
 void		 job_free(struct job *);
+
+/* job-state.c: the one place a job's state changes */
+#define JOB_QUIET	0x1	/* its followers are told later (job_tell) */
+const char	*job_state_name(enum job_state);
+int		 job_state_from_name(const char *, enum job_state *);
+int		 job_ended(const struct job *);
+void		 job_set_state(struct job *, enum job_state, int);
+void		 job_save(const struct job *);
+void		 job_tell(struct job *);
+void		 job_restore_state(struct job *, const char *);
 
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {
@@ -778,7 +785,6 @@ u_int		 state_next_id(void);
 u_int		 state_peek_id(void);
 void		 state_save_job(const struct job *);
 void		 state_load_jobs(void);
-struct db	*state_database(void);
 void		 state_delete_job(u_int);
 
 /* config.c: the daemon's settings, KEY=VALUE */
@@ -794,7 +800,6 @@ const char	*config_get(const char *);
 u_int		 config_uint(const char *, u_int, u_int, u_int);
 
 /* retention.c: finished jobs are forgotten after JOB_RETENTION_DAYS */
-u_int		 retention_prune(int64_t);
 void		 retention_tick(void);
 
 /* follow.c: streaming a job's log to clients */
@@ -802,6 +807,7 @@ void		 retention_tick(void);
 #define FOLLOW_RAW	0x2	/* bare output, no frames (for curl) */
 #define FOLLOW_WAIT	0x4	/* no stream: reply with the job when it ends */
 struct evhttp_request;
+struct evbuffer;
 void		 follow_start(struct job *, struct evhttp_request *, uint64_t,
 		     int, json_t *);
 void		 follow_job_changed(struct job *);
@@ -809,137 +815,10 @@ void		 follow_job_ended(struct job *);
 void		 follow_job_info(struct job *);
 void		 follow_init(void);
 void		 follow_heartbeat(int64_t);
-int		 follow_seek(int, uint64_t, off_t *, uint64_t *);
 
-/* server.c: the daemon */
-struct event_base;
-extern struct event_base *server_base;
-extern struct cards server_cards;
-extern int	 server_audit_report_only;
-extern struct ledger *server_ledger;
-extern int64_t	 server_started;
-int		 server_main(const char *, int);
-void		 server_tick(void);
+/* ---- The books ----------------------------------------------------------- */
 
-/* server-sched.c: the daemon's side of the scheduler */
-extern struct sched *server_sched;
-int		 server_sched_init(char **);
-void		 server_sched_apply(struct sched_out *);
-int		 server_sched_submit(struct job *, u_int, int *, char **);
-int		 server_sched_check(struct job *, u_int, int *, char **);
-void		 server_sched_refused(struct job *, const char *);
-int		 server_sched_gone(struct job *);
-int		 server_sched_release(struct job *, struct sched_out *);
-int		 server_sched_resize(struct job *, u_int, uint64_t, char **);
-void		 server_sched_tick(void);
-void		 server_sched_restore(void);
-void		 server_sched_resume(void);
-void		 server_sched_card(u_int, u_int *, uint64_t *, u_int *);
-int		 server_sched_where(const struct job *, u_int *, char **);
-
-/* server-api.c: the route table and request helpers */
-struct evhttp;
-void		 api_setup(struct evhttp *);
-json_t		*api_body(struct evhttp_request *, char **);
-void		 api_reply(struct evhttp_request *, int, json_t *);
-void		 api_error(struct evhttp_request *, int, const char *, ...)
-		     printflike(3, 4);
-void		 api_dispatch(struct evhttp_request *, void *);
-const char	*api_query(struct evhttp_request *, const char *);
-int		 api_query_flag(struct evhttp_request *, const char *);
-char		*api_owner(struct evhttp_request *);
-
-/* api-job.c, api-card.c: the handlers */
-void		 api_jobs_list(struct evhttp_request *, const char *);
-void		 api_jobs_create(struct evhttp_request *, const char *);
-void		 api_job_get(struct evhttp_request *, const char *);
-void		 api_job_stop(struct evhttp_request *, const char *);
-void		 api_job_log(struct evhttp_request *, const char *);
-void		 api_job_patch(struct evhttp_request *, const char *);
-void		 api_job_explain(struct evhttp_request *, const char *);
-void		 api_cards_list(struct evhttp_request *, const char *);
-double		 card_util(const struct card *, u_int);
-void		 api_version(struct evhttp_request *, const char *);
-void		 api_usage(struct evhttp_request *, const char *);
-void		 api_usage_prune(struct evhttp_request *, const char *);
-void		 api_metrics(struct evhttp_request *, const char *);
-
-/* sched.c (issue 3: queue, preemption, burst, resize) */
-/* sched-queue.c: the queue, in order and in classes of equal requests */
-struct sched_class {
-	struct sched_req shape;		/* seats, mem, ncards, pin, prio */
-	uint64_t	 elig;		/* cards that could ever hold it */
-	struct sched_jobs jobs;		/* by key */
-	u_int		 n;
-	u_int		 idx;		/* in its bucket */
-	struct sched_class *hnext;
-};
-int		 sched_queue_cmp(const struct sched_job *,
-		     const struct sched_job *);
-void		 sched_queue_insert(struct sched *, struct sched_job *);
-void		 sched_queue_remove(struct sched *, struct sched_job *);
-struct sched_job *sched_queue_head(const struct sched *);
-u_int		 sched_queue_position(const struct sched *,
-		     const struct sched_job *);
-u_int		 sched_queue_count(const struct sched *);
-u_int		 sched_queue_list(const struct sched *, u_int *, u_int);
-void		 sched_queue_free(struct sched *);
-
-void		 sched_queue_enter(struct sched *, struct sched_job *);
-void		 sched_queue_leave(struct sched *, struct sched_job *);
-
-/* sched-card.c: room on the cards, placement, holds, ceilings */
-u_int		 sched_card_free_seats(const struct sched_card *);
-uint64_t	 sched_card_free_mem(const struct sched_card *);
-uint64_t	 sched_card_need(const struct sched *, const struct sched_req *,
-		     u_int);
-uint64_t	 sched_card_eligible(const struct sched *,
-		     const struct sched_req *);
-u_int		 sched_card_fit(const struct sched *, const struct sched_req *,
-		     uint64_t, uint64_t *);
-uint64_t	 sched_card_place(const struct sched *,
-		     const struct sched_req *, uint64_t, uint64_t);
-uint64_t	 sched_card_avail(const struct sched *,
-		     const struct sched_job *);
-void		 sched_card_hold(struct sched *, struct sched_job *, uint64_t,
-		     enum sched_hold);
-void		 sched_card_release(struct sched *, struct sched_job *);
-void		 sched_card_add(struct sched *, struct sched_job *);
-void		 sched_card_remove(struct sched *, struct sched_job *);
-void		 sched_card_ceilings(struct sched *, struct sched_out *, u_int);
-
-/* sched-pass.c: the admission pass */
-void		 sched_pass_run(struct sched *, int64_t, struct sched_out *);
-void		 sched_pass_admit(struct sched *, struct sched_job *, uint64_t,
-		     int64_t, struct sched_out *);
-
-/* sched-preempt.c: making room by preemption */
-int		 sched_preempt_for(struct sched *, struct sched_job *,
-		     struct sched_out *);
-void		 sched_preempt_round(struct sched *, struct sched_out *);
-void		 sched_preempt_pool(struct sched *, struct sched_job *, int);
-
-/* sched-explain.c: reasons, in words */
-char		*sched_explain(const struct sched *, u_int, int64_t);
-char		*sched_explain_req(const struct sched *,
-		     const struct sched_req *, int64_t);
-char		*sched_explain_reason(const struct sched *,
-		     const struct sched_job *);
-char		*sched_explain_need(const struct sched *,
-		     const struct sched_req *, uint64_t);
-char		*sched_explain_impossible(const struct sched *,
-		     const struct sched_req *);
-/* (end) */
-
-/* hash.c (issue 4): SHA-256 without OpenSSL's headers */
-#define HASH_LEN	32
-#define HASH_HEX_LEN	64
-void		 hash_sha256(const void *, size_t, u_char *);
-void		 hash_hex(const u_char *, char *);
-int		 hash_from_hex(const char *, u_char *);
-/* (end) */
-
-/* ledger.c (issue 4) */
+/* ledger.c */
 /* The books: one row per job, card and span of unchanged terms. */
 #define LEDGER_DAY_MS	86400000LL	/* days are UTC days */
 #define LEDGER_LO_BITS	40	/* byte-ms sums are kept as hi << 40 | lo */
@@ -962,36 +841,7 @@ struct ledger_row {
 	int64_t		 start;		/* ms since the epoch */
 	int64_t		 end;		/* exclusive */
 };
-/* An open interval in memory (for ledger*.c). */
-struct ledger_iv {
-	int64_t		 id;		/* its row in ledger_open */
-	struct ledger_use u;		/* strings owned */
-	int64_t		 start;
-	int		 claimed;
-};
-
-/* The books (its fields are for ledger*.c only). */
-struct ledger {
-	struct db	*db;
-	struct ledger_iv *open;
-	u_int		 nopen;
-	int64_t		 last_tick;
-	int64_t		 head_seq;
-	u_char		 head_hash[HASH_LEN];
-	int		 swept;		/* the first tick has run */
-	int		 batch;		/* inside ledger_begin */
-
-	struct dbstmt	*st_open_ins;
-	struct dbstmt	*st_open_del;
-	struct dbstmt	*st_ins;
-	struct dbstmt	*st_day;
-	struct dbstmt	*st_rollup;
-	struct dbstmt	*st_total;
-	struct dbstmt	*st_meta_get;
-	struct dbstmt	*st_meta_set;
-	struct dbstmt	*st_tick;
-	struct dbstmt	*st_check;	/* verify's rollup, made when needed */
-};
+struct ledger;
 
 /* All-time totals of one owner (never pruned: counters only grow). */
 struct ledger_total {
@@ -1002,48 +852,21 @@ struct ledger_total {
 struct ledger	*ledger_open(const char *, char **);
 void		 ledger_close(struct ledger *);
 int		 ledger_tick(struct ledger *, int64_t, char **);
-int64_t		 ledger_last_tick(struct ledger *);
-int		 ledger_begin(struct ledger *);
-int		 ledger_commit(struct ledger *, char **);
-void		 ledger_rollback(struct ledger *);
-/* for ledger-*.c only */
 int64_t		 ledger_day(int64_t);
-int		 ledger_check_time(int64_t, char **);
-int		 ledger_txn_begin(struct ledger *);
-int		 ledger_txn_end(struct ledger *, int, char **);
-int		 ledger_fail(struct ledger *, char **);
-struct db	*ledger_db(struct ledger *);
-int64_t		 ledger_meta_int(struct ledger *, const char *);
-char		*ledger_meta_text(struct ledger *, const char *);
-int		 ledger_meta_set(struct ledger *, const char *, int64_t,
-		     const char *);
-/* (end) */
+int64_t		 ledger_last_tick(struct ledger *);
 
-/* ledger-interval.c (issue 4): opening, continuing and closing intervals */
+/* ledger-interval.c: opening, continuing and closing intervals */
 int		 ledger_set(struct ledger *, u_int, const struct ledger_use *,
 		     u_int, int64_t, char **);
 int		 ledger_end(struct ledger *, u_int, int64_t, char **);
 u_int		 ledger_adopt(struct ledger *, u_int);
-const struct ledger_use *ledger_open_interval(struct ledger *, u_int,
-		     int64_t *);
-/* for ledger-*.c only */
-void		 ledger_intervals_prepare(struct ledger *);
-void		 ledger_intervals_free(struct ledger *);
-int		 ledger_reload(struct ledger *);
-int		 ledger_sweep(struct ledger *);
-int		 ledger_rollup_add(struct ledger *, const struct ledger_row *,
-		     int64_t, int);
-/* (end) */
 
-/* ledger-chain.c (issue 4): the hash chain, verification and pruning */
-void		 ledger_row_hash(const u_char *, const struct ledger_row *,
-		     u_char *);
+/* ledger-chain.c: the hash chain, verification and pruning */
 int		 ledger_verify(struct ledger *, int64_t *, char **);
 int		 ledger_prune(struct ledger *, int64_t, const char *, int64_t *,
 		     char **);
-/* (end) */
 
-/* usage and top (issue 4) */
+/* usage and top */
 enum usage_by {
 	USAGE_OWNER,
 	USAGE_JOB,
@@ -1083,25 +906,35 @@ json_t		*usage_to_json(const struct usage *);
 int		 usage_from_json(json_t *, struct usage *, char **);
 void		 usage_print(const struct usage *, enum usage_format, FILE *);
 void		 usage_csv_field(FILE *, const char *);
-/* (end) */
 
-/* ledger-query.c (issue 4): integrating the books over a window */
-int		 ledger_usage(struct ledger *, enum usage_by, int64_t, int64_t,
-		     struct usage *, char **);
+/* ledger-query.c: integrating the books over a window */
 json_t		*ledger_usage_json(struct ledger *, const char *, const char *,
 		     const char *, int64_t, char **);
 int		 ledger_totals(struct ledger *, struct ledger_total **,
 		     u_int *);
 void		 ledger_totals_free(struct ledger_total *, u_int);
-/* (end) */
 
-/* top.c (issue 4): gmux top, one frame and the live loop */
+/* ledger-series.c: the books as a time series, for the dashboard's plots */
+struct usage_series {
+	enum usage_by	 by;		/* USAGE_OWNER or USAGE_CARD */
+	int64_t		 since;		/* ms */
+	int64_t		 step;		/* ms */
+	u_int		 n;		/* steps */
+	const char	*only;		/* this owner's use alone, or NULL */
+	char		**keys;
+	u_int		 nkeys;
+	int64_t		*seat_ms;	/* nkeys rows of n */
+};
+int		 ledger_usage_series(struct ledger *, struct usage_series *,
+		     char **);
+void		 usage_series_free(struct usage_series *);
+
+/* top.c: gmux top, one frame and the live loop */
 typedef int (*top_fetch_cb)(void *, json_t **, json_t **, char **);
 char		*top_render(json_t *, json_t *, u_int, u_int, int64_t);
 int		 top_loop(top_fetch_cb, void *, int, char **);
-/* (end) */
 
-/* metrics.c (issue 4) */
+/* metrics.c */
 struct metrics_card {
 	u_int		 index;
 	const char	*vendor;
@@ -1130,78 +963,10 @@ struct metrics_input {
 	u_int		 nowners;
 };
 char		*metrics_render(const struct metrics_input *);
-/* (end) */
 
-/* region.c (issue 5: the shim's shared region, daemon side) */
-struct region_job_info {
-	u_int		 slots;		/* cards the job counts on */
-	u_int		 nprocs;	/* processes registered */
-	u_int		 ceiling;
-	uint64_t	 cap;
-	uint64_t	 used;
-	uint64_t	 peak;
-	uint64_t	 denied;	/* allocations refused at the cap */
-};
-int		 region_open(const char *, const struct cards *, char **);
-void		 region_close(void);
-const char	*region_path(void);
-int		 region_job_start(u_int, u_int, u_int, u_int, u_int, uint64_t,
-		     char **, char **);
-int		 region_job_set(u_int, u_int, u_int, uint64_t);
-void		 region_job_end(u_int);
-int		 region_job_info(u_int, struct region_job_info *);
-int		 region_pid_job(pid_t, u_int *);
-u_int		 region_tick(void);
-/* (end) */
+/* ---- The network fence and the jail -------------------------------------- */
 
-/* mps.c (issue 5) */
-int		 mps_start(const struct card *, char **);
-void		 mps_stop(const struct card *);
-void		 mps_stop_all(void);
-const char	*mps_pipe_dir(u_int);
-/* (end) */
-
-/* cumask.c (issue 5: AMD compute-unit masks) */
-#define CUMASK_WORDS	8		/* 512 CUs at most */
-struct cumask_geom {
-	u_int		 cus;		/* active compute units */
-	u_int		 xcds;		/* XCDs the mask interleaves over */
-};
-int		 cumask_geometry(const struct card *, struct cumask_geom *);
-int		 cumask_pick(const struct cumask_geom *, const uint64_t *,
-		     u_int, uint64_t *);
-char		*cumask_format(const uint64_t *);
-char		*cumask_take(u_int, const struct card *, u_int, char **);
-void		 cumask_release(u_int);
-/* (end) */
-
-/* audit.c (issue 5: GPU processes the shim does not know) */
-struct audit_job {
-	u_int		 id;
-	pid_t		 keeper;	/* every process of the job descends */
-	uint64_t	 cap;		/* on all its cards together; 0: none */
-	uint64_t	 cards;		/* bit i: card i */
-	const uint64_t	*cmem;		/* cap per card index, or NULL */
-};
-struct audit_offender {
-	u_int		 job;
-	pid_t		 pid;		/* 0: the job as a whole */
-	int		 card;		/* the card over its cap, or -1 */
-	int		 stop;		/* to be stopped unless report-only */
-	const char	*why;
-};
-typedef void	(*audit_cb)(const struct card_procs *, void *);
-u_int		 audit_check(const struct card_procs *,
-		     const struct audit_job *, u_int, pid_t (*)(pid_t),
-		     int (*)(pid_t, u_int *), struct audit_offender **);
-pid_t		 audit_parent(pid_t);
-int		 audit_start(const struct cards *, audit_cb, void *);
-u_int		 audit_act(const struct card_procs *, const struct audit_job *,
-		     u_int, int, struct audit_offender **);
-void		 audit_enforce(const struct audit_offender *, u_int, int);
-/* (end) */
-
-/* fence.c (issue 6): the network fence around one job */
+/* fence.c: the network fence around one job */
 #define FENCE_POLLFDS	2	/* descriptors the keeper polls for a fence */
 struct fence;
 struct fence_job;
@@ -1215,19 +980,15 @@ int		 fence_job_start(struct fence_job *, char **);
 u_int		 fence_job_pollfds(const struct fence_job *, struct pollfd *);
 void		 fence_job_dispatch(struct fence_job *, const struct pollfd *,
 		     u_int);
-int		 fence_job_done(const struct fence_job *);
-uint64_t	 fence_job_refused(const struct fence_job *);
 json_t		*fence_job_stats(const struct fence_job *);
 int		 fence_job_write_stats(struct fence_job *, const char *,
 		     char **);
 void		 fence_job_free(struct fence_job *);
-void		 fence_job_test_bypass(struct fence_job *);
 void		 fence_prepare(const struct fence *, int);
 void		 fence_job_release(struct fence_job *);
 #define FENCE_SYS_FCHMODAT2 452	/* Linux 6.6, newer than some headers */
 #define FENCE_NS_NET	0x1	/* the namespaces a job's child got */
 #define FENCE_NS_IPC	0x2
-/* (end) */
 
 /* landlock.c: Landlock's calls, for the fence and the jail */
 #define LANDLOCK_FS	0x1	/* what a ruleset handles */
@@ -1243,7 +1004,6 @@ int		 landlock_abi(void);
 int		 landlock_ruleset(int, int);
 int		 landlock_allow(int, int, const char *, u_int);
 int		 landlock_enter(int);
-/* (end) */
 
 /* jail.c: what a remote job may reach (docs/isolation.md) */
 struct jail_spec {
@@ -1263,42 +1023,8 @@ void		 jail_spec_clear(struct jail_spec *);
 int		 jail_ready(char **);
 int		 jail_remote_job(int *, char **);
 void		 jail_serve_check(void);
-/* (end) */
 
-/* dns.c (issue 6) */
-#define DNS_MAX_NAME	255
-#define DNS_NXDOMAIN	(-1)	/* lookup results besides a count */
-#define DNS_SERVFAIL	(-2)
-struct dns_rr {
-	int		 family;	/* AF_INET or AF_INET6 */
-	u_char		 addr[16];
-	uint32_t	 ttl;		/* seconds */
-};
-struct dns_question {
-	uint16_t	 id;
-	uint16_t	 flags;
-	char		 name[DNS_MAX_NAME + 1];	/* lower case, no dot */
-	int		 plain;		/* only [a-z0-9_-] labels */
-	uint16_t	 qtype;
-	uint16_t	 qclass;
-	size_t		 len;		/* header and question, bytes */
-};
-typedef int	(*dns_lookup_cb)(const char *, struct dns_rr *, u_int,
-		     void *);
-struct dns_conn;
-int		 dns_parse_query(const u_char *, size_t, struct dns_question *,
-		     char **);
-size_t		 dns_answer(const u_char *, size_t, u_char *, size_t,
-		     dns_lookup_cb, void *);
-struct dns_conn	*dns_conn_create(int, int);
-int		 dns_conn_fd(const struct dns_conn *);
-int		 dns_conn_read(struct dns_conn *, dns_lookup_cb, void *);
-int		 dns_conn_write(struct dns_conn *);
-int		 dns_conn_pending(const struct dns_conn *);
-void		 dns_conn_free(struct dns_conn *);
-/* (end) */
-
-/* fence-policy.c (issue 6): --allow, --deny-net, --add-host */
+/* fence-policy.c: --allow, --deny-net, --add-host */
 #define FENCE_MAX_RULES	256
 struct fence_rule {
 	char		*name;		/* a host name, lower case; or NULL */
@@ -1307,8 +1033,10 @@ struct fence_rule {
 	u_int		 prefix;	/* leading bits that must match */
 	uint16_t	 port_lo;	/* 0: any port */
 	uint16_t	 port_hi;
+	char		*path;		/* unix:PATH (AF_UNIX), or NULL */
 	char		*text;		/* the canonical spelling */
 };
+#define FENCE_UNIX_PATH_MAX	108	/* sun_path */
 struct fence_pin {			/* --add-host NAME=ADDR */
 	char		*name;
 	int		 family;
@@ -1327,108 +1055,21 @@ struct fence {
 struct fence	*fence_create(void);
 struct fence	*fence_open(void);
 void		 fence_free(struct fence *);
-struct fence	*fence_copy(const struct fence *);
-int		 fence_parse_addr(const char *, u_char *);
-int		 fence_check_name(char *, char **);
-int		 fence_parse_allow(const char *, struct fence_rule *, char **);
 int		 fence_allow(struct fence *, const char *, char **);
 int		 fence_add_host(struct fence *, const char *, char **);
-const struct fence_rule *fence_find_name(const struct fence *, const char *);
-int		 fence_check(const struct fence *, char **);
-int		 fence_rule_port(const struct fence_rule *, uint16_t);
-int		 fence_match_addr(const struct fence *, int, const u_char *,
-		     uint16_t);
-int		 fence_loopback(int, const u_char *);
+int		 fence_has_unix(const struct fence *);
 int		 fence_from_json(json_t *, struct fence **, char **);
 void		 fence_to_json(const struct fence *, json_t *);
 char		*fence_text(const struct fence *);
-/* (end) */
 
-/* fence-names.c (issue 6): allowed names, resolved outside the job */
-#define FENCE_NAMES_REFRESH_MS	(60 * 1000)
-#define FENCE_NAMES_TTL_MS	(5 * 60 * 1000)
-struct fence_names;
-struct fence_names *fence_names_create(const struct fence *);
-int		 fence_names_start(struct fence_names *, char **);
-int		 fence_names_fd(const struct fence_names *);
-void		 fence_names_collect(struct fence_names *);
-int		 fence_names_allows(struct fence_names *, int, const u_char *,
-		     uint16_t);
-int		 fence_names_lookup(const char *, struct dns_rr *, u_int,
-		     void *);
-void		 fence_names_free(struct fence_names *);
-/* (end) */
+/* ---- Remote runs: trust, sync, the client's hosts ------------------------ */
 
-/* fence-unix.c (issue 6): AF_UNIX connects and binds, checked */
-struct fence_call {			/* a notified connect or bind */
-	uint64_t	 addr[16];	/* the job's sockaddr, our own copy */
-	u_int		 alen;
-	uint64_t	 id;
-	pid_t		 pid;		/* the calling thread */
-	int		 fd;		/* the job's descriptor */
-	int		 sock;		/* our duplicate of the job's socket */
-	int		 domain;
-	int		 type;
-	int		 tcp_state;	/* TCP's state, -1 if not TCP */
-	int		 nonblock;	/* the job's O_NONBLOCK */
-	int		 cloexec;	/* and FD_CLOEXEC */
-};
-struct fence_unix;
-struct fence_unix *fence_unix_create(const char *, char *const *);
-int		 fence_unix_connect(struct fence_unix *,
-		     const struct fence_call *, int *, int *);
-int		 fence_unix_bind(struct fence_unix *,
-		     const struct fence_call *);
-#define FENCE_META_NOFOLLOW	0x1	/* fence_unix_meta(): lchown & co */
-#define FENCE_META_EMPTY	0x2	/* AT_EMPTY_PATH */
-int		 fence_unix_meta(struct fence_unix *, pid_t, int, const char *,
-		     int, uid_t, gid_t, int);
-void		 fence_unix_free(struct fence_unix *);
-/* (end) */
-
-/* fence-out.c (issue 6): the supervisor's sockets, made like the job's */
-int		 fence_out_open(const struct fence_call *, int64_t *);
-int		 fence_out_state(int, int, int);
-int		 fence_out_busy(const struct fence_call *);
-int		 fence_out_target(const struct fence_call *, int *, u_char *,
-		     uint16_t *);
-/* (end) */
-
-/* fence-call.c (issue 6): a notified call, read out of the job */
-struct fence_tasks;
-struct fence_tasks *fence_tasks_create(void);
-void		 fence_tasks_free(struct fence_tasks *);
-int		 fence_call_read(struct fence_tasks *, int, uint64_t, pid_t,
-		     const uint64_t *, struct fence_call *);
-int		 fence_call_udp(int, uint64_t, const uint64_t *);
-int		 fence_call_path(struct fence_tasks *, int, uint64_t, pid_t,
-		     const uint64_t *, int, int, char *, int *);
-/* (end) */
-
-/* fence-super.c (issue 6): the supervisor, outside the job */
-#define FENCE_SUPER_JAIL	0x1	/* jailed: binds AF_UNIX by itself */
-#define FENCE_SUPER_NOLOOP	0x2	/* host loopback: its own ports only */
-struct fence_super;
-struct fence_super *fence_super_create(const struct fence *,
-		     struct fence_names *, const char *, char *const *, int,
-		     int, char **);
-u_int		 fence_super_pollfds(const struct fence_super *,
-		     struct pollfd *);
-void		 fence_super_dispatch(struct fence_super *,
-		     const struct pollfd *, u_int);
-int		 fence_super_done(const struct fence_super *);
-void		 fence_super_counts(const struct fence_super *, uint64_t *,
-		     uint64_t *, uint64_t *);
-const char	*fence_super_last_refused(const struct fence_super *);
-void		 fence_super_free(struct fence_super *);
-/* (end) */
-
-/* tls.c (issue 7) */
+/* tls.c */
 struct tls_identity;
 struct bufferevent;
 struct tls_pin {
-	char		 want[65];	/* the pinned key's SHA-256, hex */
-	char		 seen[65];	/* what the host showed */
+	char		 want[DIGEST_HEX];	/* the pinned key's SHA-256 */
+	char		 seen[DIGEST_HEX];	/* what the host showed */
 	int		 checked;	/* the check ran */
 	int		 mismatch;	/* and failed */
 };
@@ -1449,14 +1090,12 @@ size_t		 tls_pending(const struct tls_conn *);
 ssize_t		 tls_read(struct tls_conn *, void *, size_t);
 ssize_t		 tls_write(struct tls_conn *, const void *, size_t);
 void		 tls_close(struct tls_conn *);
-char		*tls_pin_error(const struct tls_pin *, const char *);
-/* (end) */
 
-/* token.c (issue 7) */
+/* token.c */
 struct token {
 	char		*id;		/* "t1" */
 	char		*owner;
-	char		 hash[65];	/* SHA-256 of the token, hex */
+	char		 hash[DIGEST_HEX];	/* SHA-256 of the token, hex */
 	int64_t		 created;	/* ms */
 	int		 revoked;
 };
@@ -1482,33 +1121,29 @@ const struct token *tokens_check(const struct tokens *, const char *);
 int		 tokens_authorize(struct tokens *, struct ratelimit *,
 		     const char *, const char *, int64_t, char **, int *,
 		     char **);
-/* (end) */
 
-/* ratelimit.c (issue 7) */
+/* ratelimit.c */
 struct ratelimit *ratelimit_create(u_int, int64_t, int64_t, u_int);
 void		 ratelimit_free(struct ratelimit *);
 u_int		 ratelimit_count(const struct ratelimit *);
 int64_t		 ratelimit_check(struct ratelimit *, const char *, int64_t);
 void		 ratelimit_fail(struct ratelimit *, const char *, int64_t);
 void		 ratelimit_key(const char *, char *, size_t);
-/* (end) */
 
-/* target.c (issue 7) */
+/* target.c */
 #define TARGET_PORT	7070
 struct target {
 	char		*token;
 	char		*host;		/* no brackets */
 	u_int		 port;
-	char		 pin[65];
+	char		 pin[DIGEST_HEX];
 };
 int		 target_parse(const char *, struct target *, char **);
 void		 target_clear(struct target *);
 char		*target_format(const struct target *);
 char		*target_hostport(const struct target *);
-char		*target_url(const struct target *, const char *);
-/* (end) */
 
-/* conn.c (issue 7): a connection to the local daemon or a remote host */
+/* conn.c: a connection to the local daemon or a remote host */
 struct conn;
 struct conn	*conn_open_unix(const char *);
 struct conn	*conn_open_tcp(const char *, u_int, const char *, char **);
@@ -1521,87 +1156,8 @@ size_t		 conn_pending(const struct conn *);
 ssize_t		 conn_read(struct conn *, void *, size_t);
 ssize_t		 conn_write(struct conn *, const void *, size_t);
 void		 conn_close(struct conn *);
-/* (end) */
 
-/* server-tls.c (issue 7): the TCP listener, TLS and tokens */
-extern const char *server_tls_addr;
-struct tokens	*server_tls_tokens(char **);
-char		*server_tls_invite(const char *);
-int		 server_tls_request(struct evhttp_request *);
-char		*server_tls_owner(struct evhttp_request *);
-int		 server_tls_may(struct evhttp_request *, const char *);
-int		 server_tls_start(char **);
-void		 server_tls_stop(void);
-/* (end) */
-
-/* server-guard.c (issue 7): a TCP connection's limits before its token */
-void		 server_guard_init(void);
-struct bufferevent *server_guard_bev(struct event_base *, void *);
-/* (end) */
-
-/* api-remote.c, api-token.c (issue 7): the routes of remote runs */
-void		 api_remote_close(void);
-void		 api_sync_manifest_get(struct evhttp_request *, const char *);
-void		 api_sync_manifest_post(struct evhttp_request *, const char *);
-void		 api_blobs_post(struct evhttp_request *, const char *);
-void		 api_blob_put(struct evhttp_request *, const char *);
-void		 api_blob_get(struct evhttp_request *, const char *);
-void		 api_job_pull(struct evhttp_request *, const char *);
-struct prepare;
-int		 api_remote_job(struct evhttp_request *, struct jobreq *,
-		     u_int, struct prepare **);
-void		 api_remote_job_undo(u_int);
-void		 api_tokens_list(struct evhttp_request *, const char *);
-void		 api_tokens_add(struct evhttp_request *, const char *);
-void		 api_token_revoke(struct evhttp_request *, const char *);
-/* (end) */
-
-/* hosts.c (issue 7): where a command goes, local or remote */
-struct remote;
-void		 hosts_choose(int, const char *);
-int		 hosts_remote(void);
-int		 hosts_names_remote(const char *);
-u_int		 hosts_candidates(const struct remote **, u_int);
-u_int		 hosts_count(void);
-int		 hosts_fixed(void);
-int		 hosts_call(const char *, const char *, json_t *,
-		     struct client_reply *);
-int		 hosts_stream(const char *, const char *, json_t *,
-		     const struct client_stream_cbs *, struct client_reply *);
-/* (end) */
-
-/* digest.c (issue 7) */
-#define DIGEST_LEN	32
-#define DIGEST_HEX	65	/* 64 hex digits and a NUL */
-struct digest {
-	void		*ctx;
-};
-void		 digest_init(struct digest *);
-void		 digest_update(struct digest *, const void *, size_t);
-void		 digest_final(struct digest *, char *);
-void		 digest_abort(struct digest *);
-void		 digest_buf(const void *, size_t, char *);
-int		 digest_fd(int, char *, uint64_t *, char **);
-int		 digest_valid(const char *);
-int		 digest_equal(const char *, const char *);
-void		 hex_encode(const u_char *, size_t, char *);
-void		 random_bytes(void *, size_t);
-void		 base64url_encode(const u_char *, size_t, char *);
-/* (end) */
-
-/* hmap.c (issue 7) */
-struct hmap;
-struct hmap	*hmap_create(void);
-void		 hmap_free(struct hmap *);
-size_t		 hmap_count(const struct hmap *);
-void		*hmap_get(const struct hmap *, const char *);
-void		*hmap_put(struct hmap *, const char *, void *);
-void		*hmap_del(struct hmap *, const char *);
-int		 hmap_next(const struct hmap *, size_t *, const char **,
-		     void **);
-/* (end) */
-
-/* cas.c (issue 7) */
+/* cas.c */
 #define CAS_SIZE_UNKNOWN	UINT64_MAX
 struct cas;
 struct cas_writer;
@@ -1620,8 +1176,6 @@ int		 cas_dup_dirfd(const struct cas *);
 int		 cas_open_at(int, const char *);
 int		 cas_pin(struct cas *, const char *);
 void		 cas_unpin(struct cas *, const char *);
-void		 cas_evict(struct cas *);
-int		 cas_sync(struct cas *);
 struct cas_writer *cas_writer_create(struct cas *, const char *, uint64_t,
 		     char **);
 int		 cas_writer_write(struct cas_writer *, const void *, size_t,
@@ -1632,9 +1186,8 @@ void		 cas_writer_abort(struct cas_writer *);
 int		 cas_put(struct cas *, const char *, const void *, size_t,
 		     char **);
 int		 cas_ingest_fd(struct cas *, int, char *, uint64_t *, char **);
-/* (end) */
 
-/* sync.c (issue 7) */
+/* sync.c */
 struct progress;
 struct statcache;
 struct manifest;
@@ -1653,9 +1206,36 @@ int		 sync_scan(const char *, struct statcache *, struct manifest *,
 int		 sync_pull_apply(const char *, const struct manifest *,
 		     sync_fetch_cb, void *, struct progress *,
 		     struct sync_stats *, char **);
-/* (end) */
 
-/* remote.c (issue 7): the client's side of a remote run's files */
+/* ignore.c: .gmuxignore */
+struct ignore;
+int		 ignore_wildmatch(const char *, const char *);
+struct ignore	*ignore_create(void);
+void		 ignore_free(struct ignore *);
+void		 ignore_defaults(struct ignore *);
+void		 ignore_parse(struct ignore *, const char *, const char *,
+		     size_t);
+size_t		 ignore_mark(const struct ignore *);
+void		 ignore_truncate(struct ignore *, size_t);
+int		 ignore_match(const struct ignore *, const char *, int);
+void		 ignore_set_fast(int);
+
+/* statcache.c */
+struct statcache;
+struct statcache *statcache_load(const char *);
+void		 statcache_free(struct statcache *);
+int		 statcache_parse(struct statcache *, const char *, size_t,
+		     char **);
+const char	*statcache_get(struct statcache *, const char *,
+		     const struct stat *);
+void		 statcache_hashing(struct statcache *);
+void		 statcache_put(struct statcache *, const char *,
+		     const struct stat *, const char *);
+void		 statcache_counts(const struct statcache *, size_t *, size_t *);
+int		 statcache_save(struct statcache *, char **);
+char		*statcache_path(const char *);
+
+/* remote.c: the client's side of a remote run's files */
 #define REMOTE_MANIFEST_TYPE	"text/x-gmux-manifest"
 #define REMOTE_BATCH_TYPE	"application/x-gmux-batch"
 #define REMOTE_MANIFEST_MAX	(128 * 1024 * 1024)
@@ -1683,28 +1263,27 @@ int		 remote_sync(const struct remote_io *, const char *,
 int		 remote_pull(const struct remote_io *, const char *,
 		     char *const *, const char *, int, struct sync_stats *,
 		     char **);
-/* (end) */
 
-/* remote-host.c (issue 7): the host's side of the sync routes */
-int		 remote_host_manifest_post(struct cas *, uint64_t,
-		     const void *, size_t, json_t **, char **);
-int		 remote_host_manifest_get(struct cas *, uint64_t, const char *,
-		     json_t **, char **);
-int		 remote_host_blob_put(struct cas *, const char *, const void *,
-		     size_t, char **);
-int		 remote_host_blob_part(struct cas *, const char *, uint64_t,
+/* remote-host.c: the host's side of the sync routes */
+int		 remote_host_manifest_post(struct cas *, const char *,
 		     uint64_t, const void *, size_t, json_t **, char **);
-int		 remote_host_batch(struct cas *, const void *, size_t,
+int		 remote_host_manifest_get(struct cas *, const char *, uint64_t,
+		     const char *, json_t **, char **);
+int		 remote_host_blob_put(struct cas *, const char *, const char *,
+		     const void *, size_t, char **);
+int		 remote_host_blob_part(struct cas *, const char *,
+		     const char *, uint64_t, uint64_t, const void *, size_t,
 		     json_t **, char **);
+int		 remote_host_batch(struct cas *, const char *, const void *,
+		     size_t, json_t **, char **);
 int		 remote_host_tree(struct cas *, const char *, struct manifest *,
 		     json_t **, char **);
 int		 remote_host_prepare(struct cas *, const char *, const char *,
 		     json_t **, char **);
 int		 remote_host_pull(struct cas *, const char *, json_t *,
 		     uint64_t, json_t **, char **);
-/* (end) */
 
-/* remote-local.c (issue 7): the sync routes in process */
+/* remote-local.c: the sync routes in process */
 struct remote_local {
 	struct cas	*cas;
 	uint64_t	 max_upload;
@@ -1713,9 +1292,8 @@ struct remote_local {
 	u_int		 requests, batches, puts, gets;
 };
 void		 remote_local_io(struct remote_local *, struct remote_io *);
-/* (end) */
 
-/* remote-net.c (issue 7): the sync routes over the network, in the CLI */
+/* remote-net.c: the sync routes over the network, in the CLI */
 #define REMOTE_NET_PARALLEL	4	/* large blobs sent at once */
 struct remote_net_put {
 	char		 digest[DIGEST_HEX];
@@ -1730,14 +1308,8 @@ struct remote_net {
 	u_int		 requests;
 };
 void		 remote_net_io(struct remote_net *, struct remote_io *);
-/* (end) */
 
-/* run-remote.c (issue 7): gmux run on remote hosts */
-int		 run_remote(json_t *, int, char **);
-void		 run_why(const struct stream *);	/* cmd-run.c */
-/* (end) */
-
-/* remotes.c (issue 7): the client's hosts */
+/* remotes.c: the client's hosts */
 #define REMOTES_MAX	64
 struct remote {
 	char		*name;
@@ -1760,7 +1332,6 @@ struct remote_room {
 	u_int		 ncards;
 };
 char		*remotes_path(void);
-int		 remote_name_valid(const char *);
 int		 remotes_load(struct remotes *, const char *, char **);
 int		 remotes_save(const struct remotes *, char **);
 void		 remotes_clear(struct remotes *);
@@ -1774,100 +1345,16 @@ int		 remotes_pick(const struct remote_room *, u_int, u_int,
 		     uint64_t);
 char		*remotes_invite(const char *, const char *, u_int,
 		     const char *);
-/* (end) */
 
-/* confine.c (issue 7): file operations that cannot leave a directory */
-#define CONFINE_DEPTH	256
-struct stat;
-struct walk_ops {
-	int		(*dir_enter)(int, const char *, void *, char **);
-	void		(*dir_leave)(const char *, void *);
-	int		(*entry)(int, const char *, const char *,
-			    const struct stat *, void *, char **);
-};
-int		 confine_path_ok(const char *, char **);
-int		 confine_open(int, const char *, int, mode_t);
-int		 confine_parent(int, const char *, int, const char **);
-int		 confine_walk(int, const struct walk_ops *, void *, char **);
-int		 confine_remove(const char *);
-char		*confine_read_fd(int, size_t, size_t *);
-/* (end) */
-
-/* ignore.c (issue 7): .gmuxignore */
-struct ignore;
-int		 ignore_wildmatch(const char *, const char *);
-struct ignore	*ignore_create(void);
-void		 ignore_free(struct ignore *);
-void		 ignore_defaults(struct ignore *);
-void		 ignore_parse(struct ignore *, const char *, const char *,
-		     size_t);
-size_t		 ignore_mark(const struct ignore *);
-void		 ignore_truncate(struct ignore *, size_t);
-int		 ignore_match(const struct ignore *, const char *, int);
-void		 ignore_set_fast(int);
-/* (end) */
-
-/* manifest.c (issue 7) */
-#define MENTRY_FILE	'f'
-#define MENTRY_DIR	'd'
-#define MENTRY_LINK	'l'
-struct mentry {
-	char		*path;
-	char		*target;	/* links only */
-	uint64_t	 size;
-	u_int		 mode;		/* permission bits */
-	char		 type;
-	char		 digest[65];	/* files only */
-};
-struct manifest {
-	struct mentry	*v;
-	size_t		 n;
-	size_t		 size;
-	uint64_t	 bytes;		/* of all files */
-};
-void		 manifest_init(struct manifest *);
-void		 manifest_clear(struct manifest *);
-void		 manifest_copy(struct manifest *, const struct manifest *);
-struct mentry	*manifest_add(struct manifest *, char, const char *, u_int,
-		     uint64_t, const char *, const char *);
-void		 manifest_sort(struct manifest *);
-const struct mentry *manifest_find(const struct manifest *, const char *);
-char		*manifest_escape(const char *);
-char		*manifest_escape_to(char *, const char *);
-ssize_t		 manifest_unescape_to(char *, const char *, size_t);
-char		*manifest_unescape(const char *, size_t);
-char		*manifest_format(const struct manifest *, size_t *);
-int		 manifest_link_ok(const char *, const char *);
-int		 manifest_parse(const char *, size_t, size_t, struct manifest *,
-		     char **);
-/* (end) */
-
-/* statcache.c (issue 7) */
-struct statcache;
-struct statcache *statcache_load(const char *);
-void		 statcache_free(struct statcache *);
-int		 statcache_parse(struct statcache *, const char *, size_t,
-		     char **);
-const char	*statcache_get(struct statcache *, const char *,
-		     const struct stat *);
-void		 statcache_hashing(struct statcache *);
-void		 statcache_put(struct statcache *, const char *,
-		     const struct stat *, const char *);
-void		 statcache_counts(const struct statcache *, size_t *, size_t *);
-int		 statcache_save(struct statcache *, char **);
-char		*statcache_path(const char *);
-/* (end) */
-
-/* tree.c (issue 7): the host's side of moving a tree */
+/* tree.c: the host's side of moving a tree */
 int		 tree_pin(struct cas *, const struct manifest *, char **);
 void		 tree_unpin(struct cas *, const struct manifest *, size_t);
 int		 tree_materialize_at(int, const struct manifest *, const char *,
 		     const _Atomic int *, char **);
 int		 tree_materialize(struct cas *, const struct manifest *,
 		     const char *, char **);
-/* (end) */
 
-/* prepare.c (issue 7): a remote job's tree, made by a helper thread */
+/* prepare.c: a remote job's tree, made by a helper thread */
 #define PREPARE_REASON	"preparing its files"
 struct prepare	*prepare_new(struct cas *, struct manifest *, const char *,
 		     char **);
@@ -1877,25 +1364,8 @@ void		 prepare_restore(void);
 void		 prepare_shutdown(void);
 int		 tree_pull(struct cas *, const char *, char *const *, uint64_t,
 		     struct manifest *, char **);
-/* (end) */
 
-/* batch.c (issue 7): many small blobs in one body */
-struct batch {
-	char		*data;
-	size_t		 len;
-	size_t		 size;
-	u_int		 n;
-};
-typedef int (*batch_cb)(const char *, const void *, size_t, void *, char **);
-void		 batch_init(struct batch *);
-void		 batch_clear(struct batch *);
-char		*batch_reserve(struct batch *, size_t);
-char		*batch_add(struct batch *, const char *, size_t);
-int		 batch_parse(const void *, size_t, size_t, batch_cb, void *,
-		     char **);
-/* (end) */
-
-/* progress.c (issue 7) */
+/* progress.c */
 struct progress {
 	int		 fd;		/* -1: silent */
 	const char	*what;
@@ -1911,11 +1381,134 @@ void		 progress_start(struct progress *, int, const char *, uint64_t,
 char		*progress_line(const struct progress *, int64_t);
 void		 progress_add(struct progress *, uint64_t, uint64_t, int64_t);
 void		 progress_end(struct progress *, int64_t);
-/* (end) */
 
-/* the dashboard (issue 12): ui.c, ui-events.c, ui-usage.c, cmd-ui.c */
+/* ---- The daemon ---------------------------------------------------------- */
+
+/* server.c: the daemon */
+struct event_base;
+extern struct event_base *server_base;
+extern struct cards server_cards;
+extern int	 server_audit_report_only;
+extern struct ledger *server_ledger;
+extern int64_t	 server_started;
+int		 server_main(const char *, int);
+
+/* server-sched.c: the daemon's side of the scheduler */
+extern struct sched *server_sched;
+int		 server_sched_init(char **);
+void		 server_sched_apply(struct sched_out *);
+int		 server_sched_submit(struct job *, u_int, int *, char **);
+int		 server_sched_check(struct job *, u_int, int *, char **);
+void		 server_sched_refused(struct job *, const char *);
+int		 server_sched_gone(struct job *);
+int		 server_sched_release(struct job *, enum job_state,
+		     struct sched_out *);
+int		 server_sched_resize(struct job *, u_int, uint64_t, char **);
+void		 server_sched_tick(void);
+void		 server_sched_restore(void);
+void		 server_sched_resume(void);
+void		 server_sched_card(u_int, u_int *, uint64_t *, u_int *);
+int		 server_sched_where(const struct job *, u_int *, char **);
+
+/* server-api.c: the route table and request helpers */
+struct evhttp;
+/*
+ * Who a request is and how it came, resolved once where it is dispatched
+ * and handed to every handler: the one place tenants and a cluster's
+ * proxied requests read it from.
+ */
+enum api_transport {
+	API_UNIX,		/* the daemon's socket */
+	API_TCP,		/* another machine, with a token */
+};
+struct api_who {
+	enum api_transport transport;
+	const char	*owner;		/* whom it acts as; valid during it */
+	int		 admin;		/* may act on every owner's jobs */
+	int		 confined;	/* its paths and jobs are confined */
+	int		 proxied;	/* relayed by a cluster peer (0 yet) */
+};
+void		 api_dispatch(struct evhttp_request *,
+		     const struct api_who *);
+const char	*api_me(void);
+int		 api_may(const struct api_who *, const char *);
+void		 api_setup(struct evhttp *);
+json_t		*api_body(struct evhttp_request *, char **);
+void		 api_send(struct evhttp_request *, int, struct evbuffer *);
+void		 api_reply(struct evhttp_request *, int, json_t *);
+void		 api_error(struct evhttp_request *, int, const char *, ...)
+		     printflike(3, 4);
+const char	*api_query(struct evhttp_request *, const char *);
+int		 api_query_flag(struct evhttp_request *, const char *);
+
+/* api-job.c, api-card.c: the handlers */
+void		 api_jobs_list(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_jobs_create(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_stop(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_log(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_patch(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_explain(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_cards_list(struct evhttp_request *, const char *,
+		     const struct api_who *);
+json_t		*api_cards_json(void);
+double		 card_util(const struct card *, u_int);
+void		 api_version(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_usage(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_usage_prune(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_metrics(struct evhttp_request *, const char *,
+		     const struct api_who *);
+
+/* server-tls.c: the TCP listener, TLS and tokens */
+extern const char *server_tls_addr;
+struct tokens	*server_tls_tokens(char **);
+char		*server_tls_invite(const char *);
+int		 server_tls_start(char **);
+void		 server_tls_stop(void);
+u_int		 server_tls_port(void);
+const char	*server_tls_host(void);
+
+/* server-guard.c: a TCP connection's limits before its token */
+void		 server_guard_init(void);
+struct bufferevent *server_guard_bev(struct event_base *, void *);
+
+/* api-remote.c, api-token.c: the routes of remote runs */
+void		 api_remote_close(void);
+void		 api_sync_manifest_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_sync_manifest_post(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_blobs_post(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_blob_put(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_blob_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_pull(struct evhttp_request *, const char *,
+		     const struct api_who *);
+struct prepare;
+int		 api_remote_job(struct evhttp_request *, const struct api_who *,
+		     struct jobreq *, u_int, struct prepare **);
+void		 api_remote_job_undo(u_int);
+void		 api_tokens_list(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_tokens_add(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_token_revoke(struct evhttp_request *, const char *,
+		     const struct api_who *);
+
+/* ui.c, ui-events.c, ui-usage.c: the dashboard's routes (docs/ui.md) */
 extern int	 ui_on;
-extern const struct cmd_entry cmd_ui_entry;
 /* Set by the cluster's code: its members and leader (docs/ui.md), a new
  * reference, or NULL on a host that is not clustered. */
 extern json_t	*(*ui_cluster_json)(void);
@@ -1923,29 +1516,163 @@ void		 ui_start(void);
 int		 ui_tls_public(struct evhttp_request *);
 int		 ui_tls_cookie(struct evhttp_request *, char **);
 int		 ui_head_cookie_ok(const struct http_head *);
-void		 ui_get(struct evhttp_request *, const char *);
-void		 ui_login(struct evhttp_request *, const char *);
-void		 ui_logout(struct evhttp_request *, const char *);
-void		 api_session(struct evhttp_request *, const char *);
-void		 api_events(struct evhttp_request *, const char *);
-void		 api_usage_series(struct evhttp_request *, const char *);
-json_t		*api_cards_json(void);
-u_int		 server_tls_port(void);
-const char	*server_tls_host(void);
-/* ledger-series.c: the books as a time series, for the dashboard's plots */
-struct usage_series {
-	enum usage_by	 by;		/* USAGE_OWNER or USAGE_CARD */
-	int64_t		 since;		/* ms */
-	int64_t		 step;		/* ms */
-	u_int		 n;		/* steps */
-	const char	*only;		/* this owner's use alone, or NULL */
-	char		**keys;
-	u_int		 nkeys;
-	int64_t		*seat_ms;	/* nkeys rows of n */
+void		 ui_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 ui_login(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 ui_logout(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_session(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_events(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_usage_series(struct evhttp_request *, const char *,
+		     const struct api_who *);
+
+/* ---- The client ---------------------------------------------------------- */
+
+/* output.c: tables and JSON on the CLI */
+struct table;
+struct table	*table_create(const char *const *, u_int);
+void		 table_add(struct table *, ...);
+void		 table_print(struct table *, FILE *);
+void		 table_free(struct table *);
+void		 json_print(json_t *, FILE *);
+
+/* client.c: the CLI's side of the API */
+struct client_reply {
+	long		 status;
+	json_t		*body;		/* NULL if not JSON */
+	/* the body's "error", or a transport error */
+	char		*error;
+	int		 lost;		/* connected, then no reply: the
+					   request may have been acted on */
 };
-int		 ledger_usage_series(struct ledger *, struct usage_series *,
-		     char **);
-void		 usage_series_free(struct usage_series *);
-/* (end) */
+struct client_stream_cbs {
+	int		 (*frame)(const struct frame *, void *);
+	int		 (*interrupt)(void *);	/* Ctrl-C; nonzero ends it */
+	void		*arg;
+};
+struct target;
+struct client_req {			/* one of several requests at once */
+	const struct target *target;	/* NULL: the local daemon */
+	const char	*method;
+	const char	*path;
+	const char	*ctype;		/* of the body; NULL: JSON */
+	const void	*body;
+	size_t		 len;
+	int		 bodyfd;	/* or the body is bodysize bytes of */
+	uint64_t	 bodyoff;	/* this fd from bodyoff; -1: none */
+	uint64_t	 bodysize;
+	int		 sinkfd;	/* a 2xx body goes here, or -1 */
+	const struct client_stream_cbs *cbs;	/* a 200 reply is frames */
+	struct client_reply reply;
+	int		 stopped;	/* a callback ended it */
+};
+int		 client_daemon_running(void);
+int		 client_call(const char *, const char *, json_t *,
+		     struct client_reply *);
+int		 client_call_at(const struct target *, const char *,
+		     const char *, json_t *, struct client_reply *);
+void		 client_reply_clear(struct client_reply *);
+int		 client_stream(const char *, const char *, json_t *,
+		     const struct client_stream_cbs *, struct client_reply *);
+int		 client_stream_at(const struct target *, const char *,
+		     const char *, json_t *, const struct client_stream_cbs *,
+		     struct client_reply *);
+void		 client_req_init(struct client_req *, const struct target *,
+		     const char *, const char *);
+void		 client_multi(struct client_req *, u_int, int);
+int		 client_request(struct client_req *);
+void		 client_catch_interrupts(void);
+int		 client_ok(struct client_reply *, const char *);
+dead void	 client_die(struct client_reply *, const char *);
+
+/* stream.c: a job's output on the terminal (run, logs, attach) */
+#define STREAM_LOGS	0	/* Ctrl-C quits */
+#define STREAM_RUN	1	/* Ctrl-C stops the job; again, detaches */
+#define STREAM_ATTACH	2	/* Ctrl-C detaches */
+struct stream {
+	char		 job[64];	/* if empty, from the first frame */
+	int		 mode;
+	uint64_t	 offset;	/* output bytes shown so far */
+	int		 ended;		/* the exit frame came */
+	int		 exit_code;	/* -1 if the job has none */
+	char		 state[16];
+	int		 interrupts;
+	int		 detached;
+	int		 waited;	/* it was queued: say when it starts */
+	int		 stop_pending;	/* Ctrl-C came before the job's id */
+	int		 write_failed;	/* errno of a failed write of output */
+};
+void		 stream_init(struct stream *, const char *, int);
+int		 stream_run(struct stream *, const char *, const char *,
+		     json_t *, int);
+
+/* hosts.c: where a command goes, local or remote */
+struct remote;
+void		 hosts_choose(int, const char *);
+int		 hosts_remote(void);
+int		 hosts_names_remote(const char *);
+u_int		 hosts_candidates(const struct remote **, u_int);
+int		 hosts_fixed(void);
+int		 hosts_call(const char *, const char *, json_t *,
+		     struct client_reply *);
+int		 hosts_stream(const char *, const char *, json_t *,
+		     const struct client_stream_cbs *, struct client_reply *);
+
+/* run-remote.c: gmux run on remote hosts */
+int		 run_remote(json_t *, int, char **);
+void		 run_why(const struct stream *);	/* cmd-run.c */
+int		 run_retry(const char *, struct client_reply *); /* cmd-run.c */
+
+/* ---- Commands ------------------------------------------------------------ */
+
+/* cmd.c: the command table */
+struct cmd_entry {
+	const char	*name;
+	const char	*args;		/* synopsis after the name */
+	const char	*help;		/* one line */
+	const char	*options;	/* option lines for --help */
+	int		 (*exec)(int, char **);
+	int		 hidden;
+	int		 here;		/* this machine only: no --remote */
+};
+const struct cmd_entry *cmd_find(const char *);
+void		 cmd_print_help(const struct cmd_entry *, FILE *);
+void		 cmd_print_usage(FILE *);
+dead void	 cmd_usage_error(const struct cmd_entry *, const char *, ...)
+		     printflike(2, 3);
+struct option;
+int		 cmd_getopt(const struct cmd_entry *, int, char **,
+		     const char *, const struct option *);
+uint64_t	 cmd_arg_size(const struct cmd_entry *, const char *,
+		     const char *);
+u_int		 cmd_arg_share(const struct cmd_entry *, const char *,
+		     const char *);
+int64_t		 cmd_arg_duration(const struct cmd_entry *, const char *,
+		     const char *);
+u_int		 cmd_arg_uint(const struct cmd_entry *, const char *,
+		     const char *, u_int, u_int);
+json_t		*cmd_call(const struct cmd_entry *, const char *, const char *,
+		     json_t *);
+
+/* cmd-*.c: one command each */
+extern const struct cmd_entry cmd_serve_entry;
+extern const struct cmd_entry cmd_run_entry;
+extern const struct cmd_entry cmd_ps_entry;
+extern const struct cmd_entry cmd_logs_entry;
+extern const struct cmd_entry cmd_attach_entry;
+extern const struct cmd_entry cmd_stop_entry;
+extern const struct cmd_entry cmd_resize_entry;
+extern const struct cmd_entry cmd_explain_entry;
+extern const struct cmd_entry cmd_cards_entry;
+extern const struct cmd_entry cmd_top_entry;
+extern const struct cmd_entry cmd_usage_entry;
+extern const struct cmd_entry cmd_version_entry;
+extern const struct cmd_entry cmd_remote_entry;
+extern const struct cmd_entry cmd_token_entry;
+extern const struct cmd_entry cmd_help_entry;
+extern const struct cmd_entry cmd_ui_entry;
 
 #endif /* GMUX_H */

@@ -141,13 +141,6 @@ hosts_candidates(const struct remote **v, u_int max)
 	return (n);
 }
 
-u_int
-hosts_count(void)
-{
-	hosts_resolve();
-	return (hosts_one != NULL ? 1 : hosts_rs.n);
-}
-
 /* Is the command bound to one host (--remote NAME)? */
 int
 hosts_fixed(void)

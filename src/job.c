@@ -23,44 +23,9 @@
 
 struct jobs all_jobs = TAILQ_HEAD_INITIALIZER(all_jobs);
 
-static const char *job_states[] = {
-	[JOB_QUEUED] = "queued",
-	[JOB_RUNNING] = "running",
-	[JOB_EXITED] = "exited",
-	[JOB_STOPPED] = "stopped",
-	[JOB_PREEMPTED] = "preempted",
-	[JOB_FAILED] = "failed",
-};
-
 static void	job_link_cb(evutil_socket_t, short, void *);
 static u_int	job_ceiling(const struct job *, u_int);
 static uint64_t	job_card_mem(const struct job *, u_int);
-
-const char *
-job_state_name(enum job_state s)
-{
-	return ((u_int)s < nitems(job_states) ? job_states[s] : "unknown");
-}
-
-int
-job_state_from_name(const char *name, enum job_state *s)
-{
-	u_int	 i;
-
-	for (i = 0; i < nitems(job_states); i++) {
-		if (strcmp(name, job_states[i]) == 0) {
-			*s = (enum job_state)i;
-			return (0);
-		}
-	}
-	return (-1);
-}
-
-int
-job_ended(const struct job *j)
-{
-	return (j->state >= JOB_EXITED);
-}
 
 struct job *
 job_find_id(u_int id)
@@ -104,7 +69,6 @@ job_create(u_int id, const char *owner, struct jobreq *req)
 	j->owner = xstrdup(owner);
 	j->req = *req;
 	jobreq_init(req);
-	j->state = JOB_QUEUED;
 	j->seats = j->req.seats;
 	j->mem = j->req.mem;
 	j->card = -1;
@@ -410,9 +374,8 @@ job_start(struct job *j, char **cause)
 	 * between finds a running job without a keeper (failed), never a
 	 * queued one that would be started twice.
 	 */
-	j->state = JOB_RUNNING;
 	j->started = clock_ms();
-	state_save_job(j);
+	job_set_state(j, JOB_RUNNING, JOB_QUIET);	/* told once it runs */
 	j->keeper_pid = keeper_spawn(&s, &j->ctl_fd, cause);
 	if (j->keeper_pid != -1) {
 		/*
@@ -441,20 +404,21 @@ out:
 int
 job_stop(struct job *j, int64_t grace_ms, const char *why)
 {
-	char	*line;
-	int	 rc;
+	enum job_state	 s;
+	char		*line;
+	int		 rc;
 
 	if (job_ended(j))
 		return (0);
 	if (j->state == JOB_QUEUED) {
-		job_state_from_name(why, &j->state);
+		if (job_state_from_name(why, &s) != 0)
+			s = JOB_STOPPED;
 		j->ended = clock_ms();
 		j->exit_code = -1;
 		free(j->reason);	/* it waits no more */
 		j->reason = NULL;
+		job_set_state(j, s, 0);
 		server_sched_gone(j);	/* cancelled: it leaves the queue */
-		state_save_job(j);
-		follow_job_ended(j);
 		return (0);
 	}
 	if (strcmp(why, "stopped") == 0)
@@ -499,7 +463,6 @@ job_lost(struct job *j)
 	snprintf(env, sizeof env, "GMUX_JOB_ID=%s", j->name);
 	if (proc_kill_session(j->keeper_pid, env, SIGKILL) != 0)
 		log_warnx("%s: keeper lost; its processes killed", j->name);
-	j->state = JOB_FAILED;
 	j->exit_code = -1;
 	free(j->reason);
 	j->reason = xstrdup("its keeper was lost");
@@ -508,21 +471,22 @@ job_lost(struct job *j)
 		j->ended = last;
 }
 
-/* Records how the job ended, from its exit status (NULL: it is unknown). */
-static void
-job_record_end(struct job *j, json_t *st)
+/*
+ * How the job ended, from its exit status (NULL: it is unknown), into j;
+ * returns the state it ends in.
+ */
+static enum job_state
+job_end_state(struct job *j, json_t *st)
 {
-	struct sched_out	 out;
-	const char		*state;
+	enum job_state	 s = JOB_FAILED;
+	const char	*state;
 
-	if (j->state != JOB_RUNNING)
-		return;
 	if (st != NULL) {
 		j->exit_code = (int)json_integer_value(json_object_get(st,
 		    "exit_code"));
 		state = json_string_value(json_object_get(st, "state"));
-		if (state == NULL || job_state_from_name(state, &j->state) != 0)
-			j->state = JOB_EXITED;
+		if (state == NULL || job_state_from_name(state, &s) != 0)
+			s = JOB_EXITED;
 		j->ended = json_integer_value(json_object_get(st, "ended"));
 		j->lost = (uint64_t)json_integer_value(json_object_get(st,
 		    "output_lost"));
@@ -534,19 +498,32 @@ job_record_end(struct job *j, json_t *st)
 	} else
 		job_lost(j);
 	if (j->unplaced)
-		j->state = JOB_FAILED;	/* stopped for want of a place */
+		s = JOB_FAILED;	/* stopped for want of a place */
 	if (j->ended == 0)
 		j->ended = clock_ms();
+	return (s);
+}
+
+/* Records how the job ended, from its exit status (NULL: it is unknown). */
+static void
+job_record_end(struct job *j, json_t *st)
+{
+	struct sched_out	 out;
+	enum job_state		 s;
+
+	if (j->state != JOB_RUNNING)
+		return;
+	s = job_end_state(j, st);
 	if (j->cards != 0)
 		enforce_forget(j->id);
-	log_debug("%s: %s %s exit %d", __func__, j->name,
-	    job_state_name(j->state), j->exit_code);
+	log_debug("%s: %s %s exit %d", __func__, j->name, job_state_name(s),
+	    j->exit_code);
 	/*
 	 * Its room goes back.  A --requeue victim of preemption waits again:
 	 * its run's books close first, before it may start once more.
 	 */
 	memset(&out, 0, sizeof out);
-	if (server_sched_release(j, &out) == 1) {
+	if (server_sched_release(j, s, &out) == 1) {
 		job_account_end(j, j->ended);
 		job_requeue(j);
 		server_sched_apply(&out);
@@ -554,18 +531,16 @@ job_record_end(struct job *j, json_t *st)
 		return;
 	}
 	/*
-	 * Its clients first, then the records: what they are told is already
-	 * true in memory, and the keeper's status file covers a crash before
-	 * the records are written.
+	 * Its books close, then the records and its clients (job_set_state),
+	 * then what its room lets start.  The caller's environment (secrets,
+	 * maybe) is no longer needed, and is not written again.
 	 */
-	follow_job_ended(j);
-	server_sched_apply(&out);
-	sched_out_free(&out);
 	job_account_end(j, j->ended);
-	/* The caller's environment (secrets, maybe) is no longer needed. */
 	strv_free(j->req.env);
 	j->req.env = NULL;
-	state_save_job(j);
+	job_set_state(j, s, 0);
+	server_sched_apply(&out);
+	sched_out_free(&out);
 }
 
 /*
@@ -575,7 +550,6 @@ job_record_end(struct job *j, json_t *st)
 void
 job_requeue(struct job *j)
 {
-	j->state = JOB_QUEUED;
 	j->exit_code = -1;
 	j->started = j->ended = 0;
 	j->keeper_pid = j->pgid = 0;
@@ -593,15 +567,14 @@ job_requeue(struct job *j)
 	j->cmem = NULL;
 	free(j->reason);
 	j->reason = xstrdup("requeued after preemption");
-	state_save_job(j);
-	log_debug("%s: %s", __func__, j->name);
+	job_set_state(j, JOB_QUEUED, 0);
 }
 
 /*
  * The keeper is gone.  If it did not say how the job ended, its status
  * file does.
  */
-void
+static void
 job_finish(struct job *j)
 {
 	json_t	*st;
@@ -624,7 +597,7 @@ job_link_line(struct job *j, const char *line)
 
 	if (sscanf(line, "pid %ld", &pid) == 1 && pid > 0) {
 		j->pgid = (pid_t)pid;
-		state_save_job(j);	/* with its keeper's pid */
+		job_save(j);	/* with its keeper's pid */
 	} else if (strncmp(line, "exit ", 5) == 0) {
 		if ((st = json_loads(line + 5, 0, NULL)) != NULL) {
 			/* The keeper has said all it will: let it go. */

@@ -13,6 +13,7 @@
 #define JOBREQ_MAX_ARGS	4096
 #define JOBREQ_MAX_ENV	8192
 #define JOBREQ_MAX_STR	(128 * 1024)
+#define JOBREQ_MAX_STR_TEXT	"128 KiB"
 
 void
 jobreq_init(struct jobreq *r)
@@ -34,7 +35,25 @@ jobreq_clear(struct jobreq *r)
 	free(r->card_uuid);
 	fence_free(r->fence);
 	free(r->manifest);
+	free(r->key);
 	jobreq_init(r);
+}
+
+/* Whether s may not be an entry of a string array, and why. */
+static int
+strv_bad(json_t *s, int need_eq, const char **why)
+{
+	if (!json_is_string(s))
+		*why = "must be a string";
+	else if (json_string_length(s) > JOBREQ_MAX_STR)
+		*why = "is over " JOBREQ_MAX_STR_TEXT;
+	else if (strlen(json_string_value(s)) != json_string_length(s))
+		*why = "must not hold a NUL byte";
+	else if (need_eq && strchr(json_string_value(s), '=') == NULL)
+		*why = "must be a NAME=VALUE string";
+	else
+		return (0);
+	return (1);
 }
 
 /* Returns a NULL-terminated copy of a JSON array of strings, or NULL. */
@@ -42,9 +61,10 @@ static char **
 strv_from_json(json_t *a, const char *field, size_t max, int need_eq,
     char **cause)
 {
-	char	**v;
-	size_t	  i, n;
-	json_t	 *s;
+	char		**v;
+	const char	 *why;
+	size_t		  i, n;
+	json_t		 *s;
 
 	if (!json_is_array(a)) {
 		xasprintf(cause, "%s: must be an array of strings", field);
@@ -56,19 +76,41 @@ strv_from_json(json_t *a, const char *field, size_t max, int need_eq,
 	}
 	v = xcalloc(n + 1, sizeof *v);
 	json_array_foreach(a, i, s) {
-		if (!json_is_string(s) ||
-		    json_string_length(s) > JOBREQ_MAX_STR ||
-		    strlen(json_string_value(s)) != json_string_length(s) ||
-		    (need_eq && strchr(json_string_value(s), '=') == NULL)) {
-			xasprintf(cause, "%s[%zu]: %s", field, i, need_eq ?
-			    "must be a NAME=VALUE string" :
-			    "must be a string without NUL bytes");
+		if (strv_bad(s, need_eq, &why)) {
+			xasprintf(cause, "%s[%zu]: %s", field, i, why);
 			strv_free(v);
 			return (NULL);
 		}
 		v[i] = xstrdup(json_string_value(s));
 	}
 	return (v);
+}
+
+/* Whether s may be an idempotency key (JOBREQ_KEY_RULE). */
+int
+jobreq_key_ok(const char *s)
+{
+	size_t	 n = strlen(s);
+
+	return (n != 0 && n <= JOBREQ_KEY_MAX && strspn(s,
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789._:-") == n);
+}
+
+static int
+key_from_json(json_t *v, struct jobreq *r, char **cause)
+{
+	const char	*s = json_string_value(v);
+
+	if (s == NULL || strlen(s) != json_string_length(v) ||
+	    !jobreq_key_ok(s)) {
+		xasprintf(cause, "idempotency_key: must be %s",
+		    JOBREQ_KEY_RULE);
+		return (-1);
+	}
+	free(r->key);
+	r->key = xstrdup(s);
+	return (0);
 }
 
 static int
@@ -205,6 +247,8 @@ field_from_json(const char *k, json_t *v, struct jobreq *r, char **cause)
 		r->manifest = xstrdup(json_string_value(v));
 		return (0);
 	}
+	if (strcmp(k, "idempotency_key") == 0)
+		return (key_from_json(v, r, cause));
 	if (strcmp(k, "share") == 0)
 		return (share_from_json(v, &r->seats, cause));
 	if (strcmp(k, "mem") == 0)
@@ -391,6 +435,8 @@ jobreq_to_json(const struct jobreq *r)
 	if (r->umask >= 0)
 		json_object_set_new(o, "umask", json_integer(r->umask));
 	fence_to_json(r->fence, o);
+	if (r->key != NULL)
+		json_object_set_new(o, "idempotency_key", json_string(r->key));
 	if (r->confined)
 		json_object_set_new(o, "confined", json_true());
 	return (o);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "ledger-int.h"
 
 #define LEDGER_CHAIN_TAG	"gmux-ledger-1"
 #define LEDGER_ROW_COLS	"seq, job, owner, card, vendor, model, seats, " \
@@ -75,7 +76,7 @@ ledger_row_hash(const u_char *prev, const struct ledger_row *r, u_char *out)
 	struct chain_buf	 b = { NULL, 0, 0 };
 
 	chain_put(&b, LEDGER_CHAIN_TAG, strlen(LEDGER_CHAIN_TAG));
-	chain_put(&b, prev, HASH_LEN);
+	chain_put(&b, prev, DIGEST_LEN);
 	chain_put_u64(&b, (uint64_t)r->seq);
 	chain_put_u64(&b, r->u.job);
 	chain_put_str(&b, r->u.owner);
@@ -88,7 +89,7 @@ ledger_row_hash(const u_char *prev, const struct ledger_row *r, u_char *out)
 	chain_put_str(&b, r->u.fence);
 	chain_put_u64(&b, (uint64_t)r->start);
 	chain_put_u64(&b, (uint64_t)r->end);
-	hash_sha256(b.p, b.len, out);
+	digest_bytes(b.p, b.len, out);
 	free(b.p);
 }
 
@@ -118,7 +119,7 @@ chain_anchor(struct ledger *l, int64_t *seq, u_char *h)
 
 	*seq = ledger_meta_int(l, "anchor_seq");
 	hex = ledger_meta_text(l, "anchor_hash");
-	rc = hash_from_hex(hex, h);
+	rc = digest_from_hex(hex, h);
 	free(hex);
 	return (rc);
 }
@@ -139,7 +140,7 @@ chain_check_row(struct ledger *l, struct dbstmt *st, int64_t expect,
     u_char *prev, int64_t *ndays, char **cause)
 {
 	struct ledger_row	 r;
-	u_char			 h[HASH_LEN], stored[HASH_LEN];
+	u_char			 h[DIGEST_LEN], stored[DIGEST_LEN];
 	int64_t			 day;
 
 	chain_read_row(st, 0, &r);
@@ -153,13 +154,13 @@ chain_check_row(struct ledger *l, struct dbstmt *st, int64_t expect,
 		return (-1);
 	}
 	ledger_row_hash(prev, &r, h);
-	if (hash_from_hex(db_col_text(st, 12), stored) != 0 ||
-	    memcmp(h, stored, HASH_LEN) != 0) {
+	if (digest_from_hex(db_col_text(st, 12), stored) != 0 ||
+	    memcmp(h, stored, DIGEST_LEN) != 0) {
 		chain_name(&r, cause, "does not match its hash (changed, "
 		    "moved or put in)");
 		return (-1);
 	}
-	memcpy(prev, h, HASH_LEN);
+	memcpy(prev, h, DIGEST_LEN);
 	*ndays += ledger_day(r.end - 1) - ledger_day(r.start) + 1;
 	for (day = ledger_day(r.start); day <= ledger_day(r.end - 1); day++) {
 		if (ledger_rollup_add(l, &r, day, 1) != 0) {
@@ -174,14 +175,14 @@ static int
 chain_check_head(struct ledger *l, int64_t last, const u_char *prev,
     char **cause)
 {
-	u_char	 head[HASH_LEN];
+	u_char	 head[DIGEST_LEN];
 	char	*hex;
 	int64_t	 seq;
 	int	 rc;
 
 	seq = ledger_meta_int(l, "head_seq");
 	hex = ledger_meta_text(l, "head_hash");
-	rc = hash_from_hex(hex, head);
+	rc = digest_from_hex(hex, head);
 	free(hex);
 	if (seq > last) {
 		xasprintf(cause, "row %lld: missing (deleted); the chain "
@@ -193,7 +194,7 @@ chain_check_head(struct ledger *l, int64_t last, const u_char *prev,
 		    "chain (%lld)", (long long)seq + 1, (long long)seq);
 		return (-1);
 	}
-	if (rc != 0 || memcmp(head, prev, HASH_LEN) != 0) {
+	if (rc != 0 || memcmp(head, prev, DIGEST_LEN) != 0) {
 		xasprintf(cause, "row %lld: is not the recorded head of the "
 		    "chain", (long long)last);
 		return (-1);
@@ -251,7 +252,7 @@ ledger_verify(struct ledger *l, int64_t *nrows, char **cause)
 {
 	struct db	*db = ledger_db(l);
 	struct dbstmt	*st;
-	u_char		 prev[HASH_LEN];
+	u_char		 prev[DIGEST_LEN];
 	int64_t		 expect, ndays = 0;
 	int		 rc = -1, step;
 
@@ -341,7 +342,7 @@ chain_export_rows(struct ledger *l, FILE *f, int64_t last, char *prev)
 	while ((rc = db_step(st)) == 1) {
 		chain_read_row(st, 0, &r);
 		chain_export_row(f, &r, prev, db_col_text(st, 12));
-		snprintf(prev, HASH_HEX_LEN + 1, "%s", db_col_text(st, 12));
+		snprintf(prev, DIGEST_HEX, "%s", db_col_text(st, 12));
 	}
 	db_finalize(st);
 	return (rc == -1 ? -1 : 0);
@@ -430,8 +431,8 @@ int
 ledger_prune(struct ledger *l, int64_t before, const char *path,
     int64_t *nrows, char **cause)
 {
-	u_char	 h[HASH_LEN];
-	char	 prev[HASH_HEX_LEN + 1];
+	u_char	 h[DIGEST_LEN];
+	char	 prev[DIGEST_HEX];
 	int64_t	 anchor, last;
 
 	*nrows = 0;
@@ -439,7 +440,7 @@ ledger_prune(struct ledger *l, int64_t before, const char *path,
 		xasprintf(cause, "the chain's anchor is damaged");
 		return (-1);
 	}
-	hash_hex(h, prev);
+	hex_encode(h, DIGEST_LEN, prev);
 	last = chain_prune_end(l, before);
 	if (last < anchor)
 		last = anchor;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "ledger-int.h"
 
 #define LEDGER_MAX_MEM	(1ULL << 50)
 #define LEDGER_LO_MASK	((1LL << LEDGER_LO_BITS) - 1)
@@ -161,7 +162,7 @@ ledger_reload(struct ledger *l)
 	l->last_tick = ledger_meta_int(l, "last_tick");
 	l->head_seq = ledger_meta_int(l, "head_seq");
 	hex = ledger_meta_text(l, "head_hash");
-	rc = hash_from_hex(hex, l->head_hash);
+	rc = digest_from_hex(hex, l->head_hash);
 	free(hex);
 	if (rc != 0)
 		return (-1);
@@ -243,12 +244,12 @@ ledger_rollup_add(struct ledger *l, const struct ledger_row *r, int64_t day,
 static int
 ledger_append(struct ledger *l, const struct ledger_row *r)
 {
-	u_char		 h[HASH_LEN];
-	char		 hex[HASH_HEX_LEN + 1];
+	u_char		 h[DIGEST_LEN];
+	char		 hex[DIGEST_HEX];
 	int64_t		 day, ms = r->end - r->start;
 
 	ledger_row_hash(l->head_hash, r, h);
-	hash_hex(h, hex);
+	hex_encode(h, DIGEST_LEN, hex);
 	db_bind_int(l->st_ins, 1, r->seq);
 	ledger_bind_use(l->st_ins, 2, &r->u);
 	db_bind_int(l->st_ins, 11, r->start);
@@ -274,7 +275,7 @@ ledger_append(struct ledger *l, const struct ledger_row *r)
 	    ledger_meta_set(l, "head_hash", 0, hex) != 0)
 		return (-1);
 	l->head_seq = r->seq;
-	memcpy(l->head_hash, h, HASH_LEN);
+	memcpy(l->head_hash, h, DIGEST_LEN);
 	return (0);
 }
 

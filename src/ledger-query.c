@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "ledger-int.h"
 
 typedef unsigned __int128 u128;
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "ledger-int.h"
 
 struct series_acc {
 	struct usage_series	*s;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "ledger-int.h"
 
 #define LEDGER_MAX_MS	253402300800000LL	/* year 10000 */
 

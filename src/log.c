@@ -13,6 +13,8 @@
 static FILE	*log_file;
 static int	 log_lvl;	/* 0 warnings only, 1 info, 2 debug */
 
+static void	log_close(void);
+
 void
 log_open(int level, const char *path)
 {
@@ -31,7 +33,7 @@ log_open(int level, const char *path)
 	setvbuf(log_file, NULL, _IOLBF, 0);
 }
 
-void
+static void
 log_close(void)
 {
 	if (log_file != NULL)

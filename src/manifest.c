@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
+
 #include "gmux.h"
 
 #define MANIFEST_MAGIC	"gmux-manifest 1\n"
@@ -145,7 +147,7 @@ manifest_plain(u_char c)
  * Writes s escaped at out (which must have room for 3 * strlen + 1) and
  * returns the end (its NUL).
  */
-char *
+static char *
 manifest_escape_to(char *out, const char *s)
 {
 	static const char	 xd[] = "0123456789ABCDEF";
@@ -163,15 +165,21 @@ manifest_escape_to(char *out, const char *s)
 	return (out);
 }
 
-/* Returns s escaped as in manifests; the caller frees it. */
-char *
-manifest_escape(const char *s)
+/* Appends s escaped as in manifests to b. */
+void
+manifest_escape_buf(struct evbuffer *b, const char *s)
 {
-	char	*out;
+	struct evbuffer_iovec	 v;
+	size_t			 len = strlen(s);
 
-	out = xmalloc(strlen(s) * 3 + 1);
-	manifest_escape_to(out, s);
-	return (out);
+	if (len == 0)
+		return;
+	/* An escape is at most three bytes a byte; and the NUL. */
+	if (evbuffer_reserve_space(b, (ev_ssize_t)(3 * len + 1), &v, 1) != 1)
+		fatalx("%s: out of memory", __func__);
+	v.iov_len = (size_t)(manifest_escape_to(v.iov_base, s) -
+	    (char *)v.iov_base);
+	evbuffer_commit_space(b, &v, 1);
 }
 
 static int
@@ -217,7 +225,7 @@ manifest_unescape_to(char *out, const char *s, size_t len)
 }
 
 /* The same, allocated; NULL if malformed. */
-char *
+static char *
 manifest_unescape(const char *s, size_t len)
 {
 	char	*out;
@@ -385,8 +393,16 @@ manifest_line(struct manifest *m, const char *p, const char *end,
 	}
 	if (e.type == MENTRY_LINK) {
 		e.target = manifest_unescape(sp + 1, (size_t)(end - sp - 1));
-		if (e.target == NULL || !manifest_link_ok(e.path, e.target) ||
-		    e.size != strlen(e.target)) {
+		if (e.target == NULL)
+			goto bad;
+		if (e.size != strlen(e.target)) {
+			xasprintf(cause, "entry %zu: symlink '%.200s': size "
+			    "%llu is not its target's length, %zu", m->n + 1,
+			    e.path, (unsigned long long)e.size,
+			    strlen(e.target));
+			goto fail;
+		}
+		if (!manifest_link_ok(e.path, e.target)) {
 			xasprintf(cause, "entry %zu: symlink '%.200s' points "
 			    "out of the tree", m->n + 1, e.path);
 			goto fail;

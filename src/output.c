@@ -88,7 +88,8 @@ json_print(json_t *o, FILE *f)
 {
 	char	*text;
 
-	text = json_dumps(o, JSON_INDENT(2)|JSON_ENCODE_ANY);
+	text = json_dumps(o, JSON_INDENT(2)|JSON_ENCODE_ANY|
+	    JSON_REAL_PRECISION(15));	/* 0.1, not 0.10000000000000001 */
 	fprintf(f, "%s\n", text ? text : "null");
 	free(text);
 }

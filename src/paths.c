@@ -34,7 +34,7 @@ xdg_dir(const char *var, const char *fallback)
 	return (s);
 }
 
-void
+static void
 paths_init(void)
 {
 	const char	*g = getenv("GMUX_HOME");

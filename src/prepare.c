@@ -290,7 +290,7 @@ prepare_submit(struct prepare *p, struct job *j, u_int id, int *code,
 	job_set_id(j, id);
 	free(j->reason);
 	j->reason = xstrdup(PREPARE_REASON);
-	state_save_job(j);
+	job_save(j);
 	p->id = id;
 	log_debug("%s: %s: %zu entries, %llu bytes", __func__, j->name,
 	    p->m.n, (unsigned long long)p->m.bytes);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "remote-int.h"
 
 #define REMOTE_GLOBS_MAX	64
 #define REMOTE_MEMO		4
@@ -109,13 +110,14 @@ remote_host_complete(struct cas *c, const char *mdigest,
 }
 
 /*
- * Works out which of m's blobs the store lacks.  Blobs it has are touched,
- * so the ones a job is about to use are the last to be evicted, and their
- * sizes must agree with the manifest.  Returns the reply or NULL with
- * *cause (400).
+ * Works out which of m's blobs the store lacks (owner, if not NULL, may
+ * upload those).
+ * Blobs it has are touched, so the ones a job is about to use are the
+ * last to be evicted, and their sizes must agree with the manifest.
+ * Returns the reply or NULL with *cause (400).
  */
 static json_t *
-remote_host_missing(struct cas *c, const char *mdigest,
+remote_host_missing(struct cas *c, const char *owner, const char *mdigest,
     const struct manifest *m, uint64_t *missing_bytes, char **cause)
 {
 	struct hmap		*seen = hmap_create();
@@ -133,6 +135,8 @@ remote_host_missing(struct cas *c, const char *mdigest,
 		if (!cas_check(c, e->digest, &size)) {
 			json_array_append_new(missing, json_string(e->digest));
 			*missing_bytes += e->size;
+			if (owner != NULL)
+				remote_want_add(owner, e->digest, e->size);
 			continue;
 		}
 		if (size != e->size) {
@@ -154,8 +158,8 @@ remote_host_missing(struct cas *c, const char *mdigest,
  * found complete is kept (m is then left empty).
  */
 static int
-remote_host_answer(struct cas *c, const char *mdigest, struct manifest *m,
-    uint64_t max_upload, json_t **reply, char **cause)
+remote_host_answer(struct cas *c, const char *owner, const char *mdigest,
+    struct manifest *m, uint64_t max_upload, json_t **reply, char **cause)
 {
 	char		*a, *b;
 	uint64_t	 need;
@@ -170,8 +174,8 @@ remote_host_answer(struct cas *c, const char *mdigest, struct manifest *m,
 		free(b);
 		return (413);
 	}
-	if ((*reply = remote_host_missing(c, mdigest, m, &need, cause)) ==
-	    NULL)
+	if ((*reply = remote_host_missing(c, owner, mdigest, m, &need,
+	    cause)) == NULL)
 		return (400);
 	if (need == 0) {
 		remote_memo_keep(c, mdigest, m);
@@ -193,13 +197,14 @@ remote_host_answer(struct cas *c, const char *mdigest, struct manifest *m,
 }
 
 /*
- * POST /v1/sync/manifest: body is a manifest.  Stores it (as a blob named
- * by its digest) and answers which blobs to send.  Returns 200 with
- * *reply, or 400/413/500 with *cause.
+ * POST /v1/sync/manifest: body is a manifest of owner's.  Stores it (as a
+ * blob named by its digest) and answers which blobs to send.  Returns 200
+ * with *reply, or 400/413/500 with *cause.
  */
 int
-remote_host_manifest_post(struct cas *c, uint64_t max_upload,
-    const void *body, size_t len, json_t **reply, char **cause)
+remote_host_manifest_post(struct cas *c, const char *owner,
+    uint64_t max_upload, const void *body, size_t len, json_t **reply,
+    char **cause)
 {
 	struct manifest	 m;
 	char		 mdigest[DIGEST_HEX];
@@ -214,7 +219,8 @@ remote_host_manifest_post(struct cas *c, uint64_t max_upload,
 	if (manifest_parse(body, len, REMOTE_ENTRIES_MAX, &m, cause) != 0)
 		return (400);
 	digest_buf(body, len, mdigest);
-	rc = remote_host_answer(c, mdigest, &m, max_upload, reply, cause);
+	rc = remote_host_answer(c, owner, mdigest, &m, max_upload, reply,
+	    cause);
 	if (rc == 200 && !cas_has(c, mdigest, NULL)) {
 		if (cas_room(c, len, cause) != 0)
 			rc = 413;
@@ -264,8 +270,8 @@ remote_host_load(struct cas *c, const char *mdigest, struct manifest *m,
  * does, so an unchanged tree costs one small request.  404 if unknown.
  */
 int
-remote_host_manifest_get(struct cas *c, uint64_t max_upload,
-    const char *mdigest, json_t **reply, char **cause)
+remote_host_manifest_get(struct cas *c, const char *owner,
+    uint64_t max_upload, const char *mdigest, json_t **reply, char **cause)
 {
 	struct remote_memo	*known;
 	struct manifest		 m;
@@ -278,34 +284,10 @@ remote_host_manifest_get(struct cas *c, uint64_t max_upload,
 	}
 	if ((rc = remote_host_load(c, mdigest, &m, cause)) != 0)
 		return (rc);
-	rc = remote_host_answer(c, mdigest, &m, max_upload, reply, cause);
+	rc = remote_host_answer(c, owner, mdigest, &m, max_upload, reply,
+	    cause);
 	manifest_clear(&m);
 	return (rc);
-}
-
-/* PUT /v1/blobs/DIGEST: 201 stored, 200 already there, 400, 413, 500. */
-int
-remote_host_blob_put(struct cas *c, const char *digest, const void *body,
-    size_t len, char **cause)
-{
-	int	 rc;
-
-	if (!digest_valid(digest)) {
-		xasprintf(cause, "'%.80s' is not a digest", digest);
-		return (400);
-	}
-	if (len > cas_limit(c)) {
-		xasprintf(cause, "a blob of %zu bytes is more than this host "
-		    "keeps", len);
-		return (413);
-	}
-	if (cas_has(c, digest, NULL))
-		return (200);
-	if (cas_room(c, len, cause) != 0)
-		return (413);
-	if ((rc = cas_put(c, digest, body, len, cause)) == 0)
-		return (201);
-	return (rc == -2 ? 400 : 500);
 }
 
 /*
@@ -319,38 +301,12 @@ remote_host_blob_put(struct cas *c, const char *digest, const void *body,
 #define REMOTE_PARTIAL_IDLE_MS	(10 * 60 * 1000)
 static struct remote_partial {
 	char			 digest[DIGEST_HEX];
+	char			*owner;
 	struct cas_writer	*w;
 	uint64_t		 size;
 	uint64_t		 next;
 	int64_t			 touched;
 } remote_partials[REMOTE_PARTIALS];
-
-/* Finds the upload of digest, or a free (or the stalest) slot for it. */
-static struct remote_partial *
-remote_partial_slot(const char *digest, int64_t now)
-{
-	struct remote_partial	*p, *free_p = NULL, *old = NULL;
-	u_int			 i;
-
-	for (i = 0; i < REMOTE_PARTIALS; i++) {
-		p = &remote_partials[i];
-		if (p->w != NULL && now - p->touched > REMOTE_PARTIAL_IDLE_MS) {
-			cas_writer_abort(p->w);
-			p->w = NULL;
-		}
-		if (p->w != NULL && strcmp(p->digest, digest) == 0)
-			return (p);
-		if (p->w == NULL && free_p == NULL)
-			free_p = p;
-		if (p->w != NULL && (old == NULL || p->touched < old->touched))
-			old = p;
-	}
-	if (free_p != NULL)
-		return (free_p);
-	cas_writer_abort(old->w);
-	old->w = NULL;
-	return (old);
-}
 
 static void
 remote_partial_drop(struct remote_partial *p)
@@ -358,39 +314,172 @@ remote_partial_drop(struct remote_partial *p)
 	if (p->w != NULL)
 		cas_writer_abort(p->w);
 	p->w = NULL;
+	free(p->owner);
+	p->owner = NULL;
 }
 
-/* Starts (or starts again) the upload of digest in slot p. */
+/* What owner's uploads in parts hold, and how many there are. */
+static uint64_t
+remote_partial_held(const char *owner, u_int *n)
+{
+	struct remote_partial	*p;
+	uint64_t		 held = 0;
+	u_int			 i;
+
+	*n = 0;
+	for (i = 0; i < REMOTE_PARTIALS; i++) {
+		p = &remote_partials[i];
+		if (p->w != NULL && strcmp(p->owner, owner) == 0) {
+			held += p->size;
+			(*n)++;
+		}
+	}
+	return (held);
+}
+
+/* The stalest upload in parts of owner's. */
+static struct remote_partial *
+remote_partial_stalest(const char *owner)
+{
+	struct remote_partial	*p, *old = NULL;
+	u_int			 i;
+
+	for (i = 0; i < REMOTE_PARTIALS; i++) {
+		p = &remote_partials[i];
+		if (p->w != NULL && strcmp(p->owner, owner) == 0 &&
+		    (old == NULL || p->touched < old->touched))
+			old = p;
+	}
+	return (old);
+}
+
+/*
+ * The other owner that holds most over an equal share of the store among
+ * the owners with uploads in parts (owner counted in): its stalest upload
+ * is the one to go.  NULL if none is over.
+ */
+static struct remote_partial *
+remote_partial_over(const struct cas *c, const char *owner)
+{
+	struct remote_partial	*p;
+	const char		*worst = NULL;
+	uint64_t		 fair, held, over, most = 0;
+	u_int			 i, n, owners = 1;
+
+	for (i = 0; i < REMOTE_PARTIALS; i++) {
+		p = &remote_partials[i];
+		if (p->w != NULL && strcmp(p->owner, owner) != 0 &&
+		    remote_partial_stalest(p->owner) == p)
+			owners++;	/* each other owner once */
+	}
+	fair = cas_limit(c) / owners;
+	for (i = 0; i < REMOTE_PARTIALS; i++) {
+		p = &remote_partials[i];
+		if (p->w == NULL || remote_partial_stalest(p->owner) != p ||
+		    strcmp(p->owner, owner) == 0)
+			continue;	/* an owner's own wait for each other */
+		held = remote_partial_held(p->owner, &n);
+		over = held > fair ? held - fair : 0;
+		if (over > most) {
+			most = over;
+			worst = p->owner;
+		}
+	}
+	return (worst != NULL ? remote_partial_stalest(worst) : NULL);
+}
+
+/*
+ * Makes room in the store for size more bytes of owner's: while there is
+ * none, the stalest upload in parts of the owner most over its equal
+ * share goes.  So an owner within its share never fails for what others
+ * hold, and an upload abandoned holds room only while no one needs it.
+ * Returns 0, or 413 with *cause.
+ */
+static int
+remote_room(struct cas *c, const char *owner, uint64_t size, char **cause)
+{
+	struct remote_partial	*p;
+	char			*why = NULL;
+
+	while (cas_room(c, size, &why) != 0) {
+		if (size > cas_limit(c) ||
+		    (p = remote_partial_over(c, owner)) == NULL) {
+			*cause = why;
+			return (413);
+		}
+		log_debug("%s: %s's upload of %.16s goes, for %s's", __func__,
+		    p->owner, p->digest, owner);
+		free(why);
+		why = NULL;
+		remote_partial_drop(p);
+	}
+	return (0);
+}
+
+/*
+ * Finds owner's upload of digest, or a free slot for it: an idle one, or
+ * the stalest of the owner with the most.
+ */
+static struct remote_partial *
+remote_partial_slot(const char *owner, const char *digest, int64_t now)
+{
+	struct remote_partial	*p, *free_p = NULL;
+	const char		*most = NULL;
+	u_int			 i, n, top = 0;
+
+	for (i = 0; i < REMOTE_PARTIALS; i++) {
+		p = &remote_partials[i];
+		if (p->w != NULL && now - p->touched > REMOTE_PARTIAL_IDLE_MS)
+			remote_partial_drop(p);
+		if (p->w != NULL && strcmp(p->digest, digest) == 0 &&
+		    strcmp(p->owner, owner) == 0)
+			return (p);
+		if (p->w == NULL && free_p == NULL)
+			free_p = p;
+	}
+	if (free_p != NULL)
+		return (free_p);
+	for (i = 0; i < REMOTE_PARTIALS; i++) {
+		remote_partial_held(remote_partials[i].owner, &n);
+		if (n > top) {
+			top = n;
+			most = remote_partials[i].owner;
+		}
+	}
+	p = remote_partial_stalest(most);
+	remote_partial_drop(p);
+	return (p);
+}
+
+/* Starts (or starts again) owner's upload of digest in slot p. */
 static int
 remote_partial_begin(struct cas *c, struct remote_partial *p,
-    const char *digest, uint64_t size, char **cause)
+    const char *owner, const char *digest, uint64_t size, char **cause)
 {
+	int	 rc;
+
 	remote_partial_drop(p);
-	if (cas_room(c, size, cause) != 0)
-		return (413);
+	if (remote_want_check(owner, digest, size, cause) != 0)
+		return (409);
+	if ((rc = remote_room(c, owner, size, cause)) != 0)
+		return (rc);
 	if ((p->w = cas_writer_create(c, digest, size, cause)) == NULL)
 		return (500);
 	memcpy(p->digest, digest, DIGEST_HEX);
+	p->owner = xstrdup(owner);
 	p->size = size;
 	p->next = 0;
 	return (0);
 }
 
 /*
- * One part of a large blob: len bytes at offset of a blob of size bytes.
- * Returns 201 (the last part: stored), 200 (the blob is here already:
- * send no more), 202 with *reply {"next": N} (more to come), 409 with
- * *reply {"next": N} (not the part expected), or 400/413/500 with *cause.
+ * The checks a blob and a part make first: 0 to go on, 200 if the store
+ * has it already, 400 or 413 with *cause.
  */
-int
-remote_host_blob_part(struct cas *c, const char *digest, uint64_t offset,
-    uint64_t size, const void *body, size_t len, json_t **reply,
+static int
+remote_blob_first(struct cas *c, const char *digest, uint64_t size,
     char **cause)
 {
-	struct remote_partial	*p;
-	int			 rc;
-
-	*reply = NULL;
 	if (!digest_valid(digest)) {
 		xasprintf(cause, "'%.80s' is not a digest", digest);
 		return (400);
@@ -400,18 +489,61 @@ remote_host_blob_part(struct cas *c, const char *digest, uint64_t offset,
 		    "keeps", (unsigned long long)size);
 		return (413);
 	}
-	if (cas_has(c, digest, NULL))
-		return (200);
+	return (cas_has(c, digest, NULL) ? 200 : 0);
+}
+
+/*
+ * PUT /v1/blobs/DIGEST: a blob of owner's, one its manifest asked for.
+ * Returns 201 stored, 200 already there, 400, 409 (not asked for), 413 or
+ * 500.
+ */
+int
+remote_host_blob_put(struct cas *c, const char *owner, const char *digest,
+    const void *body, size_t len, char **cause)
+{
+	int	 rc;
+
+	if ((rc = remote_blob_first(c, digest, len, cause)) != 0)
+		return (rc);
+	if (remote_want_check(owner, digest, len, cause) != 0)
+		return (409);
+	if ((rc = remote_room(c, owner, len, cause)) != 0)
+		return (rc);
+	if ((rc = cas_put(c, digest, body, len, cause)) == 0) {
+		remote_want_done(digest);
+		return (201);
+	}
+	return (rc == -2 ? 400 : 500);
+}
+
+/*
+ * One part of a large blob: len bytes at offset of a blob of size bytes.
+ * Returns 201 (the last part: stored), 200 (the blob is here already:
+ * send no more), 202 with *reply {"next": N} (more to come), 409 with
+ * *reply {"next": N} (not the part expected), or 400/413/500 with *cause.
+ */
+int
+remote_host_blob_part(struct cas *c, const char *owner, const char *digest,
+    uint64_t offset, uint64_t size, const void *body, size_t len,
+    json_t **reply, char **cause)
+{
+	struct remote_partial	*p;
+	int			 rc;
+
+	*reply = NULL;
+	if ((rc = remote_blob_first(c, digest, size, cause)) != 0)
+		return (rc);
 	if (offset > size || len > size - offset) {
 		xasprintf(cause, "the part goes past the blob's size");
 		return (400);
 	}
-	p = remote_partial_slot(digest, clock_mono_ms());
-	if (offset == 0 && (rc = remote_partial_begin(c, p, digest, size,
-	    cause)) != 0)
+	p = remote_partial_slot(owner, digest, clock_mono_ms());
+	if (offset == 0 && (rc = remote_partial_begin(c, p, owner, digest,
+	    size, cause)) != 0)
 		return (rc);
 	if (p->w == NULL || strcmp(p->digest, digest) != 0 ||
-	    p->next != offset || p->size != size) {
+	    strcmp(p->owner, owner) != 0 || p->next != offset ||
+	    p->size != size) {
 		*reply = json_pack("{s:s, s:I}", "error", "not the part "
 		    "expected", "next", (json_int_t)(p->w != NULL &&
 		    strcmp(p->digest, digest) == 0 ? p->next : 0));
@@ -431,14 +563,18 @@ remote_host_blob_part(struct cas *c, const char *digest, uint64_t offset,
 	if (rc == 0)
 		rc = cas_writer_commit(p->w, cause);
 	p->w = NULL;
+	remote_partial_drop(p);
 	if (rc != 0)
 		return (rc == -2 ? 400 : 500);
+	remote_want_done(digest);
 	return (201);
 }
 
 struct remote_batch {
 	struct cas		 *cas;
+	const char		 *owner;
 	struct cas_writer	**v;
+	char			(*d)[DIGEST_HEX];	/* v's digests */
 	size_t			  n;
 	int			  status;
 };
@@ -453,8 +589,10 @@ remote_host_batch_one(const char *digest, const void *data, size_t len,
 
 	if (cas_has(rb->cas, digest, NULL))
 		return (0);
-	if (cas_room(rb->cas, len, cause) != 0)
-		return (rb->status = 413, -1);
+	if (remote_want_check(rb->owner, digest, len, cause) != 0)
+		return (rb->status = 409, -1);
+	if ((rc = remote_room(rb->cas, rb->owner, len, cause)) != 0)
+		return (rb->status = rc, -1);
 	if ((w = cas_writer_create(rb->cas, digest, len, cause)) == NULL)
 		return (rb->status = 500, -1);
 	if ((rc = cas_writer_write(w, data, len, cause)) != 0)
@@ -466,6 +604,8 @@ remote_host_batch_one(const char *digest, const void *data, size_t len,
 		return (-1);
 	}
 	rb->v = xreallocarray(rb->v, rb->n + 1, sizeof *rb->v);
+	rb->d = xreallocarray(rb->d, rb->n + 1, sizeof *rb->d);
+	memcpy(rb->d[rb->n], digest, DIGEST_HEX);
 	rb->v[rb->n++] = w;
 	return (0);
 }
@@ -475,10 +615,10 @@ remote_host_batch_one(const char *digest, const void *data, size_t len,
  * renamed in: a batch is stored whole or not at all.
  */
 int
-remote_host_batch(struct cas *c, const void *body, size_t len,
-    json_t **reply, char **cause)
+remote_host_batch(struct cas *c, const char *owner, const void *body,
+    size_t len, json_t **reply, char **cause)
 {
-	struct remote_batch	 rb = { c, NULL, 0, 400 };
+	struct remote_batch	 rb = { c, owner, NULL, NULL, 0, 400 };
 	size_t			 i, stored = 0;
 	int			 rc = 200;
 
@@ -493,6 +633,7 @@ remote_host_batch(struct cas *c, const void *body, size_t len,
 		for (i = 0; i < rb.n; i++)
 			cas_writer_abort(rb.v[i]);
 		free(rb.v);
+		free(rb.d);
 		return (rb.status);
 	}
 	for (i = 0; i < rb.n; i++) {
@@ -500,10 +641,13 @@ remote_host_batch(struct cas *c, const void *body, size_t len,
 			cas_writer_abort(rb.v[i]);
 		else if (cas_writer_commit(rb.v[i], cause) != 0)
 			rc = 500;
-		else
+		else {
+			remote_want_done(rb.d[i]);
 			stored++;
+		}
 	}
 	free(rb.v);
+	free(rb.d);
 	if (rc == 200)
 		*reply = json_pack("{s:I}", "stored", (json_int_t)stored);
 	return (rc);
@@ -537,8 +681,8 @@ remote_host_tree(struct cas *c, const char *mdigest, struct manifest *m,
 	}
 	if (rc != 0)
 		return (rc);
-	if ((*reply = remote_host_missing(c, mdigest, m, &need, cause)) ==
-	    NULL) {
+	if ((*reply = remote_host_missing(c, NULL, mdigest, m, &need,
+	    cause)) == NULL) {
 		manifest_clear(m);
 		return (400);
 	}

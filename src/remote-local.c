@@ -14,6 +14,8 @@
 
 #include "gmux.h"
 
+#define REMOTE_LOCAL_OWNER	"local"	/* the one owner in process */
+
 static int
 remote_local_route(struct remote_local *l, const char *method,
     const char *path, const void *body, size_t len, json_t **reply,
@@ -24,15 +26,16 @@ remote_local_route(struct remote_local *l, const char *method,
 
 	if (strcmp(method, "GET") == 0 &&
 	    strncmp(path, "/v1/sync/manifest/", 18) == 0)
-		return (remote_host_manifest_get(l->cas, l->max_upload,
-		    path + 18, reply, cause));
+		return (remote_host_manifest_get(l->cas, REMOTE_LOCAL_OWNER,
+		    l->max_upload, path + 18, reply, cause));
 	if (strcmp(method, "POST") == 0 &&
 	    strcmp(path, "/v1/sync/manifest") == 0)
-		return (remote_host_manifest_post(l->cas, l->max_upload, body,
-		    len, reply, cause));
+		return (remote_host_manifest_post(l->cas, REMOTE_LOCAL_OWNER,
+		    l->max_upload, body, len, reply, cause));
 	if (strcmp(method, "POST") == 0 && strcmp(path, "/v1/blobs") == 0) {
 		l->batches++;
-		return (remote_host_batch(l->cas, body, len, reply, cause));
+		return (remote_host_batch(l->cas, REMOTE_LOCAL_OWNER, body,
+		    len, reply, cause));
 	}
 	if (strcmp(method, "POST") == 0 && strncmp(path, "/v1/jobs/", 9) == 0
 	    && l->jobdir != NULL && strstr(path, "/pull") != NULL) {
@@ -82,8 +85,8 @@ remote_local_put(void *arg, const char *digest, int fd, uint64_t size,
 	close(fd);
 	if (buf != NULL && l->tamper != NULL)
 		l->tamper(buf, len);
-	code = remote_host_blob_put(l->cas, digest, buf != NULL ? buf : "",
-	    buf != NULL ? len : 0, &why);
+	code = remote_host_blob_put(l->cas, REMOTE_LOCAL_OWNER, digest,
+	    buf != NULL ? buf : "", buf != NULL ? len : 0, &why);
 	free(buf);
 	if (code >= 300) {
 		xasprintf(cause, "PUT /v1/blobs/%.16s: %s (HTTP %d)", digest,

@@ -67,13 +67,16 @@ remote_call(const struct remote_io *io, const char *method, const char *path,
 static int
 remote_send_batch(struct remote_up *u, char **cause)
 {
-	json_t	*reply;
-	int	 rc;
+	json_t		*reply;
+	const char	*body;
+	size_t		 len;
+	int		 rc;
 
 	if (u->batch.n == 0)
 		return (0);
+	body = batch_data(&u->batch, &len);
 	rc = remote_call(u->io, "POST", "/v1/blobs", REMOTE_BATCH_TYPE,
-	    u->batch.data, u->batch.len, &reply, NULL, cause);
+	    body, len, &reply, NULL, cause);
 	json_decref(reply);
 	if (rc == 0) {
 		progress_add(u->pg, u->pending_files, u->pending_bytes,
@@ -112,10 +115,7 @@ remote_open(struct remote_up *u, const struct mentry *e, char **cause)
 static int
 remote_send_one(struct remote_up *u, const struct mentry *e, char **cause)
 {
-	char	*p;
-	ssize_t	 n;
-	size_t	 got;
-	int	 fd;
+	int	 fd, rc;
 
 	if ((fd = remote_open(u, e, cause)) == -1)
 		return (-1);
@@ -128,23 +128,16 @@ remote_send_one(struct remote_up *u, const struct mentry *e, char **cause)
 		u->st->moved_bytes += e->size;
 		return (0);
 	}
-	p = batch_add(&u->batch, e->digest, e->size);
-	for (got = 0; got < e->size; got += (size_t)n) {
-		if ((n = read(fd, p + got, e->size - got)) == -1 &&
-		    errno == EINTR)
-			n = 0;
-		else if (n <= 0)
-			break;
-	}
+	rc = batch_add_fd(&u->batch, e->digest, fd, e->size);
 	close(fd);
-	if (got != e->size) {
+	if (rc != 0) {
 		xasprintf(cause, "%s changed while it was being sent; run "
 		    "again", e->path);
 		return (-1);
 	}
 	u->pending_files++;
 	u->pending_bytes += e->size;
-	if (u->batch.len >= REMOTE_BATCH_FILL ||
+	if (batch_len(&u->batch) >= REMOTE_BATCH_FILL ||
 	    u->batch.n >= REMOTE_BATCH_FILES)
 		return (remote_send_batch(u, cause));
 	return (0);

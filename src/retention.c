@@ -47,7 +47,7 @@ retention_remove_dir(u_int id)
 }
 
 /* Removes what ended before cutoff; returns how many jobs went. */
-u_int
+static u_int
 retention_prune(int64_t cutoff)
 {
 	struct job	*j, *next;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "sched-int.h"
 
 #define BIT(c)		(1ULL << (c))
 #define CEIL_UNSET	UINT_MAX

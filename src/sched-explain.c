@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "sched-int.h"
 
 #define BIT(c)		(1ULL << (c))
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "sched-int.h"
 
 int
 sched_queue_cmp(const struct sched_job *a, const struct sched_job *b)

@@ -23,7 +23,8 @@
 struct route {
 	enum evhttp_cmd_type	 method;
 	const char		*pattern;
-	void			(*fn)(struct evhttp_request *, const char *);
+	void			(*fn)(struct evhttp_request *, const char *,
+				    const struct api_who *);
 };
 
 static const struct route routes[] = {
@@ -82,58 +83,193 @@ api_match(const char *pattern, const char *path, char *id, size_t idlen)
 	return (*path == '\0' || strcmp(path, "/") == 0);
 }
 
+static const struct {
+	enum evhttp_cmd_type	 method;
+	const char		*name;
+} api_methods[] = {		/* in the order Allow names them */
+	{ EVHTTP_REQ_GET, "GET" },
+	{ EVHTTP_REQ_HEAD, "HEAD" },
+	{ EVHTTP_REQ_POST, "POST" },
+	{ EVHTTP_REQ_PUT, "PUT" },
+	{ EVHTTP_REQ_PATCH, "PATCH" },
+	{ EVHTTP_REQ_DELETE, "DELETE" },
+	{ EVHTTP_REQ_OPTIONS, "OPTIONS" },
+	{ EVHTTP_REQ_TRACE, "TRACE" },
+	{ EVHTTP_REQ_CONNECT, "CONNECT" },
+};
+
 static const char *
 api_method_name(enum evhttp_cmd_type m)
 {
-	switch (m) {
-	case EVHTTP_REQ_GET: return ("GET");
-	case EVHTTP_REQ_POST: return ("POST");
-	case EVHTTP_REQ_PUT: return ("PUT");
-	case EVHTTP_REQ_PATCH: return ("PATCH");
-	case EVHTTP_REQ_DELETE: return ("DELETE");
-	default: return ("?");
+	u_int	 i;
+
+	for (i = 0; i < nitems(api_methods); i++) {
+		if (api_methods[i].method == m)
+			return (api_methods[i].name);
 	}
+	return ("?");
 }
 
-/* Runs the route for req (the TCP listener's dispatch checks first). */
+/*
+ * Sets Allow to the methods path has ("GET, HEAD, OPTIONS"); HEAD goes
+ * with GET, OPTIONS with every path.
+ */
+static void
+api_allow(struct evhttp_request *req, const char *path)
+{
+	char		 id[128], allow[128] = "";
+	int		 has = EVHTTP_REQ_OPTIONS;
+	size_t		 at = 0;
+	u_int		 i;
+
+	for (i = 0; i < nitems(routes); i++) {
+		if (api_match(routes[i].pattern, path, id, sizeof id))
+			has |= routes[i].method;
+	}
+	if (has & EVHTTP_REQ_GET)
+		has |= EVHTTP_REQ_HEAD;
+	for (i = 0; i < nitems(api_methods); i++) {
+		if (!(has & api_methods[i].method))
+			continue;
+		at += (size_t)snprintf(allow + at, sizeof allow - at, "%s%s",
+		    at != 0 ? ", " : "", api_methods[i].name);
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+	    allow);
+}
+
+/*
+ * A request whose length is told twice is refused (400, and the
+ * connection closed): a proxy in front may have read the other one, and
+ * what follows the body would be read as another request.
+ */
+static int
+api_length_twice(struct evhttp_request *req)
+{
+	struct evkeyvalq	*h = evhttp_request_get_input_headers(req);
+	struct evkeyval		*kv;
+	u_int			 n = 0;
+
+	TAILQ_FOREACH(kv, h, next) {
+		if (strcasecmp(kv->key, "Content-Length") == 0)
+			n++;
+	}
+	if (n < 2)
+		return (0);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Connection", "close");
+	api_error(req, 400, "Content-Length: given more than once");
+	return (1);
+}
+
+/*
+ * Runs the route for req as who: the one place a request's who-and-how
+ * reaches its handler (the TCP listener resolves its token first).
+ * HEAD runs GET's (libevent sends no body for it); OPTIONS answers 204
+ * with Allow, as every 405 does.
+ */
 void
-api_dispatch(struct evhttp_request *req, void *arg)
+api_dispatch(struct evhttp_request *req, const struct api_who *who)
 {
 	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
 	const char		*path = evhttp_uri_get_path(uri);
-	enum evhttp_cmd_type	 m = evhttp_request_get_command(req);
+	enum evhttp_cmd_type	 m = evhttp_request_get_command(req), as;
 	char			 id[128];
 	u_int			 i;
 	int			 path_known = 0;
 
 	if (path == NULL)
 		path = "/";
-	log_debug("%s: %s %s", __func__, api_method_name(m), path);
+	log_debug("%s: %s %s as %s%s", __func__, api_method_name(m), path,
+	    who->owner, who->transport == API_TCP ? " over TCP" : "");
+	if (api_length_twice(req))
+		return;
+	as = m == EVHTTP_REQ_HEAD ? EVHTTP_REQ_GET : m;
 	for (i = 0; i < nitems(routes); i++) {
 		if (!api_match(routes[i].pattern, path, id, sizeof id))
 			continue;
 		path_known = 1;
-		if (routes[i].method != m)
+		if (routes[i].method != as)
 			continue;
-		routes[i].fn(req, id);
+		routes[i].fn(req, id, who);
 		return;
 	}
-	if (path_known)
+	if (!path_known) {
+		api_error(req, 404, "no such route: %s", path);
+		return;
+	}
+	api_allow(req, path);
+	if (m == EVHTTP_REQ_OPTIONS)
+		evhttp_send_reply(req, 204, "No Content", NULL);
+	else
 		api_error(req, 405, "%s is not allowed on %s",
 		    api_method_name(m), path);
-	else
-		api_error(req, 404, "no such route: %s", path);
+}
+
+/*
+ * A request on the Unix socket: its owner is the peer's user, from the
+ * kernel (a client cannot claim to be someone else).  Only the daemon's
+ * own user reaches the socket, so it may act on every job.
+ */
+static void
+api_dispatch_local(struct evhttp_request *req, void *arg)
+{
+	struct evhttp_connection	*evcon;
+	struct bufferevent		*bev;
+	struct api_who			 who;
+	struct ucred			 cred;
+	socklen_t			 len = sizeof cred;
+	char				*owner = NULL;
+	int				 fd;
+
+	evcon = evhttp_request_get_connection(req);
+	bev = evhttp_connection_get_bufferevent(evcon);
+	fd = bev != NULL ? bufferevent_getfd(bev) : -1;
+	if (fd != -1 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred,
+	    &len) == 0 && cred.uid != getuid())
+		owner = user_name(cred.uid);
+	memset(&who, 0, sizeof who);
+	who.transport = API_UNIX;
+	who.owner = owner != NULL ? owner : api_me();
+	who.admin = 1;
+	api_dispatch(req, &who);
+	free(owner);
+}
+
+/* The daemon's own user's name, looked up once. */
+const char *
+api_me(void)
+{
+	static char	*me;
+
+	if (me == NULL)
+		me = user_name(getuid());
+	return (me);
+}
+
+/*
+ * May who act on what owner made?  Its owner may, and an admin (the
+ * daemon's own user, on its socket or with its token) may.
+ */
+int
+api_may(const struct api_who *who, const char *owner)
+{
+	return (who->admin || strcmp(who->owner, owner) == 0);
 }
 
 void
 api_setup(struct evhttp *http)
 {
-	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET|EVHTTP_REQ_POST|
-	    EVHTTP_REQ_PUT|EVHTTP_REQ_PATCH|EVHTTP_REQ_DELETE|EVHTTP_REQ_HEAD);
+	int	 all = 0;
+	u_int	 i;
+
+	for (i = 0; i < nitems(api_methods); i++)
+		all |= api_methods[i].method;
+	evhttp_set_allowed_methods(http, all);
 	evhttp_set_max_body_size(http, API_MAX_BODY);
 	evhttp_set_max_headers_size(http, 64 * 1024);
 	evhttp_set_timeout(http, 3600);
-	evhttp_set_gencb(http, api_dispatch, NULL);
+	evhttp_set_gencb(http, api_dispatch_local, NULL);
 }
 
 /* Parses the request's JSON body; NULL with *cause if it is not JSON. */
@@ -157,6 +293,27 @@ api_body(struct evhttp_request *req, char **cause)
 	return (o);
 }
 
+/*
+ * Sends b (may be NULL) with code.  A HEAD gets GET's headers with the
+ * length of the body it would have had, and no body: libevent would send
+ * it (and no Content-Length) otherwise.
+ */
+void
+api_send(struct evhttp_request *req, int code, struct evbuffer *b)
+{
+	char	 len[32];
+
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+		snprintf(len, sizeof len, "%zu", b != NULL ?
+		    evbuffer_get_length(b) : 0);
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Content-Length", len);
+		if (b != NULL)
+			evbuffer_drain(b, evbuffer_get_length(b));
+	}
+	evhttp_send_reply(req, code, code < 400 ? "OK" : "Error", b);
+}
+
 /* Replies with a JSON body (may be NULL: an empty object). */
 void
 api_reply(struct evhttp_request *req, int code, json_t *o)
@@ -164,13 +321,15 @@ api_reply(struct evhttp_request *req, int code, json_t *o)
 	struct evbuffer	*b;
 	char		*text;
 
+	/* 15 digits: a share of 0.1 is 0.1, not 0.10000000000000001. */
 	b = evbuffer_new();
-	text = o != NULL ? json_dumps(o, JSON_COMPACT|JSON_ENCODE_ANY) : NULL;
+	text = o != NULL ? json_dumps(o, JSON_COMPACT|JSON_ENCODE_ANY|
+	    JSON_REAL_PRECISION(15)) : NULL;
 	evbuffer_add_printf(b, "%s\n", text != NULL ? text : "{}");
 	free(text);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "application/json");
-	evhttp_send_reply(req, code, code < 400 ? "OK" : "Error", b);
+	api_send(req, code, b);
 	evbuffer_free(b);
 }
 
@@ -217,29 +376,4 @@ api_query_flag(struct evhttp_request *req, const char *name)
 	const char	*v = api_query(req, name);
 
 	return (v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0));
-}
-
-/*
- * The owner of what this request does: the peer's user on the Unix socket
- * (from the kernel, so a client cannot claim to be someone else), the
- * token's owner over TCP.  Caller frees.
- */
-char *
-api_owner(struct evhttp_request *req)
-{
-	struct evhttp_connection	*evcon;
-	struct bufferevent		*bev;
-	struct ucred			 cred;
-	socklen_t			 len = sizeof cred;
-	int				 fd;
-
-	if (server_tls_request(req))
-		return (server_tls_owner(req));
-	evcon = evhttp_request_get_connection(req);
-	bev = evhttp_connection_get_bufferevent(evcon);
-	fd = bev != NULL ? bufferevent_getfd(bev) : -1;
-	if (fd != -1 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred,
-	    &len) == 0)
-		return (user_name(cred.uid));
-	return (user_name(getuid()));
 }

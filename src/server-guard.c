@@ -16,12 +16,23 @@
  * down, and libevent frees it as any connection the peer closed.  A
  * connection whose token is good is left alone: each of its requests is
  * checked again by server_tls_dispatch (which counts failures), and a
- * stream that follows a job sets its own timeouts (follow.c).  At most
- * TCP_CONNECTIONS_MAX (256) connections are open at once; one more is cut
- * as soon as it is accepted.
+ * stream that follows a job sets its own timeouts (follow.c).
+ *
+ * Slots: at most TCP_CONNECTIONS_MAX (256) connections are open at once,
+ * and one source (an IPv4 address, an IPv6 /64) may hold at most
+ * TCP_ANON_PER_SOURCE (8) of them that have not shown a good token.  When
+ * either bound is passed, the oldest connection without a token goes (of
+ * that source, or of all), never one with a token: a peer that opens
+ * hundreds of idle connections holds a handful of slots, and a client
+ * with a token, whose handshake takes milliseconds, still gets in.  Only
+ * when every slot holds a token is a new connection cut at once.
  */
 
+#include <sys/queue.h>
 #include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +61,28 @@ struct guard {
 	struct http_head	 head;
 	size_t			 body;	/* bytes after the head, anonymous */
 	enum guard_state	 state;
+	int			 admitted;	/* its fd known: checked */
+	int			 listed;	/* in guard_anon */
+	char			 source[64];	/* ratelimit_key()'s */
+	TAILQ_ENTRY(guard)	 entry;
 };
 
-static u_int	guard_open;		/* connections now */
+static TAILQ_HEAD(, guard) guard_anon =	/* no token yet, oldest first */
+    TAILQ_HEAD_INITIALIZER(guard_anon);
+static u_int	guard_live;		/* connections now, less those cut */
 static u_int	guard_max;
+static u_int	guard_per_source;
 static u_int	guard_secs;
+
+/* Takes g off the list of connections without a token. */
+static void
+guard_unlist(struct guard *g)
+{
+	if (g->listed) {
+		TAILQ_REMOVE(&guard_anon, g, entry);
+		g->listed = 0;
+	}
+}
 
 /* Cuts g's connection: libevent sees it closed and frees it. */
 static void
@@ -62,7 +90,11 @@ guard_cut(struct guard *g, const char *why)
 {
 	int	 fd = bufferevent_getfd(g->bev);
 
-	log_debug("%s: fd %d: %s", __func__, fd, why);
+	log_debug("%s: fd %d (%s): %s", __func__, fd, g->source, why);
+	if (g->state == GUARD_CUT)
+		return;
+	guard_unlist(g);
+	guard_live--;
 	g->state = GUARD_CUT;
 	evtimer_del(g->timer);
 	http_head_clear(&g->head);
@@ -70,13 +102,83 @@ guard_cut(struct guard *g, const char *why)
 		shutdown(fd, SHUT_RDWR);
 }
 
+/* Where g comes from, as the failure counts key it ("" if unknown). */
+static void
+guard_source(struct guard *g)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 len = sizeof ss;
+	char			 a[INET6_ADDRSTRLEN] = "";
+	const void		*in = NULL;
+	int			 fd = bufferevent_getfd(g->bev);
+
+	if (fd != -1 &&
+	    getpeername(fd, (struct sockaddr *)&ss, &len) == 0) {
+		if (ss.ss_family == AF_INET)
+			in = &((struct sockaddr_in *)&ss)->sin_addr;
+		else if (ss.ss_family == AF_INET6)
+			in = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+	}
+	if (in != NULL)
+		inet_ntop(ss.ss_family, in, a, sizeof a);
+	ratelimit_key(a, g->source, sizeof g->source);
+}
+
+/* The oldest connection without a token, of source (NULL: of any). */
+static struct guard *
+guard_oldest(const char *source, u_int *n)
+{
+	struct guard	*g, *first = NULL;
+
+	*n = 0;
+	TAILQ_FOREACH(g, &guard_anon, entry) {
+		if (source != NULL && strcmp(g->source, source) != 0)
+			continue;
+		if (first == NULL)
+			first = g;
+		(*n)++;
+	}
+	return (first);
+}
+
+/*
+ * A new connection, now that evhttp gave it its fd: makes room for it
+ * (module comment), then gives it AUTH_TIMEOUT to show a token.
+ */
+static void
+guard_admit(struct guard *g)
+{
+	struct guard	*old;
+	struct timeval	 tv = { guard_secs, 0 };
+	u_int		 n;
+
+	g->admitted = 1;
+	guard_source(g);
+	if (g->state != GUARD_TRUSTED) {
+		TAILQ_INSERT_TAIL(&guard_anon, g, entry);
+		g->listed = 1;
+	}
+	old = guard_oldest(g->source, &n);
+	if (n > guard_per_source)
+		guard_cut(old, "the source's oldest without a token "
+		    "(TCP_ANON_PER_SOURCE)");
+	if (guard_live > guard_max) {
+		if ((old = guard_oldest(NULL, &n)) == NULL)
+			old = g;	/* every other one has a token */
+		guard_cut(old, "the oldest without a token, for room "
+		    "(TCP_CONNECTIONS_MAX)");
+	}
+	if (g->state != GUARD_CUT && g->state != GUARD_TRUSTED)
+		evtimer_add(g->timer, &tv);
+}
+
 static void
 guard_timer(evutil_socket_t fd, short events, void *arg)
 {
 	struct guard	*g = arg;
 
-	if (g->state == GUARD_CUT)		/* accepted past the cap */
-		guard_cut(g, "too many connections (TCP_CONNECTIONS_MAX)");
+	if (!g->admitted)
+		guard_admit(g);
 	else if (g->state != GUARD_TRUSTED)
 		guard_cut(g, "no valid token in time (AUTH_TIMEOUT)");
 }
@@ -144,7 +246,9 @@ guard_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 		return;
 	else if (guard_token_ok(g)) {
 		g->state = GUARD_TRUSTED;
-		evtimer_del(g->timer);
+		guard_unlist(g);
+		if (g->admitted)
+			evtimer_del(g->timer);
 		http_head_clear(&g->head);
 		return;
 	} else {
@@ -161,7 +265,9 @@ guard_free(void *arg)
 {
 	struct guard	*g = arg;
 
-	guard_open--;
+	if (g->state != GUARD_CUT)
+		guard_live--;
+	guard_unlist(g);
 	event_free(g->timer);
 	http_head_clear(&g->head);
 	free(g);
@@ -172,6 +278,7 @@ void
 server_guard_init(void)
 {
 	guard_max = config_uint("TCP_CONNECTIONS_MAX", 256, 1, 65536);
+	guard_per_source = config_uint("TCP_ANON_PER_SOURCE", 8, 1, 65536);
 	guard_secs = config_uint("AUTH_TIMEOUT", 10, 1, 3600);
 	tls_server_data_free(guard_free);
 }
@@ -179,7 +286,7 @@ server_guard_init(void)
 /*
  * The evhttp_set_bevcb() callback of the TCP listener: every accepted
  * connection gets its TLS bufferevent (ctx: tls_server_create's) and a
- * guard.  One past the cap is cut at once.
+ * guard, which admits it on the loop's next turn (its fd is set later).
  */
 struct bufferevent *
 server_guard_bev(struct event_base *base, void *ctx)
@@ -192,14 +299,10 @@ server_guard_bev(struct event_base *base, void *ctx)
 	if (g->timer == NULL)
 		fatalx("%s: evtimer_new", __func__);
 	g->bev = tls_server_bev(base, ctx, g);	/* now g goes with it */
-	guard_open++;
+	guard_live++;
 	if (evbuffer_add_cb(bufferevent_get_input(g->bev), guard_input, g) ==
 	    NULL)
 		fatalx("%s: evbuffer_add_cb", __func__);
-	if (guard_open > guard_max)
-		g->state = GUARD_CUT;	/* cut once evhttp gave it its fd */
-	else
-		tv.tv_sec = guard_secs;
 	evtimer_add(g->timer, &tv);
 	return (g->bev);
 }

@@ -48,18 +48,17 @@ server_sched_req(const struct job *j, struct sched_req *r)
 static void
 server_sched_queued(struct job *j, u_int pos, const char *why)
 {
-	int	 was = j->state;
-
-	j->state = JOB_QUEUED;
+	log_debug("%s: %s #%u: %s", __func__, j->name, pos, why != NULL ?
+	    why : j->reason != NULL ? j->reason : "");
+	if (j->state == JOB_QUEUED && why == NULL) {
+		job_save(j);	/* nothing a follower has not heard */
+		return;
+	}
 	if (why != NULL) {
 		free(j->reason);
 		j->reason = xstrdup(why);
 	}
-	state_save_job(j);
-	if (was != JOB_QUEUED || why != NULL)
-		follow_job_info(j);
-	log_debug("%s: %s #%u: %s", __func__, j->name, pos, j->reason ?
-	    j->reason : "");
+	job_set_state(j, JOB_QUEUED, 0);
 }
 
 /* It will not run: a request refused, or one that waited too long. */
@@ -68,10 +67,8 @@ server_sched_refused(struct job *j, const char *why)
 {
 	free(j->reason);
 	j->reason = xstrdup(why);
-	j->state = JOB_FAILED;
 	j->ended = clock_ms();
-	state_save_job(j);
-	follow_job_ended(j);
+	job_set_state(j, JOB_FAILED, 0);
 }
 
 /* Starts an admitted job; -1 if it failed (recorded, still on its cards). */
@@ -84,17 +81,15 @@ server_sched_start(struct job *j)
 		/* What it waited for is over. */
 		free(j->reason);
 		j->reason = NULL;
-		state_save_job(j);
-		follow_job_info(j);	/* an attached run says it started */
-		follow_job_changed(j);
+		job_save(j);
+		job_tell(j);	/* an attached run says it started */
 		return (0);
 	}
 	log_warnx("%s: %s: %s", __func__, j->name, cause);
-	j->state = JOB_FAILED;
 	free(j->reason);
 	j->reason = cause;
 	j->ended = clock_ms();
-	state_save_job(j);
+	job_set_state(j, JOB_FAILED, JOB_QUIET);	/* told once it left */
 	return (-1);
 }
 
@@ -110,7 +105,7 @@ server_sched_start_failed(u_int id)
 	server_sched_apply(&out);
 	sched_out_free(&out);
 	if ((j = job_find_id(id)) != NULL)
-		follow_job_ended(j);
+		job_tell(j);
 }
 
 static void
@@ -127,7 +122,7 @@ server_sched_terms(struct job *j, const struct sched_decision *d)
 		return;
 	enforce_set(j->id, c, d->seats, d->ceiling, d->mem);
 	job_account(j, clock_ms());
-	state_save_job(j);
+	job_save(j);
 }
 
 /*
@@ -173,7 +168,7 @@ server_sched_apply(struct sched_out *out)
 			j->by_card = d->card;
 			free(j->reason);
 			j->reason = xstrdup(d->reason);
-			state_save_job(j);
+			job_save(j);
 			job_stop(j, j->req.grace_ms, "preempted");
 			break;
 		case SCHED_CEILING:
@@ -308,12 +303,13 @@ server_sched_drop(struct sched_out *out, u_int id)
  * again; a job someone stopped meanwhile is not requeued: it is stopped.
  */
 int
-server_sched_release(struct job *j, struct sched_out *out)
+server_sched_release(struct job *j, enum job_state how,
+    struct sched_out *out)
 {
 	int	 rc;
 
 	rc = sched_end(server_sched, j->id, clock_ms(), out);
-	if (rc == 1 && (j->stopping || j->state == JOB_STOPPED)) {
+	if (rc == 1 && (j->stopping || how == JOB_STOPPED)) {
 		/* Out of the queue again, and forget what requeued it. */
 		sched_end(server_sched, j->id, clock_ms(), out);
 		server_sched_drop(out, j->id);
@@ -330,7 +326,7 @@ server_sched_gone(struct job *j)
 	int			 rc;
 
 	memset(&out, 0, sizeof out);
-	if ((rc = server_sched_release(j, &out)) == 1)
+	if ((rc = server_sched_release(j, j->state, &out)) == 1)
 		job_requeue(j);
 	server_sched_apply(&out);
 	sched_out_free(&out);
@@ -355,7 +351,7 @@ server_sched_resize(struct job *j, u_int seats, uint64_t mem, char **cause)
 			j->mem = mem;
 		}
 		server_sched_apply(&out);
-		state_save_job(j);
+		job_save(j);
 	}
 	sched_out_free(&out);
 	return (rc);

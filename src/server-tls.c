@@ -182,79 +182,31 @@ server_tls_listen(const char *host, u_int port, char **cause)
 	return (fd);
 }
 
-/* Is fd a TCP socket (not the Unix one)? */
-static int
-server_tls_fd_remote(int fd)
-{
-	struct sockaddr_storage	 ss;
-	socklen_t		 sl = sizeof ss;
-
-	if (fd == -1 || getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
-		return (0);
-	return (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
-}
-
-/* Did req come over TCP (so with a token, from another machine)? */
-int
-server_tls_request(struct evhttp_request *req)
-{
-	struct evhttp_connection	*evcon;
-	struct bufferevent		*bev;
-
-	evcon = evhttp_request_get_connection(req);
-	bev = evcon != NULL ? evhttp_connection_get_bufferevent(evcon) : NULL;
-	return (bev != NULL && server_tls_fd_remote(bufferevent_getfd(bev)));
-}
-
-static const struct token *
-server_tls_token(struct evhttp_request *req)
-{
-	const char	*h;
-
-	h = evhttp_find_header(evhttp_request_get_input_headers(req),
-	    "Authorization");
-	if (tls_tokens == NULL || h == NULL || strncmp(h, "Bearer ", 7) != 0)
-		return (NULL);
-	return (tokens_check(tls_tokens, h + 7));
-}
-
-/* The owner of a TCP request: its token's (checked already).  Allocated. */
-char *
-server_tls_owner(struct evhttp_request *req)
-{
-	const struct token	*tk = server_tls_token(req);
-
-	return (xstrdup(tk != NULL ? tk->owner : "nobody"));
-}
-
-/*
- * May req act on something owner made?  On the Unix socket, always (only
- * the daemon's user reaches it); over TCP, if the token is owner's or the
- * daemon's own user's.
- */
-int
-server_tls_may(struct evhttp_request *req, const char *owner)
-{
-	const struct token	*tk;
-	char			*me;
-	int			 ok;
-
-	if (!server_tls_request(req))
-		return (1);
-	if ((tk = server_tls_token(req)) == NULL)
-		return (0);
-	me = user_name(getuid());
-	ok = strcmp(tk->owner, owner) == 0 || strcmp(tk->owner, me) == 0;
-	free(me);
-	return (ok);
-}
-
 /* Routes that change the host itself: never over TCP. */
 static int
 server_tls_local_only(const char *path)
 {
 	return (strncmp(path, "/v1/tokens", 10) == 0 ||
 	    strncmp(path, "/v1/usage/prune", 15) == 0);
+}
+
+/*
+ * A request with a good token: it acts as the token's owner, an admin if
+ * that is the daemon's own user, and what it names and runs is confined.
+ * One of the dashboard's public routes (owner NULL: its page, logging
+ * out) acts as nobody in particular, never as an admin.
+ */
+static void
+server_tls_route(struct evhttp_request *req, const char *owner)
+{
+	struct api_who	 who;
+
+	memset(&who, 0, sizeof who);
+	who.transport = API_TCP;
+	who.owner = owner != NULL ? owner : "";
+	who.admin = owner != NULL && strcmp(owner, api_me()) == 0;
+	who.confined = 1;
+	api_dispatch(req, &who);
 }
 
 /* Every TCP request: the token first, then the route table. */
@@ -270,7 +222,7 @@ server_tls_dispatch(struct evhttp_request *req, void *arg)
 	    &port);
 	/* The dashboard: its page is public, its cookie stands for a token. */
 	if (ui_tls_public(req)) {
-		api_dispatch(req, NULL);
+		server_tls_route(req, NULL);
 		return;
 	}
 	if (ui_tls_cookie(req, &cause) != 0) {
@@ -300,7 +252,7 @@ server_tls_dispatch(struct evhttp_request *req, void *arg)
 		api_error(req, 403, "%s is served on the host's own socket "
 		    "only", path);
 	else
-		api_dispatch(req, NULL);
+		server_tls_route(req, owner);
 	free(owner);
 	free(cause);
 }

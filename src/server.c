@@ -37,6 +37,8 @@ static int		 server_usage_busy;	/* a usage query in flight */
 struct ledger		*server_ledger;
 int64_t			 server_started;
 
+static void	server_tick(void);
+
 /* Takes the home's lock; a second daemon on one home is refused. */
 static int
 server_lock(char **cause)
@@ -219,7 +221,7 @@ server_tick_usage(void)
 }
 
 /* Once a second: work that is due. */
-void
+static void
 server_tick(void)
 {
 	char	*cause = NULL;

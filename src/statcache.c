@@ -28,6 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+
 #include "gmux.h"
 
 #define STATCACHE_MAGIC	"gmux-statcache 1 "
@@ -426,17 +428,16 @@ statcache_order(struct statcache *sc)
 	return (o);
 }
 
-/* Appends one entry's line at p; returns the new end. */
-static char *
-statcache_format(char *p, const struct scentry *e)
+/* Appends one entry's line to b. */
+static void
+statcache_format(struct evbuffer *b, const struct scentry *e)
 {
-	p += sprintf(p, "%llu %llu %llu %lld %lld %llu %s ",
+	evbuffer_add_printf(b, "%llu %llu %llu %lld %lld %llu %s ",
 	    (unsigned long long)e->dev, (unsigned long long)e->ino,
 	    (unsigned long long)e->size, (long long)e->mtime,
 	    (long long)e->ctime, (unsigned long long)e->mode, e->digest);
-	p = manifest_escape_to(p, e->path);
-	*p++ = '\n';
-	return (p);
+	manifest_escape_buf(b, e->path);
+	evbuffer_add(b, "\n", 1);
 }
 
 /*
@@ -447,8 +448,9 @@ int
 statcache_save(struct statcache *sc, char **cause)
 {
 	struct scentry	**o;
-	size_t		  size = 64 + 80, used, i;
-	char		 *buf, *p, sum[DIGEST_HEX];
+	struct evbuffer	 *b;
+	size_t		  i;
+	char		  sum[DIGEST_HEX];
 	int		  rc;
 
 	o = statcache_order(sc);
@@ -456,19 +458,19 @@ statcache_save(struct statcache *sc, char **cause)
 		free(o);
 		return (0);
 	}
-	for (i = 0; i < sc->seen; i++)
-		size += 3 * strlen(o[i]->path) + DIGEST_HEX + 6 * 21 + 2;
 	statcache_stamp(sc);
-	p = buf = xmalloc(size);
-	p += sprintf(p, "%s%lld\n", STATCACHE_MAGIC, (long long)sc->newstamp);
+	if ((b = evbuffer_new()) == NULL)
+		fatalx("%s: out of memory", __func__);
+	evbuffer_add_printf(b, "%s%lld\n", STATCACHE_MAGIC,
+	    (long long)sc->newstamp);
 	for (i = 0; i < sc->seen; i++)
-		p = statcache_format(p, o[i]);
+		statcache_format(b, o[i]);
 	free(o);
-	used = (size_t)(p - buf);
-	digest_buf(buf, used, sum);
-	used += (size_t)sprintf(p, "%s%s\n", STATCACHE_END, sum);
-	rc = write_file_replace(sc->path, buf, used, 0600, cause);
-	free(buf);
+	digest_buf(evbuffer_pullup(b, -1), evbuffer_get_length(b), sum);
+	evbuffer_add_printf(b, "%s%s\n", STATCACHE_END, sum);
+	rc = write_file_replace(sc->path, evbuffer_pullup(b, -1),
+	    evbuffer_get_length(b), 0600, cause);
+	evbuffer_free(b);
 	if (rc == 0)
 		sc->dirty = 0;
 	return (rc);

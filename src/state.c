@@ -53,13 +53,6 @@ state_close(void)
 	state_db = NULL;
 }
 
-/* Returns the database for other files' tables (the ledger's, ...). */
-struct db *
-state_database(void)
-{
-	return (state_db);
-}
-
 static void
 state_load_next(void)
 {
@@ -156,7 +149,7 @@ state_row(struct dbstmt *st)
 	struct job	*j;
 	json_t		*o;
 	char		*cause = NULL;
-	const char	*text = db_col_text(st, 2), *state;
+	const char	*text = db_col_text(st, 2);
 
 	jobreq_init(&req);
 	o = json_loads(text ? text : "", 0, NULL);
@@ -170,9 +163,7 @@ state_row(struct dbstmt *st)
 	}
 	json_decref(o);
 	j = job_create((u_int)db_col_int(st, 0), db_col_text(st, 1), &req);
-	state = db_col_text(st, 3);
-	if (state == NULL || job_state_from_name(state, &j->state) != 0)
-		j->state = JOB_FAILED;
+	job_restore_state(j, db_col_text(st, 3));
 	if (!db_col_null(st, 4))
 		j->reason = xstrdup(db_col_text(st, 4));
 	j->card = (int)db_col_int(st, 5);

@@ -15,6 +15,8 @@
 
 #define STREAM_RETRY_MS	(120 * 1000)	/* how long to wait for a daemon */
 
+static int	stream_interrupt(void *);
+
 void
 stream_init(struct stream *s, const char *job, int mode)
 {
@@ -120,7 +122,7 @@ stream_frame(const struct frame *f, void *arg)
 }
 
 /* Ctrl-C: in run, the first stops the job and the second detaches. */
-int
+static int
 stream_interrupt(void *arg)
 {
 	struct stream		*s = arg;
@@ -197,7 +199,7 @@ stream_run(struct stream *s, const char *method, const char *path,
 	struct client_reply	 r;
 	char			*next = NULL;
 	int64_t			 deadline = 0;
-	int			 rc, told = 0;
+	int			 rc, told = 0, retried = 0;
 
 	if (s->mode != STREAM_LOGS) {
 		client_catch_interrupts();
@@ -211,6 +213,10 @@ stream_run(struct stream *s, const char *method, const char *path,
 			free(next);
 			return (-1);
 		}
+		/* A submission whose reply was lost goes once more. */
+		if (rc == -1 && s->mode == STREAM_RUN && s->job[0] == '\0' &&
+		    !retried++ && run_retry(path, &r))
+			continue;
 		if (rc == -1 && (s->job[0] == '\0' || !follow)) {
 			client_ok(&r, s->mode == STREAM_RUN ? "run" : "logs");
 			client_reply_clear(&r);

@@ -195,15 +195,3 @@ target_format(const struct target *t)
 	free(hp);
 	return (s);
 }
-
-/* Returns https://HOST:PORT/PATH; the token is never part of a URL. */
-char *
-target_url(const struct target *t, const char *path)
-{
-	char	*hp, *s;
-
-	hp = target_hostport(t);
-	xasprintf(&s, "https://%s%s%s", hp, *path == '/' ? "" : "/", path);
-	free(hp);
-	return (s);
-}

@@ -326,6 +326,8 @@ tls_server_free(void *ctx)
 static int	  tls_data_index = -1;
 static void	(*tls_data_free)(void *);
 
+static char	*tls_pin_error(const struct tls_pin *, const char *);
+
 static void
 tls_data_exfree(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
     long argl, void *argp)
@@ -767,7 +769,7 @@ tls_close(struct tls_conn *t)
  * Returns the message for a failed pin check, or NULL if the pin did not
  * fail (the transport failed for another reason).  The caller frees it.
  */
-char *
+static char *
 tls_pin_error(const struct tls_pin *p, const char *host)
 {
 	char	*s;

@@ -33,6 +33,7 @@
 struct ui_sub {
 	struct evhttp_request	*req;
 	char			*owner;		/* whose jobs; NULL: all */
+	int			 tcp;		/* over TCP: token rechecked */
 	char			*last;		/* the state last sent */
 	int64_t			 sent;		/* when (monotonic ms) */
 	TAILQ_ENTRY(ui_sub)	 entry;
@@ -198,7 +199,7 @@ ui_sub_valid(struct ui_sub *sub)
 	const char	*h;
 	struct tokens	*tk;
 
-	if (!server_tls_request(sub->req))
+	if (!sub->tcp)
 		return (1);
 	h = evhttp_find_header(evhttp_request_get_input_headers(sub->req),
 	    "Authorization");
@@ -282,7 +283,8 @@ ui_history(void)
 
 /* GET /v1/events: the dashboard's stream (docs/api.md, docs/ui.md). */
 void
-api_events(struct evhttp_request *req, const char *id)
+api_events(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct evhttp_connection	*evcon;
 	struct timeval			 wtv = { UI_WRITE_TIMEOUT, 0 };
@@ -301,7 +303,9 @@ api_events(struct evhttp_request *req, const char *id)
 	}
 	sub = xcalloc(1, sizeof *sub);
 	sub->req = req;
-	sub->owner = ui_admin(req) ? NULL : api_owner(req);
+	/* What the stream needs of who: who lasts only during this call. */
+	sub->owner = who->admin ? NULL : xstrdup(who->owner);
+	sub->tcp = who->transport == API_TCP;
 	TAILQ_INSERT_TAIL(&ui_subs, sub, entry);
 	ui_nsubs++;
 	evcon = evhttp_request_get_connection(req);

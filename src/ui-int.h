@@ -32,7 +32,6 @@ const struct ui_asset *ui_asset_find(const char *);
 const char	*ui_asset_type(const char *);
 int		 ui_cookie_get(const char *, const char *, char *, size_t);
 void		 ui_csrf_of(const char *, char *);
-int		 ui_admin(struct evhttp_request *);
 json_t		*ui_cluster(void);
 
 /* ui-events.c */

@@ -122,7 +122,8 @@ ui_series_parse(struct evhttp_request *req, struct ui_series_req *r,
 
 /* GET /v1/usage/series?window=1h&by=owner|card&points=60 */
 void
-api_usage_series(struct evhttp_request *req, const char *id)
+api_usage_series(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	struct ui_series_req	 r;
 	json_t			*o;
@@ -133,13 +134,13 @@ api_usage_series(struct evhttp_request *req, const char *id)
 		api_error(req, 400, "%s", cause);
 		goto out;
 	}
-	if (!ui_admin(req)) {
+	if (!who->admin) {
 		if (r.by == USAGE_CARD) {
 			api_error(req, 403, "by: card shows every owner's use; "
 			    "only the host's own token sees it");
 			goto out;
 		}
-		r.only = api_owner(req);
+		r.only = xstrdup(who->owner);
 	}
 	if ((o = ui_series(&r, clock_ms(), &cause)) == NULL) {
 		api_error(req, 500, "%s", cause);

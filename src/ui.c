@@ -112,23 +112,6 @@ ui_csrf_of(const char *token, char *out)
 	out[UI_CSRF_LEN] = '\0';
 }
 
-/* May req see every owner's work (the socket, or the host's own token)? */
-int
-ui_admin(struct evhttp_request *req)
-{
-	char	*me, *owner;
-	int	 ok;
-
-	if (!server_tls_request(req))
-		return (1);
-	me = user_name(getuid());
-	owner = api_owner(req);
-	ok = strcmp(me, owner) == 0;
-	free(owner);
-	free(me);
-	return (ok);
-}
-
 /* Compares n bytes in time that does not depend on where they differ. */
 static int
 ui_equal(const char *a, const char *b, size_t n)
@@ -273,7 +256,7 @@ ui_security_headers(struct evhttp_request *req)
  * the dashboard's streams once it has logged in.
  */
 static void
-ui_close_anonymous(struct evhttp_request *req)
+ui_close_anonymous(struct evhttp_request *req, const struct api_who *who)
 {
 	struct evkeyvalq	*h = evhttp_request_get_input_headers(req);
 	const char		*cookie = evhttp_find_header(h, "Cookie");
@@ -282,7 +265,7 @@ ui_close_anonymous(struct evhttp_request *req)
 	char			 tok[300];
 	int			 ok = 0;
 
-	if (!server_tls_request(req))
+	if (who->transport != API_TCP)
 		return;
 	if (auth != NULL && strncmp(auth, "Bearer ", 7) == 0 && tk != NULL)
 		ok = tokens_check(tk, auth + 7) != NULL;
@@ -297,7 +280,8 @@ ui_close_anonymous(struct evhttp_request *req)
 
 /* GET /ui, /ui/ and /ui/NAME: the page and its files. */
 void
-ui_get(struct evhttp_request *req, const char *id)
+ui_get(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	const struct ui_asset	*a;
 	struct evbuffer		*b;
@@ -321,7 +305,7 @@ ui_get(struct evhttp_request *req, const char *id)
 	b = evbuffer_new();
 	evbuffer_add_reference(b, a->data, a->len, NULL, NULL);
 	ui_security_headers(req);
-	ui_close_anonymous(req);
+	ui_close_anonymous(req, who);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", ui_asset_type(a->name));
 	evhttp_send_reply(req, 200, "OK", b);
@@ -347,17 +331,17 @@ ui_set_cookie(struct evhttp_request *req, const char *value, int clear)
  * once, from a form, never in a URL.
  */
 void
-ui_login(struct evhttp_request *req, const char *id)
+ui_login(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	const char	*auth = ui_header(req, "Authorization");
-	char		*owner;
 	json_t		*o;
 
 	if (!ui_on) {
 		api_error(req, 404, "the dashboard is off");
 		return;
 	}
-	if (!server_tls_request(req)) {
+	if (who->transport != API_TCP) {
 		api_error(req, 400, "login: on the host's socket no token is "
 		    "needed (gmux ui)");
 		return;
@@ -371,16 +355,15 @@ ui_login(struct evhttp_request *req, const char *id)
 	/* The page's next requests come with the cookie, on new connections. */
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Connection", "close");
-	owner = api_owner(req);
-	o = json_pack("{s:s}", "owner", owner);
+	o = json_pack("{s:s}", "owner", who->owner);
 	api_reply(req, 200, o);
 	json_decref(o);
-	free(owner);
 }
 
 /* POST /ui/logout: the cookie is cleared (nothing else to undo). */
 void
-ui_logout(struct evhttp_request *req, const char *id)
+ui_logout(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	ui_set_cookie(req, "", 1);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
@@ -394,18 +377,18 @@ ui_logout(struct evhttp_request *req, const char *id)
  * part of a cluster (the dashboard shows the members only then).
  */
 void
-api_session(struct evhttp_request *req, const char *id)
+api_session(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
 {
 	const char	*cookie = ui_header(req, "Cookie");
-	char		*owner, tok[300], csrf[UI_CSRF_LEN + 1];
+	char		 tok[300], csrf[UI_CSRF_LEN + 1];
 	json_t		*o;
+	int		 tcp = who->transport == API_TCP;
 
-	owner = api_owner(req);
-	o = json_pack("{s:s,s:b,s:s,s:b,s:o,s:s}", "owner", owner,
-	    "admin", ui_admin(req), "via", server_tls_request(req) ? "tls" :
-	    "socket", "ui", ui_on, "cluster", ui_cluster(), "version",
-	    GMUX_VERSION);
-	if (server_tls_request(req) && cookie != NULL &&
+	o = json_pack("{s:s,s:b,s:s,s:b,s:o,s:s}", "owner", who->owner,
+	    "admin", who->admin, "via", tcp ? "tls" : "socket", "ui", ui_on,
+	    "cluster", ui_cluster(), "version", GMUX_VERSION);
+	if (tcp && cookie != NULL &&
 	    ui_cookie_get(cookie, UI_COOKIE, tok, sizeof tok) == 0) {
 		ui_csrf_of(tok, csrf);
 		json_object_set_new(o, "csrf", json_string(csrf));
@@ -414,7 +397,6 @@ api_session(struct evhttp_request *req, const char *id)
 		json_object_set_new(o, "csrf", json_null());
 	api_reply(req, 200, o);
 	json_decref(o);
-	free(owner);
 }
 
 /* Once the daemon serves: the dashboard's sampler, and where it is. */

@@ -13,7 +13,7 @@
 
 #define USAGE_SEAT_MS_PER_SHARE_SECOND	100000.0	/* 100 seats x 1 s */
 #define USAGE_SEAT_MS_PER_CARD_HOUR	360000000.0
-#define USAGE_MAX_DAY	2932896LL	/* 10000-01-01 */
+#define USAGE_MAX_DAY	2932897LL	/* 10000-01-01; 9999-12-31 is in */
 
 static const char *usage_by_names[] = {
 	"owner", "job", "card", "vendor", "day",

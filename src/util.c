@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+
 #include "gmux.h"
 
 /*
@@ -450,12 +452,6 @@ set_nonblock(int fd)
 	return (fcntl(fd, F_SETFL, fl | O_NONBLOCK));
 }
 
-int
-set_cloexec(int fd)
-{
-	return (fcntl(fd, F_SETFD, FD_CLOEXEC));
-}
-
 /* Trims blanks (and CR, LF) at both ends of s, in place; returns the start. */
 char *
 strtrim(char *s)
@@ -473,18 +469,42 @@ strtrim(char *s)
 char *
 strv_join(char *const *v, const char *sep)
 {
-	size_t	 len = 1, i;
-	char	*s;
+	struct evbuffer	*b = buf_new();
+	size_t		 i;
 
 	for (i = 0; v != NULL && v[i] != NULL; i++)
-		len += strlen(v[i]) + strlen(sep);
-	s = xmalloc(len);
-	*s = '\0';
-	for (i = 0; v != NULL && v[i] != NULL; i++) {
-		if (i != 0)
-			strcat(s, sep);
-		strcat(s, v[i]);
-	}
+		evbuffer_add_printf(b, "%s%s", i != 0 ? sep : "", v[i]);
+	return (buf_finish(b, NULL));
+}
+
+/* A growable buffer for text (libevent's); out of memory is fatal. */
+struct evbuffer *
+buf_new(void)
+{
+	struct evbuffer	*b;
+
+	if ((b = evbuffer_new()) == NULL)
+		fatalx("%s: out of memory", __func__);
+	return (b);
+}
+
+/*
+ * Frees b and returns what it held as a string (*len bytes, if len is
+ * not NULL, and a NUL); the caller frees it.
+ */
+char *
+buf_finish(struct evbuffer *b, size_t *len)
+{
+	size_t	 n = evbuffer_get_length(b);
+	char	*s;
+
+	s = xmalloc(n + 1);
+	if (evbuffer_remove(b, s, n) != (int)n)
+		fatalx("%s: evbuffer_remove failed", __func__);
+	s[n] = '\0';
+	if (len != NULL)
+		*len = n;
+	evbuffer_free(b);
 	return (s);
 }
 

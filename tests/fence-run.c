@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 extern char **environ;
 

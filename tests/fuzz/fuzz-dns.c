@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 int	LLVMFuzzerTestOneInput(const unsigned char *, size_t);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 
 int	LLVMFuzzerTestOneInput(const unsigned char *, size_t);
 
@@ -25,8 +26,10 @@ allow_roundtrip(const char *s)
 	    strcmp(r.text, r2.text) != 0)
 		abort();
 	free(r.name);
+	free(r.path);
 	free(r.text);
 	free(r2.name);
+	free(r2.path);
 	free(r2.text);
 }
 

@@ -264,12 +264,52 @@ def u(path):
 print(json.dumps([u({out.path!r}), u({abstract.path!r}), u("link.sock"),
                   u("hard.sock"), u("ok.sock"),
                   u("../{jobdir.name}/ok.sock")]))'''
+        # A socket in the job's directory is no more its own than any
+        # other: only one it bound, or one an --allow unix:PATH names.
         res = job_py(allow("127.0.0.1:1"), code, jobdir)
+        assert res == ["ECONNREFUSED"] * 6
+        assert ins.count() == 0
+        res = job_py(allow("127.0.0.1:1", f"unix:{ins.path}"), code, jobdir)
         assert res == ["ECONNREFUSED"] * 4 + ["ok", "ok"]
         assert out.count() == 0 and abstract.count() == 0
         assert ins.count() == 2
         assert job_py(None, code, jobdir) == ["ok"] * 6
         assert out.count() == 3 and abstract.count() == 1
+    finally:
+        rmtree(outside)
+
+
+def test_unix_socket_moved_in(jobdir, listeners):
+    """A job runs as the daemon's user, so it can rename() any socket of
+    that user's (a tmux server, an ssh ControlMaster, a relay) into its
+    own directory: where a socket is proves nothing, only who bound it."""
+    outside = make_jobdir()
+    try:
+        relay = listeners(UnixListener, str(outside / "relay.sock"))
+        code = f'''
+import errno, json, os, socket
+os.rename({relay.path!r}, "moved.sock")
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+try:
+    s.connect("moved.sock")
+    r = "ok"
+except OSError as e:
+    r = errno.errorcode.get(e.errno, str(e))
+os.rename("moved.sock", {relay.path!r})
+print(json.dumps(r))'''
+        for policy in (["--deny-net"], allow("127.0.0.1:1")):
+            assert job_py(policy, code, jobdir) == "ECONNREFUSED"
+        assert relay.count() == 0
+        assert job_py(None, code, jobdir) == "ok"
+        assert relay.count() == 1
+        named = f'''
+import json, socket
+socket.socket(socket.AF_UNIX).connect({relay.path!r})
+print(json.dumps("ok"))'''
+        policy = ["--deny-net", "--allow", f"unix:{relay.path}"]
+        assert job_py(policy, named, jobdir) == "ok"
+        assert relay.count() == 2
     finally:
         rmtree(outside)
 

@@ -16,6 +16,17 @@ from remotelib import (FakeHost, frame, https, https_json, manifest, rss_kb,
                        sha)
 
 
+def want(d, token, *blobs):
+    """Posts a manifest of (digest, size) files: the host then takes
+    uploads of those it lacks from this token's owner, and only those."""
+    entries = [("f", 644, size, digest, "f%03d" % i)
+               for i, (digest, size) in enumerate(blobs)]
+    st, j = https_json(d.port, "POST", "/v1/sync/manifest",
+                       manifest(entries), token=token,
+                       ctype="text/x-gmux-manifest")
+    assert st == 200, (st, j)
+
+
 def serving(d):
     st, _ = https_json(d.port, "GET", "/v1/version",
                        token=d.target.split("@")[0])
@@ -113,6 +124,7 @@ def test_hostile_manifests_are_refused(make_daemon, tmp_path):
         assert st == 400 and j["error"], (entries, st, j)
     # The same, stored as a plain blob and named by a job.
     m = manifest([("f", 644, 3, good, "../escaped")])
+    want(d, token, (sha(m), len(m)))
     st, _ = https_json(d.port, "PUT", "/v1/blobs/" + sha(m), m, token=token)
     assert st == 201
     body = json.dumps({"argv": ["true"], "manifest": sha(m)}).encode()
@@ -129,6 +141,8 @@ def test_hostile_manifests_are_refused(make_daemon, tmp_path):
 def test_a_blob_that_is_not_its_digest_is_refused(make_daemon):
     d = make_daemon()
     token = d.serve_tls().split("@")[0]
+    want(d, token, (sha(b"good"), 4), (sha(b"ok"), 2),
+         (sha(b"x" * 100), 100))
     st, j = https_json(d.port, "PUT", "/v1/blobs/" + sha(b"good"), b"evil",
                        token=token)
     assert st == 400 and j["error"]
@@ -148,15 +162,15 @@ def test_a_blob_that_is_not_its_digest_is_refused(make_daemon):
         st, j = https_json(d.port, "POST", "/v1/blobs", bad, token=token)
         assert st == 400, (bad, j)
     # A large blob in parts whose content is not its digest.
-    want = sha(b"x" * 100)
-    path = "/v1/blobs/%s?size=100&offset=" % want
+    wanted = sha(b"x" * 100)
+    path = "/v1/blobs/%s?size=100&offset=" % wanted
     st, j = https_json(d.port, "PUT", path + "0", b"x" * 60, token=token)
     assert st == 202 and j["next"] == 60
     st, j = https_json(d.port, "PUT", path + "10", b"x" * 40, token=token)
     assert st == 409 and j["next"] == 60
     st, j = https_json(d.port, "PUT", path + "60", b"y" * 40, token=token)
     assert st == 400
-    st, _, _ = https(d.port, "GET", "/v1/blobs/" + want, token=token)
+    st, _, _ = https(d.port, "GET", "/v1/blobs/" + wanted, token=token)
     assert st == 404
     blobs_tmp = os.path.join(d.home, "blobs", "tmp")
     assert os.listdir(blobs_tmp) == []
@@ -199,9 +213,10 @@ def test_partial_uploads_are_bounded_by_the_store(make_daemon):
     part = b"p" * (1 << 20)
     codes = []
     for i in range(8):
-        want = sha(b"%d" % i)
+        wanted = sha(b"%d" % i)
+        want(d, token, (wanted, 2 << 20))
         st, j = https_json(d.port, "PUT", "/v1/blobs/%s?size=%d&offset=0" %
-                           (want, 2 << 20), part, token=token)
+                           (wanted, 2 << 20), part, token=token)
         codes.append(st)
     assert codes[0] == 202 and codes[1:] == [413] * 7, codes
     tmp = os.path.join(d.home, "blobs", "tmp")
@@ -209,10 +224,11 @@ def test_partial_uploads_are_bounded_by_the_store(make_daemon):
                for f in os.listdir(tmp)) <= 3 << 20
     # A blob that fits beside the upload in progress is still taken; one
     # that does not is too large for now (413), not a failure (500).
+    big = b"b" * (3 << 19)
+    want(d, token, (sha(b"small"), 5), (sha(big), len(big)))
     st, _ = https_json(d.port, "PUT", "/v1/blobs/" + sha(b"small"),
                        b"small", token=token)
     assert st == 201
-    big = b"b" * (3 << 19)
     st, j = https_json(d.port, "PUT", "/v1/blobs/" + sha(big), big,
                        token=token)
     assert st == 413 and "no room" in j["error"], (st, j)
@@ -368,3 +384,100 @@ def test_a_submission_is_never_sent_twice(make_client, tmp_path):
         assert r.returncode == 125 and b"connection" in r.stderr, r
     finally:
         fake.close()
+
+
+def hold_connections(port, n, source):
+    """n idle TCP connections to port from source, as a peer with no
+    token would hold them (no TLS handshake, nothing sent)."""
+    held = []
+    for _ in range(n):
+        held.append(socket.create_connection(("127.0.0.1", port),
+                                             source_address=(source, 0)))
+    return held
+
+
+def still_open(held):
+    n = 0
+    for s in held:
+        try:
+            if s.recv(1, socket.MSG_DONTWAIT) != b"":
+                n += 1
+        except BlockingIOError:
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
+def test_a_tokenless_peer_cannot_fill_the_tls_port(make_daemon, make_client):
+    """300 idle connections from one peer, more than TCP_CONNECTIONS_MAX:
+    the peer keeps TCP_ANON_PER_SOURCE of them, and a client with a token
+    (from another address, or from the same one) still gets its runs
+    through."""
+    d = make_daemon()
+    target = d.serve_tls()
+    c = make_client()
+    assert c.add("gpu1", target).returncode == 0
+    for source in ("127.0.0.2", "127.0.0.1"):
+        held = hold_connections(d.port, 300, source)
+        try:
+            time.sleep(0.5)
+            for _ in range(3):
+                r = c.gmux("run", "--", "true", timeout=30)
+                assert r.returncode == 0, r
+            assert c.gmux("ps").returncode == 0
+            assert still_open(held) <= 8
+        finally:
+            for s in held:
+                s.close()
+    assert serving(d)
+
+
+def test_one_token_cannot_hold_the_store_for_everyone(make_daemon,
+                                                      make_client):
+    """A 1-byte part announcing a huge blob used to reserve the whole store
+    for ten minutes.  Now an upload must be of a blob that the owner's own
+    manifest lacks, at that size, and one owner's parts cannot make
+    another owner's uploads fail."""
+    d = make_daemon()
+    d.env["GMUX_BLOB_STORE_SIZE"] = "8M"
+    target = d.serve_tls()
+    line = d.gmux("token", "add", "eve", check=0).stdout.decode().strip()
+    eve = line.split()[-1].split("@")[0]
+    huge = sha(b"nothing anyone asked for")
+    st, j = https_json(d.port, "PUT", "/v1/blobs/%s?size=%d&offset=0" %
+                       (huge, 20 << 30), b"x", token=eve)
+    assert st == 413, (st, j)                     # more than the store
+    st, j = https_json(d.port, "PUT", "/v1/blobs/%s?size=%d&offset=0" %
+                       (huge, 6 << 20), b"x", token=eve)
+    assert st == 409 and "no manifest of yours" in j["error"], (st, j)
+    # Eve asks for 7M and holds it with one byte: what she may do.
+    want(d, eve, (huge, 7 << 20))
+    st, j = https_json(d.port, "PUT", "/v1/blobs/%s?size=%d&offset=0" %
+                       (huge, 7 << 20), b"x", token=eve)
+    assert st == 202, (st, j)
+    # Another owner's run with 3M to send still goes through.
+    c = make_client()
+    assert c.add("gpu1", target).returncode == 0
+    with open(os.path.join(c.work, "data.bin"), "wb") as f:
+        f.write(os.urandom(3 << 20))
+    r = c.gmux("run", "--", "sh", "-c", "wc -c < data.bin", timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == b"3145728", r
+    # Eve's upload made room: she starts again from the first byte.
+    st, j = https_json(d.port, "PUT", "/v1/blobs/%s?size=%d&offset=1" %
+                       (huge, 7 << 20), b"y", token=eve)
+    assert st == 409 and j["next"] == 0, (st, j)
+    assert serving(d)
+
+
+def test_a_manifest_link_of_the_wrong_size_is_told_so(make_daemon):
+    """A symlink whose size is not its target's length was said to point
+    out of the tree."""
+    d = make_daemon()
+    token = d.serve_tls().split("@")[0]
+    st, j = https_json(d.port, "POST", "/v1/sync/manifest",
+                       manifest([("l", 777, 5, "-", "ln", "b")]),
+                       token=token, ctype="text/x-gmux-manifest")
+    assert st == 400, (st, j)
+    assert j["error"] == ("entry 1: symlink 'ln': size 5 is not its "
+                          "target's length, 1"), j

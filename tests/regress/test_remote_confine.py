@@ -28,6 +28,9 @@ def read(path):
 def listdir(path):
     os.listdir(path)
 
+def readlink(path):
+    os.readlink(path)
+
 def connect(path):
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(5)
@@ -234,6 +237,12 @@ def test_a_remote_job_cannot_reach_the_host(make_daemon, make_client,
         ["the daemon's root", "read", "/proc/%d/root%s/tls/key.pem" %
          (daemon, H)],
         ["the daemon's fd", "read", "/proc/%d/fd/%s" % (daemon, db_fd)],
+        ["what the daemon's fd is", "readlink", "/proc/%d/fd/%s" %
+         (daemon, db_fd)],
+        ["the daemon's fdinfo", "read", "/proc/%d/fdinfo/%s" %
+         (daemon, db_fd)],
+        ["the daemon's environ", "read", "/proc/%d/environ" % daemon],
+        ["the daemon's maps", "read", "/proc/%d/maps" % daemon],
         ["a keeper's cwd", "read", "/proc/%d/cwd/log" % keeper],
         ["a job's root", "read", "/proc/%d/root%s/secret.txt" %
          (bpid, btree)],
@@ -279,6 +288,9 @@ def test_a_remote_job_cannot_reach_the_host(make_daemon, make_client,
     assert os.stat(shm).st_mode & 0o777 == 0o600
     os.unlink(shm)
     ab.close()
+    # What docs/isolation.md says is not hidden: the numbers only.
+    fds = [["the daemon's fd numbers", "listdir", "/proc/%d/fd" % daemon]]
+    assert probe_remote(alice, fds) == {fds[0][0]: "ok"}
     bob.gmux("stop", "--grace", "0", bid, check=0)
 
 
@@ -333,6 +345,16 @@ def test_a_remote_job_with_a_fence_is_jailed_too(make_daemon, make_client):
                    "a socket of its own": "ok"}, got
     st = c.json("ps", "-a", "--json")[0]["fence_stats"]
     assert st["fence"] == "deny-net" and st["jail"]
+
+
+def test_a_remote_job_may_not_name_a_hosts_socket(make_daemon, make_client):
+    """--allow unix:PATH lets a local job reach one socket of the host's;
+    a remote job's client is not the host's operator."""
+    d, c = host_and_client(make_daemon, make_client)
+    r = c.gmux("run", "--allow", "unix:%s" % os.path.join(d.home,
+               "gmux.sock"), "--", "true")
+    assert r.returncode != 0 and b"a remote job may not reach" in r.stderr, r
+    assert c.json("ps", "-a", "--json") == []
 
 
 def test_the_request_does_not_choose(make_daemon, make_client):

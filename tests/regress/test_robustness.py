@@ -235,3 +235,220 @@ def test_a_keepers_log_lines_go_to_the_daemons_log(make_daemon):
     assert b"connection lost" not in r.stderr
     with open(os.path.join(d.home, "gmux.log"), "rb") as f:
         assert b"refused" in f.read()
+
+
+def test_run_without_a_daemon_says_why(daemon):
+    """run -d with no daemon and no host exited 125 saying nothing."""
+    for args in (["run", "--", "true"], ["run", "-d", "--", "true"]):
+        r = daemon.gmux(*args)
+        assert r.returncode == 125, r
+        assert b"no gmux daemon serves" in r.stderr, r
+        assert len(r.stderr.splitlines()) == 1, r
+
+
+def test_bad_requests_say_what_is_wrong(daemon, tmp_path):
+    """An argv entry over 128 KiB and a nested array were both told
+    "must be a string without NUL bytes"; a share of 0.1 came back as
+    0.10000000000000001."""
+    daemon.start()
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"argv": ["echo", "x" * (129 << 10)],
+                               "cwd": str(tmp_path)}))
+    code, text = daemon.curl("POST", "/v1/jobs", "@%s" % big)
+    assert code == 400, text
+    assert json.loads(text)["error"] == "argv[1]: is over 128 KiB"
+    code, text = daemon.curl("POST", "/v1/jobs", json.dumps(
+        {"argv": ["echo", ["a"]], "cwd": str(tmp_path)}))
+    assert code == 400, text
+    assert json.loads(text)["error"] == "argv[1]: must be a string"
+    code, text = daemon.curl("POST", "/v1/jobs", json.dumps(
+        {"argv": ["echo"], "env": ["A=1", "B"], "cwd": str(tmp_path)}))
+    assert code == 400, text
+    assert json.loads(text)["error"] == "env[1]: must be a NAME=VALUE string"
+    r = daemon.gmux("run", "-d", "--share", "0.1", "--", "sleep", "100",
+                    check=0)
+    jid = r.stdout.decode().strip()
+    code, text = daemon.curl("GET", "/v1/jobs/" + jid)
+    assert code == 200 and '"share":0.1,' in text, text
+    out = daemon.gmux("ps", "--json", check=0).stdout
+    assert b'"share": 0.1,' in out and b"0.1000000" not in out, out
+
+
+def raw_http(daemon, text):
+    """Sends text as it is on the daemon's socket; returns the status
+    line, the headers (lower-case names) and the body."""
+    import socket
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(daemon.socket)
+    s.sendall(text)
+    s.settimeout(10)
+    got = b""
+    while True:
+        try:
+            b = s.recv(65536)
+        except socket.timeout:
+            break
+        if not b:
+            break
+        got += b
+        head, sep, body = got.partition(b"\r\n\r\n")
+        if sep and (b"content-length" not in head.lower() or
+                    len(body) >= int(head.lower().split(
+                        b"content-length:")[1].split(b"\r\n")[0])):
+            break
+    s.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in
+               (line.partition(":") for line in lines[1:])}
+    return lines[0], headers, body
+
+
+def test_http_strictness(daemon):
+    """Two Content-Length headers were read as the first; HEAD got 405
+    naming the method "?"; OPTIONS got evhttp's HTML 501; a 405 had no
+    Allow."""
+    daemon.start()
+    st, h, body = raw_http(daemon, b"POST /v1/jobs HTTP/1.1\r\nHost: g\r\n"
+                           b"Content-Length: 2\r\nContent-Length: 40\r\n"
+                           b"\r\n{}")
+    assert st.startswith("HTTP/1.1 400"), (st, body)
+    assert b"Content-Length" in body and h.get("connection") == "close"
+    st, h, body = raw_http(daemon, b"HEAD /v1/version HTTP/1.1\r\n"
+                           b"Host: g\r\nConnection: close\r\n\r\n")
+    assert st.startswith("HTTP/1.1 200") and body == b"", (st, body)
+    st, h, body = raw_http(daemon, b"OPTIONS /v1/jobs HTTP/1.1\r\n"
+                           b"Host: g\r\nConnection: close\r\n\r\n")
+    assert st.startswith("HTTP/1.1 204") and body == b"", (st, body)
+    assert h["allow"] == "GET, HEAD, POST, OPTIONS", h
+    for method in ("DELETE", "TRACE"):
+        st, h, body = raw_http(daemon, method.encode() +
+                               b" /v1/version HTTP/1.1\r\nHost: g\r\n"
+                               b"Connection: close\r\n\r\n")
+        assert st.startswith("HTTP/1.1 405"), (st, body)
+        assert h["allow"] == "GET, HEAD, OPTIONS", h
+        assert json.loads(body)["error"] == \
+            "%s is not allowed on /v1/version" % method
+    # HEAD of a stream (a job's log) and of /metrics: headers only.
+    jid = daemon.gmux("run", "-d", "--", "sleep", "100",
+                      check=0).stdout.decode().strip()
+    for path in ("/v1/jobs/%s/log?follow=1" % jid, "/metrics"):
+        st, h, body = raw_http(daemon, b"HEAD %s HTTP/1.1\r\nHost: g\r\n"
+                               b"Connection: close\r\n\r\n" %
+                               path.encode())
+        assert st.startswith("HTTP/1.1 200") and body == b"", (path, body)
+    code, text = daemon.curl("GET", "/v1/version")
+    assert code == 200
+
+
+class LosingProxy:
+    """Stands at the daemon's socket path (the daemon's own moved aside):
+    hands the first connection's request to the daemon and drops the
+    reply, as a daemon killed while it answered would; later connections
+    pass through."""
+
+    def __init__(self, path):
+        import socket
+        import threading
+        self.path = path
+        self.real = path + ".real"
+        os.rename(path, self.real)
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind(path)
+        self.sock.listen(8)
+        self.requests = 0
+        self.first = b""
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        import socket
+        import threading
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.requests += 1
+            d = socket.socket(socket.AF_UNIX)
+            d.connect(self.real)
+            if self.requests == 1:
+                threading.Thread(target=self.lose, args=(c, d, self),
+                                 daemon=True).start()
+                continue
+            for a, b in ((c, d), (d, c)):
+                threading.Thread(target=self.pipe, args=(a, b),
+                                 daemon=True).start()
+
+    @staticmethod
+    def pipe(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        try:
+            b.shutdown(1)
+        except OSError:
+            pass
+
+    @staticmethod
+    def lose(c, d, proxy):
+        c.settimeout(5)
+        got = b""
+        while b"\r\n\r\n" not in got:
+            got += c.recv(65536)
+        head, _, body = got.partition(b"\r\n\r\n")
+        n = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        while len(body) < n:
+            body += c.recv(65536)
+        proxy.first = head + b"\r\n\r\n" + body
+        d.sendall(proxy.first)
+        d.recv(65536)                   # the daemon answered; it is lost
+        c.close()
+        d.close()
+
+    def close(self):
+        self.sock.close()
+        os.unlink(self.path)
+        os.rename(self.real, self.path)
+
+
+def test_a_lost_reply_makes_no_second_job(daemon):
+    """A run -d whose reply was lost (the daemon had made the job) exited
+    125, and running it again made a second job.  Each submission carries
+    an idempotency key, and the CLI sends it once more."""
+    daemon.start()
+    proxy = LosingProxy(daemon.socket)
+    try:
+        r = daemon.gmux("run", "-d", "--", "sleep", "100")
+        assert r.returncode == 0 and r.stdout.strip() == b"j1", r
+        assert proxy.requests == 2
+        # In the query, which a daemon older than the key ignores.
+        line, _, rest = proxy.first.partition(b"\r\n")
+        assert line.startswith(b"POST /v1/jobs?idempotency_key=run-"), line
+        assert b"idempotency_key" not in rest
+    finally:
+        proxy.close()
+    assert [j["id"] for j in daemon.json("ps", "--json")] == ["j1"]
+    # A key of the caller's own: the same job, however often it is sent.
+    ids = [daemon.gmux("run", "-d", "--idempotency-key", "nightly-7", "--",
+                       "sleep", "100", check=0).stdout.strip()
+           for _ in range(2)]
+    assert ids == [b"j2", b"j2"], ids
+    r = daemon.gmux("run", "-d", "--idempotency-key", "a b", "--", "true")
+    assert r.returncode == 2 and b"--idempotency-key" in r.stderr, r
+    code, text = daemon.curl("POST", "/v1/jobs", json.dumps(
+        {"argv": ["true"], "cwd": "/", "idempotency_key": ""}))
+    assert code == 400 and "idempotency_key" in text, text
+    code, text = daemon.curl("POST", "/v1/jobs?idempotency_key=x",
+                             json.dumps({"argv": ["true"], "cwd": "/",
+                                         "idempotency_key": "y"}))
+    assert code == 400 and "is not the body's" in text, text
+    body = json.dumps({"argv": ["sleep", "100"], "cwd": "/"})
+    code, text = daemon.curl("POST", "/v1/jobs?idempotency_key=nightly-7",
+                             body)
+    assert code == 200 and json.loads(text)["id"] == "j2", text

@@ -477,6 +477,28 @@ def test_stream_outlives_the_auth_timeout(host, page):
     host.gmux("stop", jid, check=0)
 
 
+def test_stream_outlives_the_anonymous_bound(host, page):
+    """The TLS port keeps TCP_ANON_PER_SOURCE (8) connections without a
+    token per source and cuts the oldest past it: the page's stream from
+    the same source, whose cookie is a good token, is never one of them."""
+    logged_in(page, host.base, host.token)
+    page.wait_js("window.gmux.opens === 1")
+    held = [socket.create_connection(("127.0.0.1", host.port))
+            for _ in range(40)]
+    try:
+        time.sleep(0.5)
+        jid = host.gmux("run", "-d", "--share", "0.5", "--", "sleep", "60",
+                        check=0).stdout.decode().strip()
+        page.wait(lambda: bar(page, "guaranteed") == 0.5,
+                  what="the bar to move")
+        assert page.js("window.gmux.opens") == 1
+        host.gmux("stop", jid, check=0)
+    finally:
+        for s in held:
+            s.close()
+    assert page.errors == []
+
+
 def test_queue_reasons_and_the_live_log(host, page):
     logged_in(page, host.base, host.token)
     big = host.gmux("run", "-d", "--share", "1", "--", "sh", "-c",

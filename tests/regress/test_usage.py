@@ -153,3 +153,17 @@ def test_retention_forgets_old_jobs_not_the_books(clocked):
     ids = [j["id"] for j in d.json("ps", "-a", "--json")]
     assert ids == ["j2"]
     d.gmux("stop", "--grace", "0", "j2", check=0)
+
+
+def test_the_last_date_and_a_second_prune(daemon):
+    """until=9999-12-31 was printed as 1970-01-01, a prune before it named
+    its export ledger-before-1970-..., and a second prune got 409."""
+    daemon.start()
+    u = usage(daemon, since="2026-11-01", until="9999-12-31")
+    assert u["until_utc"].startswith("9999-12-31"), u
+    paths = []
+    for _ in range(2):
+        r = daemon.gmux("usage", "--prune-before", "9999-12-31", check=0)
+        paths.append(r.stdout.decode().split(" to ")[1].split(",")[0])
+    assert "ledger-before-9999-12-31" in paths[0], paths
+    assert paths[0] != paths[1] and os.path.exists(paths[1]), paths

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "card-int.h"
 #include "unit.h"
 #include "../../shim/region.h"
 

@@ -1,6 +1,7 @@
 /* test-card-amd.c: amd-smi and rocm-smi JSON, recorded and broken. */
 
 #include "gmux.h"
+#include "card-int.h"
 #include "unit.h"
 #include "fixture.h"
 

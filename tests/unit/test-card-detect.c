@@ -11,6 +11,7 @@
 #include <event2/event.h>
 
 #include "gmux.h"
+#include "card-int.h"
 #include "unit.h"
 #include "fixture.h"
 

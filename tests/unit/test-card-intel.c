@@ -1,6 +1,7 @@
 /* test-card-intel.c: xpu-smi discovery JSON, recorded and broken. */
 
 #include "gmux.h"
+#include "card-int.h"
 #include "unit.h"
 #include "fixture.h"
 

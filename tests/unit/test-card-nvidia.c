@@ -1,6 +1,7 @@
 /* test-card-nvidia.c: nvidia-smi's CSV, recorded and broken. */
 
 #include "gmux.h"
+#include "card-int.h"
 #include "unit.h"
 #include "fixture.h"
 

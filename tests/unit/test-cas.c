@@ -54,6 +54,27 @@ test_digest(void)
 	CHECK_STR(b64, "-_8AEH4");
 }
 
+/* The raw digest, its hex form and back: one module, one set of names. */
+static void
+test_digest_raw(void)
+{
+	u_char	 md[DIGEST_LEN], back[DIGEST_LEN];
+	char	 hex[DIGEST_HEX], want[DIGEST_HEX];
+
+	digest_bytes("abc", 3, md);
+	hex_encode(md, sizeof md, hex);
+	digest_buf("abc", 3, want);
+	CHECK_STR(hex, want);
+	CHECK(digest_from_hex(hex, back) == 0);
+	CHECK(memcmp(md, back, DIGEST_LEN) == 0);
+	hex[0] = 'B';	/* upper case parses too */
+	CHECK(digest_from_hex(hex, back) == 0 && back[0] == md[0]);
+	hex[0] = 'g';
+	CHECK(digest_from_hex(hex, back) == -1);
+	CHECK(digest_from_hex("abc", back) == -1);
+	CHECK(digest_from_hex(NULL, back) == -1);
+}
+
 static void
 test_put_get(void)
 {
@@ -316,6 +337,7 @@ main(void)
 	if (tmpdir_init("cas") != 0)
 		return (1);
 	RUN(test_digest);
+	RUN(test_digest_raw);
 	RUN(test_put_get);
 	RUN(test_writer);
 	RUN(test_evict);

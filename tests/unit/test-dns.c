@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 #include "unit.h"
 
 /* Builds a query for name/type; returns its length. */

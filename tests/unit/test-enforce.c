@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "card-int.h"
 #include "unit.h"
 
 static char	 home[] = "/tmp/gmux-enforce-XXXXXX";

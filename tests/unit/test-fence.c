@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "fence-int.h"
 #include "unit.h"
 
 /* Parses spec and returns its canonical text ("ERR" on failure). */
@@ -24,6 +25,7 @@ canon(const char *spec)
 	}
 	snprintf(buf, sizeof buf, "%s", r.text);
 	free(r.name);
+	free(r.path);
 	free(r.text);
 	return (buf);
 }
@@ -47,6 +49,8 @@ test_allow_forms(void)
 	CHECK_STR(canon("host:8000-8100"), "host:8000-8100");
 	CHECK_STR(canon("_svc.example.com:53"), "_svc.example.com:53");
 	CHECK_STR(canon("localhost"), "localhost");
+	CHECK_STR(canon("unix:/run/x.sock"), "unix:/run/x.sock");
+	CHECK_STR(canon("UNIX:/run/x.sock"), "unix:/run/x.sock");
 }
 
 static void
@@ -58,7 +62,10 @@ test_allow_errors(void)
 		"256.1.1.1", "1.2.3.4.5", "[1.2.3.4]:80", "a..b", "-a.com",
 		"a-.com", "[::1", "[::1]x", "[::1]:", "foo bar", "host/8",
 		"[host]:80", "::1/129", "a.b:1:2", ".", "x/8:80",
-		"01.2.3.4", "fe80::1%eth0", "12345",
+		"01.2.3.4", "fe80::1%eth0", "12345", "unix:", "unix:rel.sock",
+		"uNix:572",
+		"unix:/0123456789012345678901234567890123456789012345678901234"
+		    "5678901234567890123456789012345678901234567890123456789",
 	};
 	struct fence_rule	 r;
 	char			*cause;
@@ -70,6 +77,7 @@ test_allow_errors(void)
 			fprintf(stderr, "accepted: '%s'\n", bad[i]);
 			CHECK(0);
 			free(r.name);
+			free(r.path);
 			free(r.text);
 			continue;
 		}
@@ -208,7 +216,16 @@ test_json(void)
 	fence_free(f);
 
 	CHECK(from("{}", &cause) == NULL && cause == NULL);
-	CHECK(from("{\"allow\":[],\"deny_net\":false}", &cause) == NULL);
+	/* An empty allow list is a closed fence, not none (issue 11). */
+	f = from("{\"allow\":[],\"deny_net\":false}", &cause);
+	CHECK(f != NULL && f != (struct fence *)-1 && f->deny_net);
+	fence_free(f);
+	f = from("{\"deny_net\":true,\"allow\":[\"unix:/a\"]}", &cause);
+	CHECK(f != NULL && f != (struct fence *)-1 && fence_has_unix(f));
+	s = fence_text(f);
+	CHECK_STR(s, "deny-net, allow unix:/a");
+	free(s);
+	fence_free(f);
 	CHECK(from("{\"allow\":null}", &cause) == NULL);
 	f = from("{\"deny_net\":true}", &cause);
 	CHECK(f != NULL && f != (struct fence *)-1 && f->deny_net);
@@ -235,7 +252,9 @@ test_json_errors(void)
 		    "allow[1]: 'x:0': port 0 is not from 1 to 65535" },
 		{ "{\"deny_net\":\"yes\"}", "deny_net: must be true or false" },
 		{ "{\"deny_net\":true,\"allow\":[\"a.com\"]}",
-		    "allow: cannot be combined with deny_net" },
+		    "allow: only unix: rules can be combined with deny_net" },
+		{ "{\"allow\":[],\"add_host\":[\"b.com=1.2.3.4\"]}",
+		    "add_host[0]: b.com is not allowed (allow it too)" },
 		{ "{\"add_host\":[\"b.com=1.2.3.4\"],\"allow\":[\"a.com\"]}",
 		    "add_host[0]: b.com is not allowed (allow it too)" },
 		{ "{\"add_host\":[\"b.com\"]}",

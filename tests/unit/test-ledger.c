@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "ledger-int.h"
 #include "unit.h"
 
 #define T0	1793491200000LL		/* 2026-11-01T00:00:00Z */

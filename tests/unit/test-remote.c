@@ -200,14 +200,16 @@ test_sync_refusals(void)
 	free(job);
 
 	/* Bad bodies. */
-	CHECK(remote_host_manifest_post(f.cas, 1 << 30, "junk", 4, &reply,
-	    &cause) == 400);
+	CHECK(remote_host_manifest_post(f.cas, "u", 1 << 30, "junk", 4,
+	    &reply, &cause) == 400);
 	free(cause);
 	cause = NULL;
-	CHECK(remote_host_batch(f.cas, "junk", 4, &reply, &cause) == 400);
+	CHECK(remote_host_batch(f.cas, "u", "junk", 4, &reply, &cause) ==
+	    400);
 	free(cause);
 	cause = NULL;
-	CHECK(remote_host_blob_put(f.cas, "nothex", "x", 1, &cause) == 400);
+	CHECK(remote_host_blob_put(f.cas, "u", "nothex", "x", 1, &cause) ==
+	    400);
 	free(cause);
 	free(root);
 	cas_close(f.cas);
@@ -240,14 +242,15 @@ test_memo(void)
 	free(fill);
 	memset(&st, 0, sizeof st);
 	CHECK(remote_sync(&io, a, NULL, -1, ma, &st, &cause) == 0);
-	CHECK(remote_host_manifest_get(f.cas, f.max_upload, ma, &reply,
+	CHECK(remote_host_manifest_get(f.cas, "u", f.max_upload, ma, &reply,
 	    &cause) == 200);
 	CHECK(json_array_size(json_object_get(reply, "missing")) == 0);
 	json_decref(reply);
 
 	/* B's upload pushes A's blob out of the 48K store. */
 	CHECK(remote_sync(&io, b, NULL, -1, mb, &st, &cause) == 0);
-	rc = remote_host_manifest_get(f.cas, f.max_upload, ma, &reply, &cause);
+	rc = remote_host_manifest_get(f.cas, "u", f.max_upload, ma, &reply,
+	    &cause);
 	CHECK(rc == 404 || (rc == 200 &&
 	    json_array_size(json_object_get(reply, "missing")) == 1));
 	json_decref(reply);
@@ -298,6 +301,26 @@ test_pull(void)
 	cas_close(f.cas);
 }
 
+/*
+ * Posts, for owner, a manifest of files a, b, ... (digest, size): the host
+ * then asks owner for those of them it lacks.
+ */
+static void
+want(struct cas *c, const char *owner, const char *da, uint64_t sa,
+    const char *db, uint64_t sb)
+{
+	json_t	*reply = NULL;
+	char	*m, *cause = NULL;
+
+	xasprintf(&m, "gmux-manifest 1\nf 644 %llu %s a\nf 644 %llu %s b\n",
+	    (unsigned long long)sa, da, (unsigned long long)sb, db);
+	CHECK(remote_host_manifest_post(c, owner, 1 << 30, m, strlen(m),
+	    &reply, &cause) == 200);
+	json_decref(reply);
+	free(cause);
+	free(m);
+}
+
 /* A large blob in parts, over several requests, checked at the end. */
 static void
 test_parts(void)
@@ -312,40 +335,101 @@ test_parts(void)
 	memset(data, 'p', sizeof data);
 	digest_buf(data, sizeof data, d);
 	digest_buf("q", 1, other);
-	CHECK(remote_host_blob_part(c, d, 0, 1000, data, 400, &reply,
+	/* Asked for nothing yet: nothing is taken (issue 11). */
+	CHECK(remote_host_blob_part(c, "u", d, 0, 1000, data, 400, &reply,
+	    &cause) == 409);
+	free(cause);
+	cause = NULL;
+	want(c, "u", d, 1000, other, 1000);
+	CHECK(remote_host_blob_part(c, "u", d, 0, 1000, data, 400, &reply,
 	    &cause) == 202);
 	CHECK(json_integer_value(json_object_get(reply, "next")) == 400);
 	json_decref(reply);
 	/* Not the part expected: where to go on from. */
-	CHECK(remote_host_blob_part(c, d, 800, 1000, data, 200, &reply,
+	CHECK(remote_host_blob_part(c, "u", d, 800, 1000, data, 200, &reply,
 	    &cause) == 409);
 	CHECK(json_integer_value(json_object_get(reply, "next")) == 400);
 	json_decref(reply);
-	CHECK(remote_host_blob_part(c, d, 400, 1000, data, 700, &reply,
+	CHECK(remote_host_blob_part(c, "u", d, 400, 1000, data, 700, &reply,
 	    &cause) == 400);	/* past the end */
 	free(cause);
 	cause = NULL;
-	CHECK(remote_host_blob_part(c, d, 400, 1000, data, 600, &reply,
+	CHECK(remote_host_blob_part(c, "u", d, 400, 1000, data, 600, &reply,
 	    &cause) == 201);
 	CHECK(cas_has(c, d, NULL));
-	CHECK(remote_host_blob_part(c, d, 0, 1000, data, 10, &reply,
+	CHECK(remote_host_blob_part(c, "u", d, 0, 1000, data, 10, &reply,
 	    &cause) == 200);	/* there already: send no more */
 	/* Content that is not the digest, found at the last part. */
-	CHECK(remote_host_blob_part(c, other, 0, 1000, data, 500, &reply,
+	CHECK(remote_host_blob_part(c, "u", other, 0, 1000, data, 500, &reply,
 	    &cause) == 202);
 	json_decref(reply);
-	CHECK(remote_host_blob_part(c, other, 500, 1000, data, 500, &reply,
+	CHECK(remote_host_blob_part(c, "u", other, 500, 1000, data, 500, &reply,
 	    &cause) == 400);
 	free(cause);
 	cause = NULL;
 	CHECK(!cas_has(c, other, NULL));
-	CHECK(remote_host_blob_part(c, other, 0, 5000, data, 10, &reply,
+	CHECK(remote_host_blob_part(c, "u", other, 0, 5000, data, 10, &reply,
 	    &cause) == 413);	/* more than the store keeps */
 	free(cause);
 	cause = NULL;
-	CHECK(remote_host_blob_part(c, "nothex", 0, 10, data, 10, &reply,
+	CHECK(remote_host_blob_part(c, "u", "nothex", 0, 10, data, 10, &reply,
 	    &cause) == 400);
 	free(cause);
+	cas_close(c);
+}
+
+/*
+ * What one owner's uploads may hold: only what its own manifests lack, at
+ * their sizes, and never room another owner within its share needs.
+ */
+static void
+test_parts_owners(void)
+{
+	struct cas	*c;
+	json_t		*reply = NULL;
+	char		*cause = NULL, big[DIGEST_HEX], mine[DIGEST_HEX];
+	char		 small[DIGEST_HEX], data[2000];
+
+	c = cas_open(T("owners"), 4096, &cause);
+	CHECK(c != NULL);
+	memset(data, 'm', sizeof data);
+	digest_buf(data, sizeof data, mine);
+	digest_buf("big", 3, big);
+	digest_buf("s", 1, small);
+	want(c, "eve", big, 3500, mine, 1);
+	/* Not at another size, not for another owner. */
+	CHECK(remote_host_blob_part(c, "eve", big, 0, 4000, "b", 1, &reply,
+	    &cause) == 409 && strstr(cause, "3500 bytes") != NULL);
+	free(cause);
+	cause = NULL;
+	CHECK(remote_host_blob_part(c, "bob", big, 0, 3500, "b", 1, &reply,
+	    &cause) == 409 && strstr(cause, "no manifest") != NULL);
+	free(cause);
+	cause = NULL;
+	CHECK(remote_host_blob_put(c, "bob", mine, data, 2000, &cause) == 409);
+	free(cause);
+	cause = NULL;
+	/* One byte holds 3500 of the 4096 ... */
+	CHECK(remote_host_blob_part(c, "eve", big, 0, 3500, "b", 1, &reply,
+	    &cause) == 202);
+	json_decref(reply);
+	/* ... until bob, within his half, needs room: eve's goes. */
+	want(c, "bob", mine, 2000, small, 1);
+	CHECK(remote_host_blob_part(c, "bob", mine, 0, 2000, data, 1000,
+	    &reply, &cause) == 202);
+	json_decref(reply);
+	CHECK(remote_host_blob_part(c, "eve", big, 1, 3500, "i", 1, &reply,
+	    &cause) == 409);
+	CHECK(json_integer_value(json_object_get(reply, "next")) == 0);
+	json_decref(reply);
+	/* And eve, past her half now that bob uploads, cannot take it back. */
+	CHECK(remote_host_blob_part(c, "eve", big, 0, 3500, "b", 1, &reply,
+	    &cause) == 413);
+	free(cause);
+	cause = NULL;
+	CHECK(remote_host_blob_part(c, "bob", mine, 1000, 2000, data, 1000,
+	    &reply, &cause) == 201);
+	CHECK(cas_has(c, mine, NULL));
 	cas_close(c);
 }
 
@@ -356,6 +440,7 @@ main(void)
 		return (1);
 	setenv("GMUX_HOME", tmpdir, 1);
 	RUN(test_parts);
+	RUN(test_parts_owners);
 	RUN(test_sync);
 	RUN(test_sync_refusals);
 	RUN(test_memo);

@@ -10,6 +10,7 @@
 #include <setjmp.h>
 
 #include "gmux.h"
+#include "sched-int.h"
 #include "unit.h"
 
 #define G		(1ULL << 30)

@@ -1,6 +1,7 @@
 /* test-sched.c: each kind of scheduling decision, with exact expectations. */
 
 #include "gmux.h"
+#include "sched-int.h"
 #include "unit.h"
 
 #define G (1ULL << 30)

@@ -684,26 +684,42 @@ bparse(const char *body, size_t len)
 	return (rc == 0 ? g.n : -1);
 }
 
+/* A pipe that holds s and is closed behind it; the fd is closed at exit. */
+static int
+fd_of(const char *s)
+{
+	int	 p[2];
+
+	CHECK(pipe(p) == 0);
+	CHECK(write(p[1], s, strlen(s)) == (ssize_t)strlen(s));
+	close(p[1]);
+	return (p[0]);
+}
+
 static void
 test_batch(void)
 {
 	struct batch	 b;
 	struct got	 g;
-	char		*cause = NULL, *p;
+	const char	*p;
+	char		*cause = NULL;
+	size_t		 len;
 
 	batch_init(&b);
-	p = batch_add(&b, D1, 3);
-	memcpy(p, "abc", 3);
-	batch_add(&b, D1, 0);
-	p = batch_add(&b, D1, 2);
-	memcpy(p, "\n\n", 2);
+	CHECK(batch_add_fd(&b, D1, fd_of("abc"), 3) == 0);
+	CHECK(batch_add_fd(&b, D1, fd_of(""), 0) == 0);
+	CHECK(batch_add_fd(&b, D1, fd_of("\n\n"), 2) == 0);
 	memset(&g, 0, sizeof g);
-	CHECK(batch_parse(b.data, b.len, 100, batch_got, &g, &cause) == 0);
+	p = batch_data(&b, &len);
+	CHECK(len == batch_len(&b) && b.n == 3);
+	CHECK(batch_parse(p, len, 100, batch_got, &g, &cause) == 0);
 	CHECK(g.n == 3 && g.lens[0] == 3 && g.lens[1] == 0 && g.lens[2] == 2);
 	CHECK(strcmp(g.digests[0], D1) == 0);
-	CHECK(bparse(b.data, b.len - 1) == -1);		/* cut short */
-	CHECK(batch_parse(b.data, b.len, 2, batch_got, &g, &cause) == -1);
+	CHECK(bparse(p, len - 1) == -1);		/* cut short */
+	CHECK(batch_parse(p, len, 2, batch_got, &g, &cause) == -1);
 	free(cause);
+	/* A file shorter than it was scanned: the record is refused. */
+	CHECK(batch_add_fd(&b, D1, fd_of("ab"), 3) == -1);
 	batch_clear(&b);
 
 	CHECK(bparse("gmux-batch 1\n", 13) == 0);

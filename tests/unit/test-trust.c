@@ -440,9 +440,6 @@ test_target(void)
 	s = target_format(&t);
 	CHECK_STR(s, TOK "@gpu1.example.com:7071#" PIN64);
 	free(s);
-	s = target_url(&t, "/v1/jobs");
-	CHECK_STR(s, "https://gpu1.example.com:7071/v1/jobs");
-	free(s);
 	target_clear(&t);
 
 	CHECK(target_parse(TOK "@[::1]:7070#" PIN64, &t, &cause) == 0);

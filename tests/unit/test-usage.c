@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "ledger-int.h"
 #include "unit.h"
 
 #define T0	1793491200000LL		/* 2026-11-01T00:00:00Z */
@@ -77,7 +78,8 @@ test_window(void)
 static void
 test_format_time(void)
 {
-	char	 buf[32];
+	char	 buf[32], *cause = NULL;
+	int64_t	 t;
 
 	usage_format_time(T0, buf);
 	CHECK_STR(buf, "2026-11-01T00:00:00Z");
@@ -87,6 +89,12 @@ test_format_time(void)
 	CHECK_STR(buf, "2026-12-30");
 	usage_format_day(19782, buf);		/* a leap day */
 	CHECK_STR(buf, "2024-02-29");
+	/* The last day a date may name, not 1970 (issue 11). */
+	usage_format_day(2932896, buf);
+	CHECK_STR(buf, "9999-12-31");
+	CHECK(usage_parse_time("9999-12-31T23:59:59Z", 0, &t, &cause) == 0);
+	usage_format_time(t, buf);
+	CHECK_STR(buf, "9999-12-31T23:59:59Z");
 }
 
 /* A two-owner report built by hand. */

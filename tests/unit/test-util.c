@@ -288,6 +288,35 @@ test_strv_add(void)
 	strv_free(v);
 }
 
+/* Joined and formatted text grows as it needs (no size reckoned first). */
+static void
+test_strv_join(void)
+{
+	char	**v = NULL, *s, big[5000];
+	size_t	  len;
+
+	s = strv_join(NULL, ",");
+	CHECK_STR(s, "");
+	free(s);
+	strv_add(&v, "a");
+	s = strv_join(v, ", ");
+	CHECK_STR(s, "a");
+	free(s);
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	strv_add(&v, big);
+	strv_add(&v, "");
+	s = strv_join(v, " -- ");
+	CHECK(strlen(s) == 1 + 4 + strlen(big) + 4);
+	CHECK(strncmp(s, "a -- xx", 7) == 0);
+	CHECK(strcmp(s + strlen(s) - 5, "x -- ") == 0);
+	free(s);
+	strv_free(v);
+	s = buf_finish(buf_new(), &len);
+	CHECK(len == 0 && *s == '\0');
+	free(s);
+}
+
 int
 main(void)
 {
@@ -300,6 +329,7 @@ main(void)
 	RUN(test_jobreq);
 	RUN(test_jobreq_confined);
 	RUN(test_strv_add);
+	RUN(test_strv_join);
 	RUN(test_path_under);
 	UNIT_EXIT();
 }
