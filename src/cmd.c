@@ -20,6 +20,7 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_explain_entry,
 	&cmd_cards_entry,
 	&cmd_top_entry,
+	&cmd_ui_entry,
 	&cmd_usage_entry,
 	&cmd_remote_entry,
 	&cmd_token_entry,

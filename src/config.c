@@ -28,6 +28,7 @@ static const char *config_keys[] = {
 	"REMOTE_WORK_RETENTION",
 	"AUTH_TIMEOUT",
 	"TCP_CONNECTIONS_MAX",
+	"UI",			/* the dashboard (issue 12) */
 };
 
 static struct config_entry	*config_entries;

@@ -350,6 +350,7 @@ server_setup(const char *fake, char **cause)
 		if (server_tls_start(cause) != 0)
 			return (-1);
 	}
+	ui_start();
 	return (0);
 }
 

@@ -7,10 +7,15 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
 import pytest
+
+# remotelib beside this file, also for suites that load this file by path
+# (sdk/python/tests).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 GMUX = os.environ.get("GMUX") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "gmux")
@@ -94,6 +99,16 @@ class Daemon:
         assert code == 201, (code, o)
         self.target = o["token"] + "@" + invite.split("@", 1)[1]
         return self.target
+
+    def token_for(self, owner):
+        """A token of owner's own, as gmux remote add gets one: token add
+        prints an invite, traded here through POST /v1/join."""
+        line = self.gmux("token", "add", owner).stdout.decode().split()[-1]
+        from remotelib import https_json
+        code, o = https_json(self.port, "POST", "/v1/join",
+                             token=line.split("@")[0])
+        assert code == 201, (code, o)
+        return o["token"]
 
     @property
     def pin(self):

@@ -450,6 +450,11 @@ class Session:
                                             for c in self.cards)}
         fields = {k: v for k, v in spec.items()
                   if k not in ("cpus", "fresh")}
+        if fields.get("deny_net") or fields.get("allow"):
+            # A fenced job reaches only the Unix sockets it bound itself
+            # or that its allow list names: name the broker's.
+            fields["allow"] = list(fields.get("allow", ())) + [
+                "unix:" + env["GMUX_WORKER_SOCK"]]
         with self.api_lock:
             job = self.api.run([sys.executable, "-c", boot],
                                cwd=self.worker_dir, env=env, **fields)

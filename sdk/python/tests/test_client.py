@@ -175,7 +175,7 @@ def test_a_session_is_its_owner_s_only(make_daemon, monkeypatch, tmp_path):
     assert gmux.mesh(lambda: 1)() == 1          # a local session, a worker
     from gmux.mesh import _sessions
     session = _sessions[None].id
-    bob = d.gmux("token", "add", "bob", check=0).stdout.decode().split()[-1]
+    bob = d.token_for("bob") + "@" + d.target.split("@", 1)[1]
     _remote(monkeypatch, tmp_path, bob, fresh=False)   # the session stays
     c = gmux.Client("gpu1")
     with pytest.raises(gmux.APIError) as ei:
