@@ -212,6 +212,31 @@ $(CLUSTER_SRCS:%.c=$(O)/%.o) $(CLUSTER_SRCS:%.c=$(O)/fuzz/%.o): \
 $(O)/tests/test-etcd $(O)/tests/test-cluster $(O)/bench/cluster-sim \
 	$(O)/fuzz/fuzz-etcd: src/cluster-int.h tests/unit/etcd-server.h
 
+# -- tasks: the broker behind Python's @mesh (issue 13)
+SRCS += src/task-broker.c src/task-spool.c src/task-conn.c src/api-task.c
+SRCS += src/cmd-workers.c
+$(O)/src/task-broker.o $(O)/src/task-spool.o $(O)/src/task-conn.o \
+    $(O)/src/api-task.o: src/task-int.h
+
+# -- dashboard (issue 12): the page's files (ui/) are built into the
+# program as a generated header that only src/ui.c includes.
+SRCS += src/ui.c src/ui-events.c src/ui-usage.c src/ui-forward.c
+SRCS += src/cmd-ui.c src/ledger-series.c
+UI_ASSETS = $(sort $(wildcard ui/*.html ui/*.js ui/*.css ui/*.svg))
+$(O)/ui/embed: ui/embed.c
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) -O2 -std=c11 $(WARN) -o $@ $<
+$(O)/gen/ui-assets.h: $(O)/ui/embed $(UI_ASSETS)
+	@mkdir -p $(@D)
+	@echo "  GEN     $@"
+	$(Q)$(O)/ui/embed $@ $(UI_ASSETS)
+$(O)/src/ui.o $(O)/fuzz/src/ui.o: $(O)/gen/ui-assets.h src/ui-int.h
+$(O)/src/ui.o: CFLAGS += -I$(O)/gen
+$(O)/fuzz/src/ui.o: FUZZ_CFLAGS += -I$(O)/gen
+$(O)/src/ui-events.o $(O)/src/ui-usage.o $(O)/src/ui-forward.o: src/ui-int.h
+$(O)/src/cmd-ui.o: src/ui-int.h
+
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
 LIB = $(O)/libgmuxcore.a

@@ -25,10 +25,12 @@ card_util_json(const struct card *c, u_int seats)
 	return (u < 0 ? json_null() : json_real(u));
 }
 
-/* GET /v1/cards: each card with what is free on it and its jobs. */
-void
-api_cards_list(struct evhttp_request *req, const char *id,
-    const struct api_who *who)
+/*
+ * Each card with what is free on it and its jobs, as GET /v1/cards (and
+ * the dashboard's events) show them.  Returns a new reference.
+ */
+json_t *
+api_cards_json(void)
 {
 	struct job	*j;
 	json_t		*a, *o;
@@ -63,7 +65,17 @@ api_cards_list(struct evhttp_request *req, const char *id,
 		    &server_cards.v[i], seats + burst));
 		json_array_append_new(a, o);
 	}
+	free(njobs);
+	return (a);
+}
+
+/* GET /v1/cards */
+void
+api_cards_list(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	json_t	*a = api_cards_json();
+
 	api_reply(req, 200, a);
 	json_decref(a);
-	free(njobs);
 }

@@ -9,7 +9,7 @@ static int	cmd_serve_exec(int, char **);
 
 const struct cmd_entry cmd_serve_entry = {
 	.name = "serve",
-	.args = "[--fake SPEC] [--addr [HOST]:PORT] [-d] [-v]",
+	.args = "[--fake SPEC] [--addr [HOST]:PORT] [--ui] [-d] [-v]",
 	.help = "run the daemon that shares this host's cards",
 	.options =
 	    "  --fake SPEC          add fake cards, e.g. "
@@ -20,6 +20,9 @@ const struct cmd_entry cmd_serve_entry = {
 	    "to paste on\n"
 	    "                       a client: gmux remote add NAME "
 	    "INVITE@HOST:PORT#PIN\n"
+	    "  --ui                 serve the dashboard under /ui (also UI=1 "
+	    "in the config;\n"
+	    "                       see gmux ui and docs/ui.md)\n"
 	    "  -d, --detach         run in the background once it serves\n"
 	    "  -v, --verbose        log every request and job change\n"
 	    "  --audit-report-only  report a job's GPU processes that escaped "
@@ -32,6 +35,7 @@ const struct cmd_entry cmd_serve_entry = {
 static const struct option serve_opts[] = {
 	{ "fake", required_argument, NULL, 'f' },
 	{ "addr", required_argument, NULL, 'a' },
+	{ "ui", no_argument, NULL, 'u' },
 	{ "detach", no_argument, NULL, 'd' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "audit-report-only", no_argument, NULL, 'A' },
@@ -53,6 +57,9 @@ cmd_serve_exec(int argc, char **argv)
 			break;
 		case 'a':
 			server_tls_addr = optarg;
+			break;
+		case 'u':
+			ui_on = 1;
 			break;
 		case 'd':
 			detach = 1;

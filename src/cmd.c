@@ -23,10 +23,12 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_explain_entry,
 	&cmd_cards_entry,
 	&cmd_top_entry,
+	&cmd_ui_entry,
 	&cmd_usage_entry,
 	&cmd_remote_entry,
 	&cmd_token_entry,
 	&cmd_cluster_entry,
+	&cmd_workers_entry,
 	&cmd_version_entry,
 	&cmd_help_entry,
 	NULL

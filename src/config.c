@@ -34,6 +34,7 @@ static const char *config_keys[] = {
 	"NAME",
 	"ADDR",
 	"CLUSTER_LEASE",
+	"UI",			/* the dashboard (issue 12) */
 };
 
 static struct config_entry	*config_entries;

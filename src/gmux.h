@@ -928,6 +928,7 @@ struct ledger_total {
 struct ledger	*ledger_open(const char *, char **);
 void		 ledger_close(struct ledger *);
 int		 ledger_tick(struct ledger *, int64_t, char **);
+int64_t		 ledger_day(int64_t);
 int64_t		 ledger_last_tick(struct ledger *);
 
 /* ledger-interval.c: opening, continuing and closing intervals */
@@ -969,6 +970,7 @@ struct usage {
 	u_int		 nrows;
 	struct usage_row total;		/* key "total"; jobs counted once */
 };
+const char	*usage_by_name(enum usage_by);
 int		 usage_by_from_name(const char *, enum usage_by *, char **);
 int		 usage_parse_time(const char *, int64_t, int64_t *, char **);
 int		 usage_parse_window(const char *, const char *, int64_t,
@@ -987,6 +989,21 @@ json_t		*ledger_usage_json(struct ledger *, const char *, const char *,
 int		 ledger_totals(struct ledger *, struct ledger_total **,
 		     u_int *);
 void		 ledger_totals_free(struct ledger_total *, u_int);
+
+/* ledger-series.c: the books as a time series, for the dashboard's plots */
+struct usage_series {
+	enum usage_by	 by;		/* USAGE_OWNER or USAGE_CARD */
+	int64_t		 since;		/* ms */
+	int64_t		 step;		/* ms */
+	u_int		 n;		/* steps */
+	const char	*only;		/* this owner's use alone, or NULL */
+	char		**keys;
+	u_int		 nkeys;
+	int64_t		*seat_ms;	/* nkeys rows of n */
+};
+int		 ledger_usage_series(struct ledger *, struct usage_series *,
+		     char **);
+void		 usage_series_free(struct usage_series *);
 
 /* top.c: gmux top, one frame and the live loop */
 typedef int (*top_fetch_cb)(void *, json_t **, json_t **, char **);
@@ -1582,6 +1599,7 @@ void		 api_queue_list(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_cards_list(struct evhttp_request *, const char *,
 		     const struct api_who *);
+json_t		*api_cards_json(void);
 double		 card_util(const struct card *, u_int);
 void		 api_version(struct evhttp_request *, const char *,
 		     const struct api_who *);
@@ -1621,6 +1639,8 @@ char		*server_tls_invite(const char *);
 int		 server_tls_start(char **);
 int		 server_tls_where(char **, const char **);
 void		 server_tls_stop(void);
+u_int		 server_tls_port(void);
+const char	*server_tls_host(void);
 
 /* server-guard.c: a TCP connection's limits before its token */
 void		 server_guard_init(void);
@@ -1652,6 +1672,34 @@ void		 api_tokens_add(struct evhttp_request *, const char *,
 void		 api_token_revoke(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_join(struct evhttp_request *, const char *,
+		     const struct api_who *);
+
+/* api-task.c: the task broker's routes (docs/tasks.md) */
+void		 api_tasks_connect(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_workers_list(struct evhttp_request *, const char *,
+		     const struct api_who *);
+
+/* ui.c, ui-events.c, ui-usage.c: the dashboard's routes (docs/ui.md) */
+extern int	 ui_on;
+/* Set by the cluster's code: its members and leader (docs/ui.md), a new
+ * reference, or NULL on a host that is not clustered. */
+extern json_t	*(*ui_cluster_json)(void);
+void		 ui_start(void);
+int		 ui_tls_public(struct evhttp_request *);
+int		 ui_tls_cookie(struct evhttp_request *, char **);
+int		 ui_head_cookie_ok(const struct http_head *);
+void		 ui_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 ui_login(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 ui_logout(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_session(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_events(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_usage_series(struct evhttp_request *, const char *,
 		     const struct api_who *);
 
 /* ---- The client ---------------------------------------------------------- */
@@ -1842,5 +1890,7 @@ extern const struct cmd_entry cmd_help_entry;
 extern const struct cmd_entry cmd_submit_entry;
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_queue_entry;
+extern const struct cmd_entry cmd_workers_entry;
+extern const struct cmd_entry cmd_ui_entry;
 
 #endif /* GMUX_H */

@@ -44,7 +44,6 @@ struct ledger {
 int		 ledger_begin(struct ledger *);
 int		 ledger_commit(struct ledger *, char **);
 void		 ledger_rollback(struct ledger *);
-int64_t		 ledger_day(int64_t);
 int		 ledger_check_time(int64_t, char **);
 int		 ledger_txn_begin(struct ledger *);
 int		 ledger_txn_end(struct ledger *, int, char **);

@@ -63,6 +63,17 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/cluster/jobs", api_cluster_submit },
 	{ EVHTTP_REQ_GET, "/v1/cluster/jobs/*", api_cluster_job },
 	{ EVHTTP_REQ_POST, "/v1/cluster/jobs/*/stop", api_cluster_stop },
+	/* tasks (issue 13): docs/tasks.md */
+	{ EVHTTP_REQ_GET, "/v1/tasks/connect", api_tasks_connect },
+	{ EVHTTP_REQ_GET, "/v1/workers", api_workers_list },
+	/* the dashboard (issue 12): docs/ui.md */
+	{ EVHTTP_REQ_GET, "/v1/events", api_events },
+	{ EVHTTP_REQ_GET, "/v1/session", api_session },
+	{ EVHTTP_REQ_GET, "/v1/usage/series", api_usage_series },
+	{ EVHTTP_REQ_POST, "/ui/login", ui_login },
+	{ EVHTTP_REQ_POST, "/ui/logout", ui_logout },
+	{ EVHTTP_REQ_GET, "/ui", ui_get },
+	{ EVHTTP_REQ_GET, "/ui/*", ui_get },
 };
 
 /* Matches path against pattern; the "*" segment is copied to id. */

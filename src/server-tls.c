@@ -270,6 +270,8 @@ server_tls_local_only(const char *path)
 /*
  * A request with a good token: it acts as the token's owner, an admin if
  * that is the daemon's own user, and what it names and runs is confined.
+ * One of the dashboard's public routes (owner NULL: its page, logging
+ * out) acts as nobody in particular, never as an admin.
  */
 static void
 server_tls_route(struct evhttp_request *req, const char *owner)
@@ -278,8 +280,8 @@ server_tls_route(struct evhttp_request *req, const char *owner)
 
 	memset(&who, 0, sizeof who);
 	who.transport = API_TCP;
-	who.owner = owner;
-	who.admin = strcmp(owner, api_me()) == 0;
+	who.owner = owner != NULL ? owner : "";
+	who.admin = owner != NULL && strcmp(owner, api_me()) == 0;
 	who.confined = 1;
 	api_dispatch(req, &who);
 }
@@ -295,6 +297,16 @@ server_tls_dispatch(struct evhttp_request *req, void *arg)
 
 	evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer,
 	    &port);
+	/* The dashboard: its page is public, its cookie stands for a token. */
+	if (ui_tls_public(req)) {
+		server_tls_route(req, NULL);
+		return;
+	}
+	if (ui_tls_cookie(req, &cause) != 0) {
+		api_error(req, 403, "%s", cause);
+		free(cause);
+		return;
+	}
 	ratelimit_key(peer, key, sizeof key);
 	auth = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "Authorization");
@@ -308,9 +320,12 @@ server_tls_dispatch(struct evhttp_request *req, void *arg)
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Retry-After", ra);
 	}
-	if (code != 200)
+	if (code != 200) {
+		/* A connection that showed no good token is kept no longer. */
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
 		api_error(req, code, "%s", cause);
-	else if (server_tls_invited(req) && (path == NULL ||
+	} else if (server_tls_invited(req) && (path == NULL ||
 	    strcmp(path, "/v1/join") != 0))
 		api_error(req, 403, "this is an invite: it is good only for "
 		    "gmux remote add, which trades it for a token of its own");
@@ -396,6 +411,19 @@ server_tls_start(char **cause)
 	log_info("serving TLS on %s:%u, pin %s", tls_host ? tls_host : "*",
 	    tls_port, tls_identity_pin(tls_id));
 	return (0);
+}
+
+/* The port the listener has (0: none), and its --addr host (NULL: any). */
+u_int
+server_tls_port(void)
+{
+	return (tls_id != NULL ? tls_port : 0);
+}
+
+const char *
+server_tls_host(void)
+{
+	return (tls_host);
 }
 
 void

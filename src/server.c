@@ -356,6 +356,7 @@ server_setup(const char *fake, char **cause)
 	}
 	if (cluster_init(server_base, cause) != 0)
 		return (-1);
+	ui_start();
 	return (0);
 }
 

@@ -19,7 +19,7 @@ static const char *usage_by_names[] = {
 	"owner", "job", "card", "vendor", "day",
 };
 
-static const char *
+const char *
 usage_by_name(enum usage_by by)
 {
 	return (usage_by_names[by]);

@@ -7,10 +7,15 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
 import pytest
+
+# remotelib beside this file, also for suites that load this file by path
+# (sdk/python/tests).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 GMUX = os.environ.get("GMUX") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "gmux")

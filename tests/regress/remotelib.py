@@ -14,27 +14,38 @@ import time
 
 
 def https(port, method, path, body=b"", token=None, ctype=None,
-          timeout=10):
+          timeout=10, headers=None, stream_for=None):
     """One request over TLS to 127.0.0.1:port (the pin is not checked: the
-    tests know whom they talk to).  Returns (status, headers, body)."""
+    tests know whom they talk to), with any other headers; a reply that
+    streams is read for stream_for seconds.  Returns (status, headers,
+    body)."""
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
+    end = time.monotonic() + (stream_for or 1e9)
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         with ctx.wrap_socket(s) as t:
-            head = "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" % (
-                method, path)
+            extra = dict(headers or {})
+            head = "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n" % (
+                method, path, extra.pop("Host", "x"))
             if token is not None:
                 head += "Authorization: Bearer %s\r\n" % token
             if ctype is not None:
                 head += "Content-Type: %s\r\n" % ctype
+            head += "".join("%s: %s\r\n" % kv for kv in extra.items())
             head += "Content-Length: %d\r\n\r\n" % len(body)
             t.sendall(head.encode() + body)
             data = b""
-            while True:
+            while time.monotonic() < end:
+                if stream_for is not None:
+                    t.settimeout(max(0.05, end - time.monotonic()))
                 try:
                     chunk = t.recv(65536)
                 except (ssl.SSLError, ConnectionResetError):
+                    break
+                except socket.timeout:
+                    if stream_for is None:
+                        raise
                     break
                 if not chunk:
                     break

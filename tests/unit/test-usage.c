@@ -415,6 +415,78 @@ test_usage_json(void)
 	free(path);
 }
 
+/* Is step i of s what ledger_usage says for that step alone? */
+static int
+series_step_ok(struct ledger *l, const struct usage_series *s, u_int i)
+{
+	struct usage	 u;
+	char		*cause = NULL;
+	int64_t		 a = s->since + s->step * i, got, want = 0, all = 0;
+	u_int		 k, r;
+	int		 ok = 1;
+
+	if (ledger_usage(l, s->by, a, a + s->step, &u, &cause) != 0)
+		return (0);
+	for (r = 0; r < u.nrows; r++) {
+		if (s->only != NULL && strcmp(u.rows[r].key, s->only) != 0)
+			continue;
+		for (k = 0; k < s->nkeys; k++) {
+			if (strcmp(s->keys[k], u.rows[r].key) == 0)
+				break;
+		}
+		got = k < s->nkeys ? s->seat_ms[(size_t)k * s->n + i] : 0;
+		ok &= got == u.rows[r].seat_ms;
+		want += u.rows[r].seat_ms;
+	}
+	/* and nothing more than those rows */
+	for (k = 0; k < s->nkeys; k++)
+		all += s->seat_ms[(size_t)k * s->n + i];
+	usage_free(&u);
+	return (ok && all == want);
+}
+
+/* The dashboard's series: each step as GET /v1/usage integrates it. */
+static void
+test_series_against_usage(void)
+{
+	struct ledger		*l;
+	struct usage_series	 s;
+	char			 path[] = "/tmp/gmux-test-series.XXXXXX", *db;
+	char			*cause = NULL;
+	u_int			 i, k, bad = 0, keys = 0;
+
+	CHECK(mkdtemp(path) != NULL);
+	xasprintf(&db, "%s/l.db", path);
+	l = random_books(db);
+	for (i = 0; i < 40; i++) {
+		memset(&s, 0, sizeof s);
+		s.by = i % 2 ? USAGE_CARD : USAGE_OWNER;
+		s.only = i % 4 == 2 ? "ben" : NULL;
+		s.since = T0 - 4 * HOUR + rnd(5 * 24) * HOUR + rnd(3600000);
+		s.step = 1 + rnd(3) * HOUR + rnd(3600000);
+		s.n = 1 + rnd(40);
+		if (i % 5 == 0) {	/* whole days: the rollup's way */
+			s.since = s.since / LEDGER_DAY_MS * LEDGER_DAY_MS;
+			s.step = LEDGER_DAY_MS;
+			s.n = 1 + rnd(6);
+		}
+		CHECK(ledger_usage_series(l, &s, &cause) == 0);
+		for (k = 0; k < s.n; k++)
+			bad += !series_step_ok(l, &s, k);
+		for (k = 0; s.only != NULL && k < s.nkeys; k++)
+			bad += strcmp(s.keys[k], "ben") != 0;
+		keys += s.nkeys;
+		usage_series_free(&s);
+	}
+	CHECK(bad == 0);
+	CHECK(keys > 0);
+	ledger_close(l);
+	free(db);
+	xasprintf(&db, "rm -rf '%s'", path);
+	CHECK(system(db) == 0);
+	free(db);
+}
+
 int
 main(void)
 {
@@ -424,5 +496,6 @@ main(void)
 	RUN(test_print);
 	RUN(test_against_naive);
 	RUN(test_usage_json);
+	RUN(test_series_against_usage);
 	UNIT_EXIT();
 }

@@ -1,0 +1,651 @@
+"""``@mesh``: a function whose calls run as tasks on warm workers.
+
+A call is a task on the daemon's broker (docs/tasks.md); a worker is an
+ordinary gmux job with the function's share, memory cap and fence.
+Workers are pooled per host, share, memory, fence, interpreter and the
+caller's path, started when a pool has none (as many as the cards have
+room for, for a map), and exit after a minute idle.  With no daemon and
+no configured host, or with ``GMUX_LOCAL=1``, calls run in the caller's
+process (one warning per process) and return the same values.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import functools
+import hashlib
+import json
+import logging
+import os
+import secrets
+import socket
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
+                    Tuple, Union)
+
+from . import api, wire
+from .client import APIError, NoDaemon
+
+log = logging.getLogger("gmux")
+
+__all__ = ["mesh", "MeshFunction", "MapError", "TaskError", "TaskTimeout",
+           "Options"]
+
+#: a map payload's scheduling hints (gpumesh's): never passed to the call
+HINTS = ("cost", "gpu_memory_mb")
+SPAWN_GRACE = 30.0          # a started worker counts as coming this long
+RECONNECT = 60.0            # how long a caller waits for a daemon back
+
+
+class TaskError(Exception):
+    """A task the daemon accepted and could not finish: its worker was
+    lost three times, or it was refused.  Never re-run locally."""
+
+
+class TaskTimeout(TaskError, TimeoutError):
+    """A task ran past its ``timeout`` and was killed."""
+
+
+class MapError(Exception):
+    """Some calls of a ``.map`` raised.  ``results`` has every call's
+    value (None where it raised), ``exceptions`` every (index, exception),
+    in input order."""
+
+    def __init__(self, results: List[Any],
+                 exceptions: List[Tuple[int, BaseException]]) -> None:
+        i, e = exceptions[0]
+        super().__init__("%d of %d calls failed; the first (item %d): %s: %s"
+                         % (len(exceptions), len(results), i,
+                            type(e).__name__, e))
+        self.results = results
+        self.exceptions = exceptions
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a mesh function's workers get.  ``share`` of a card (0: CPU
+    only), ``mem`` cap, ``gpu`` (a model name the card must have),
+    ``cards`` per worker, ``timeout`` seconds per call, the fence
+    (``deny_net``, ``allow``), ``priority`` and ``preemptible`` as for
+    jobs, ``target`` a remote's name (None: the default connection),
+    ``idle`` seconds before an unused worker exits, ``fresh``: each call
+    in a newly forked process (the default), or, False, successive calls
+    in one forked process until one crashes it (faster; a call sees what
+    earlier ones left in memory)."""
+    share: Optional[float] = None
+    mem: Union[int, str, None] = None
+    gpu: Optional[str] = None
+    cards: Optional[int] = None
+    cpus: Optional[int] = None
+    timeout: Optional[float] = None
+    deny_net: bool = False
+    allow: Tuple[str, ...] = ()
+    priority: Optional[int] = None
+    preemptible: bool = False
+    target: Optional[str] = None
+    card: Optional[int] = None
+    idle: float = 60.0
+    fresh: bool = True
+
+    def replace(self, **kw: Any) -> "Options":
+        if "allow" in kw and kw["allow"] is not None:
+            kw["allow"] = tuple(kw["allow"])
+        bad = set(kw) - {f.name for f in dataclasses.fields(self)}
+        if bad:
+            raise TypeError("unknown option %s" % ", ".join(sorted(bad)))
+        return dataclasses.replace(self, **kw)
+
+
+# -- the local fallback
+
+_warned = False
+
+
+def _local_warning(why: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn("gmux: %s; running calls in this process" % why,
+                      RuntimeWarning, stacklevel=4)
+
+
+def _run_local(fn: Callable, args: tuple, kwargs: dict) -> cf.Future:
+    f: cf.Future = cf.Future()
+    try:
+        f.set_result(fn(*args, **kwargs))
+    except BaseException as e:
+        f.set_exception(e)
+    return f
+
+
+# -- sessions: one task stream per daemon
+
+class _Pending:
+    __slots__ = ("future", "frame", "pool", "file")
+
+    def __init__(self, future: cf.Future, frame: bytes, pool: str,
+                 file: Optional[str]) -> None:
+        self.future, self.frame, self.pool, self.file = (future, frame,
+                                                         pool, file)
+
+
+class Session:
+    """A caller's task stream to one daemon, and the workers it starts."""
+
+    def __init__(self, target: Optional[str]) -> None:
+        self.target = target
+        self.api = api.Client(target)
+        self.api_lock = threading.Lock()
+        self.id = secrets.token_hex(16)
+        self.lock = threading.Lock()
+        self.pending: Dict[int, _Pending] = {}
+        self.next_id = 1
+        self.spawned: Dict[str, List[Tuple[str, float]]] = {}
+        self.specs: Dict[str, Tuple[Options, dict]] = {}
+        self.keys: Dict[Options, str] = {}
+        self.ensured: set = set()
+        self.closed = False
+        self.sock: Optional[socket.socket] = None
+        self._open()
+        if self.api.target is not None:
+            raise NotImplementedError(
+                "@mesh tasks on a remote host are not supported yet: "
+                "remote jobs are jailed away from the workers' socket; "
+                "use gmux.Client(%r).run(...) for jobs there" % target)
+        self.cards = self.api.cards()
+        self.thread = threading.Thread(target=self._read, name="gmux-tasks",
+                                       daemon=True)
+        self.thread.start()
+
+    def _open(self) -> None:
+        sock, hdrs, extra = self.api.upgrade(
+            "/v1/tasks/connect?session=" + self.id)
+        self.worker_dir = hdrs.get("gmux-worker-dir")
+        self.spool = hdrs.get("gmux-spool")
+        self.reader = wire.Reader()
+        self.early = extra
+        self.sock = sock
+
+    # -- submitting
+
+    def submit(self, opts: Options, fn: Callable,
+               calls: Sequence[Tuple[tuple, dict]]) -> List[cf.Future]:
+        pool = self.pool(opts, len(calls))
+        fnb = wire.dump_function(fn)
+        timeout = int(opts.timeout * 1000) if opts.timeout else 0
+        futs: List[cf.Future] = []
+        with self.lock:
+            frames = []
+            for args, kwargs in calls:
+                body = wire.dump_call(fnb, args, kwargs)
+                cid = self.next_id
+                self.next_id += 1
+                hdr: Dict[str, Any] = {"id": cid, "pool": pool}
+                if timeout:
+                    hdr["timeout_ms"] = timeout
+                file = None
+                if len(body) > wire.INLINE_MAX:
+                    file = self._spool_write(cid, body)
+                    hdr["file"] = os.path.basename(file)
+                    body = b""
+                fr = wire.frame(wire.SUBMIT, hdr, body)
+                f: cf.Future = cf.Future()
+                f.set_running_or_notify_cancel()
+                self.pending[cid] = _Pending(f, fr, pool, file)
+                frames.append(fr)
+                futs.append(f)
+            self._send(frames)
+        return futs
+
+    def _spool_write(self, cid: int, body: bytes) -> str:
+        if not self.spool:
+            raise ValueError("a call's arguments of %d bytes are over the "
+                             "%d a remote host takes" % (len(body),
+                                                         wire.INLINE_MAX))
+        path = os.path.join(self.spool, "c%s-%d" % (self.id[:12], cid))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(body)
+        return path
+
+    def _send(self, frames: List[bytes]) -> None:
+        """Sends under self.lock; a broken connection is the reader's to
+        mend (it sends every pending frame again)."""
+        if self.sock is None:
+            return
+        buf: List[bytes] = []
+        size = 0
+        try:
+            for fr in frames:
+                buf.append(fr)
+                size += len(fr)
+                if size > 1 << 18:
+                    self.sock.sendall(b"".join(buf))
+                    buf, size = [], 0
+            if buf:
+                self.sock.sendall(b"".join(buf))
+        except OSError:
+            pass
+
+    # -- results
+
+    def _read(self) -> None:
+        while not self.closed:
+            data = self.early
+            self.early = b""
+            try:
+                while True:
+                    if data:
+                        self._frames(self.reader.feed(data))
+                    data = self.sock.recv(1 << 20) if self.sock else b""
+                    if not data:
+                        break
+            except (OSError, wire.FrameError):
+                pass
+            if self.closed or not self._reconnect():
+                return
+
+    def _frames(self, frames: list) -> None:
+        acks = []
+        for kind, hdr, data in frames:
+            if kind == wire.RESULT:
+                if self._resolve(hdr, data):
+                    acks.append(hdr["id"])
+            elif kind == wire.POOL:
+                threading.Thread(target=self._pool_empty,
+                                 args=(hdr["pool"], hdr.get("why")),
+                                 daemon=True).start()
+        if acks:
+            with self.lock:
+                self._send([wire.frame(wire.ACK, {"ids": acks})])
+
+    def _resolve(self, hdr: dict, data: bytes) -> bool:
+        with self.lock:
+            p = self.pending.pop(hdr["id"], None)
+        if p is None:
+            return True
+        if hdr.get("state") != "done":
+            err = hdr.get("error") or "the task failed"
+            cls = TaskTimeout if err.startswith("timed out") else TaskError
+            p.future.set_exception(cls(err))
+            return True
+        try:
+            if hdr.get("file"):
+                with open(hdr["file"], "rb") as f:
+                    data = f.read()
+            ok, value = wire.load_outcome(data)
+        except BaseException as e:
+            ok, value = False, e
+        if ok:
+            p.future.set_result(value)
+        else:
+            p.future.set_exception(value)
+        return True
+
+    def _reconnect(self) -> bool:
+        """The daemon went away: wait for it back, then send again every
+        task without a result (it takes each once)."""
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        end = time.monotonic() + RECONNECT
+        while time.monotonic() < end and not self.closed:
+            try:
+                self._open()
+                break
+            except (OSError, APIError):
+                time.sleep(0.1)
+        else:
+            self._fail_all(ConnectionError("the gmux daemon went away"))
+            return False
+        with self.api_lock:
+            self.api.close()
+        with self.lock:
+            self._send([p.frame for _, p in sorted(self.pending.items())])
+        log.info("gmux: reconnected; %d tasks sent again", len(self.pending))
+        return True
+
+    def _fail_all(self, e: BaseException) -> None:
+        with self.lock:
+            pend, self.pending = self.pending, {}
+        for p in pend.values():
+            p.future.set_exception(e)
+
+    # -- pools and workers
+
+    def pool(self, opts: Options, want: int) -> str:
+        """The pool key for opts, with workers started for want calls: at
+        a pool's first use, for every map, and when the daemon says the
+        pool has none; not on every call."""
+        key = self.key(opts)
+        if want > 1 or key not in self.ensured:
+            self._ensure(key, want)
+            self.ensured.add(key)
+        return key
+
+    def key(self, opts: Options) -> str:
+        key = self.keys.get(opts)
+        if key is None:
+            spec = self._spec(opts)
+            key = "s%s-%s" % (spec.get("share", 0), hashlib.sha256(
+                json.dumps([spec, sys.executable, os.getcwd(), sys.path],
+                           sort_keys=True).encode()).hexdigest()[:20])
+            self.specs[key] = (opts, spec)
+            self.keys[opts] = key
+        return key
+
+    def _spec(self, opts: Options) -> dict:
+        share = opts.share if opts.share is not None else (
+            0.25 if self.cards_any() else 0)
+        spec: Dict[str, Any] = {"share": share}
+        if opts.mem is not None:
+            spec["mem"] = opts.mem
+        if opts.cards:
+            spec["cards"] = opts.cards
+        if opts.priority is not None:
+            spec["priority"] = opts.priority
+        if opts.preemptible:
+            spec["preemptible"] = True
+        if opts.deny_net:
+            spec["deny_net"] = True
+        if opts.allow:
+            spec["allow"] = list(opts.allow)
+        card = opts.card
+        if opts.gpu is not None and card is None:
+            match = [c.index for c in self.cards
+                     if opts.gpu.lower() in c.model.lower()]
+            if not match:
+                raise ValueError("gpu: no card here is a %s (%s)" % (
+                    opts.gpu, ", ".join(sorted({c.model for c in self.cards}))
+                    or "no cards"))
+            card = max(match, key=lambda i: self.cards[i].share_free)
+        if card is not None:
+            spec["card"] = card
+        if opts.cpus:
+            spec["cpus"] = opts.cpus       # in the key only (not capped)
+        if not opts.fresh:
+            spec["fresh"] = False          # the worker's, not the job's
+        return spec
+
+    def cards_any(self) -> bool:
+        return bool(self.cards)
+
+    def _room(self, spec: dict) -> int:
+        """How many more workers of spec the cards hold now."""
+        share = float(spec.get("share") or 0)
+        if share <= 0:
+            return os.cpu_count() or 1
+        with self.api_lock:
+            cards = self.api.cards()
+        if "card" in spec:
+            cards = [c for c in cards if c.index == spec["card"]]
+        return sum(int(c.share_free / share + 1e-9) for c in cards)
+
+    def _ensure(self, key: str, want: int) -> None:
+        with self.api_lock:
+            workers = [w for w in self.api.workers() if w.pool == key]
+        up = {w.job for w in workers}
+        coming = self._coming(key, up)
+        have = len(workers) + len(coming)
+        spec = self.specs[key][1]
+        n = min(want, self._room(spec)) - have if want > 1 else 1 - have
+        if have == 0:
+            n = max(n, 1)
+        for _ in range(max(0, n)):
+            self._spawn(key)
+
+    def _coming(self, key: str, up: set) -> List[Tuple[str, float]]:
+        """The workers started for key that have not connected yet (their
+        jobs still queued or starting); the rest are forgotten."""
+        now = time.monotonic()
+        coming = []
+        for j, t in self.spawned.get(key, []):
+            if j in up or now - t > SPAWN_GRACE:
+                continue
+            try:
+                with self.api_lock:
+                    state = self.api.job(j).state
+            except APIError:
+                continue
+            if state in ("queued", "running"):
+                coming.append((j, t))
+        self.spawned[key] = coming + [(j, t) for j, t in
+                                      self.spawned.get(key, []) if j in up]
+        return coming
+
+    def _pool_empty(self, key: str, why: Optional[str]) -> None:
+        """The daemon says a pool with tasks waiting has no worker: start
+        one, unless (at a submission) one is on its way."""
+        if key not in self.specs:
+            return
+        if why == "left":
+            self.spawned[key] = []          # those coming came, and went
+        try:
+            self._ensure(key, 1)
+        except Exception as e:
+            log.warning("gmux: cannot start a worker: %s", e)
+
+    def _spawn(self, key: str) -> str:
+        opts, spec = self.specs[key]
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        boot = ("import sys; sys.path.insert(0, %r); "
+                "from gmux.worker import main; main()" % here)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+               "HOME": os.environ.get("HOME", "/"),
+               "LANG": os.environ.get("LANG", "C.UTF-8"),
+               "GMUX_TASK_POOL": key,
+               "GMUX_WORKER_SOCK": os.path.join(self.worker_dir or ".",
+                                                "worker.sock"),
+               "GMUX_TASK_SPOOL": self.spool or "",
+               "GMUX_WORKER_CWD": os.getcwd(),
+               "GMUX_WORKER_PATH": os.pathsep.join(p for p in sys.path if p),
+               "GMUX_WORKER_IDLE": str(opts.idle),
+               "GMUX_WORKER_FRESH": "1" if opts.fresh else "0",
+               "GMUX_CARD_MODELS": ",".join("%d=%s" % (c.index, c.model)
+                                            for c in self.cards)}
+        fields = {k: v for k, v in spec.items()
+                  if k not in ("cpus", "fresh")}
+        if fields.get("deny_net") or fields.get("allow"):
+            # A fenced job reaches only the Unix sockets it bound itself
+            # or that its allow list names: name the broker's.
+            fields["allow"] = list(fields.get("allow", ())) + [
+                "unix:" + env["GMUX_WORKER_SOCK"]]
+        with self.api_lock:
+            job = self.api.run([sys.executable, "-c", boot],
+                               cwd=self.worker_dir, env=env, **fields)
+        self.spawned.setdefault(key, []).append((job.id, time.monotonic()))
+        log.debug("gmux: started worker %s for %s", job.id, key)
+        return job.id
+
+    def stop_workers(self, keys: Optional[Iterable[str]] = None) -> None:
+        """Stops the workers this session started (of keys, or all)."""
+        for key in list(keys if keys is not None else self.spawned):
+            for jid, _ in self.spawned.pop(key, []):
+                try:
+                    with self.api_lock:
+                        self.api.stop(jid, grace=1)
+                except (APIError, OSError):
+                    pass
+
+    def close(self) -> None:
+        self.closed = True
+        if self.sock is not None:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+_sessions: Dict[Optional[str], Optional[Session]] = {}
+_sessions_lock = threading.Lock()
+
+
+def session(target: Optional[str]) -> Optional[Session]:
+    """The session for target (None: the default connection), or None
+    for the local fallback (no daemon, no host, or GMUX_LOCAL=1)."""
+    if os.environ.get("GMUX_LOCAL") == "1":
+        _local_warning("GMUX_LOCAL=1")
+        return None
+    with _sessions_lock:
+        if target in _sessions:
+            s = _sessions[target]
+            if s is None:
+                _local_warning("no gmux daemon or host is reachable")
+            return s
+        s = _open_session(target)
+        _sessions[target] = s
+    if s is None:
+        _local_warning("no gmux daemon or host is reachable")
+    return s
+
+
+def _open_session(target: Optional[str]) -> Optional[Session]:
+    if target is not None:
+        return Session(target)          # a named host: its errors are real
+    try:
+        return Session(None)
+    except (NoDaemon, ConnectionError):
+        pass
+    from .client import remotes
+    default, _ = remotes()
+    if default is None:
+        return None
+    try:
+        return Session(default)
+    except (OSError, APIError):
+        return None
+
+
+def reset() -> None:
+    """Forgets every session (tests, and after a fork)."""
+    with _sessions_lock:
+        for s in _sessions.values():
+            if s is not None:
+                s.close()
+        _sessions.clear()
+    global _warned
+    _warned = False
+
+
+# -- the decorator
+
+def _split(item: Any) -> Tuple[tuple, dict, float]:
+    """A map item as (args, kwargs, cost): a dict is keyword arguments
+    (less the hints), a tuple positional ones, anything else one."""
+    if isinstance(item, dict):
+        kw = {k: v for k, v in item.items() if k not in HINTS}
+        try:
+            cost = float(item.get("cost", 0) or 0)
+        except (TypeError, ValueError):
+            cost = 0.0
+        return (), kw, cost
+    if isinstance(item, tuple):
+        return item, {}, 0.0
+    return (item,), {}, 0.0
+
+
+class MeshFunction:
+    """A function whose calls run on the pool.  Calling it returns what
+    the function returned (or raises what it raised, with the remote
+    traceback as ``__cause__``)."""
+
+    def __init__(self, fn: Callable, opts: Options) -> None:
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._opts = opts
+
+    def __repr__(self) -> str:
+        return "<mesh function %s>" % getattr(self._fn, "__qualname__", "?")
+
+    def __reduce__(self) -> Any:
+        return (MeshFunction, (self._fn, self._opts))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.submit(*args, **kwargs).result()
+
+    def local(self, *args: Any, **kwargs: Any) -> Any:
+        """Calls the function here, now."""
+        return self._fn(*args, **kwargs)
+
+    def submit(self, *args: Any, **kwargs: Any) -> cf.Future:
+        """Starts a call; returns its Future (``asyncio.wrap_future`` makes
+        it awaitable)."""
+        s = session(self._opts.target)
+        if s is None:
+            return _run_local(self._fn, args, kwargs)
+        return s.submit(self._opts, self._fn, [(args, kwargs)])[0]
+
+    def map(self, items: Iterable[Any],
+            return_exceptions: bool = False) -> List[Any]:
+        """One call per item, spread over every worker with room; results
+        in input order.  A dict item is keyword arguments, a tuple
+        positional ones, anything else the one argument; ``cost`` and
+        ``gpu_memory_mb`` in a dict are hints, never arguments.  If any
+        call raised: MapError, or with return_exceptions the exception in
+        its place."""
+        items = list(items)
+        calls = [_split(it) for it in items]
+        if not calls:
+            return []
+        order = sorted(range(len(calls)), key=lambda i: -calls[i][2])
+        s = session(self._opts.target)
+        if s is None:
+            futs = {i: _run_local(self._fn, calls[i][0], calls[i][1])
+                    for i in order}
+        else:
+            opts = self._opts
+            mb = max((float(it.get("gpu_memory_mb") or 0) for it in items
+                      if isinstance(it, dict)), default=0)
+            if mb and opts.mem is None:
+                opts = opts.replace(mem="%dM" % int(mb))
+            fs = s.submit(opts, self._fn,
+                          [(calls[i][0], calls[i][1]) for i in order])
+            futs = dict(zip(order, fs))
+        results: List[Any] = [None] * len(calls)
+        errors: List[Tuple[int, BaseException]] = []
+        for i in range(len(calls)):
+            e = futs[i].exception()
+            if e is None:
+                results[i] = futs[i].result()
+            elif return_exceptions:
+                results[i] = e
+            else:
+                errors.append((i, e))
+        if errors:
+            raise MapError(results, errors)
+        return results
+
+    def options(self, **kw: Any) -> "MeshFunction":
+        """A copy with other options (this one is unchanged)."""
+        return MeshFunction(self._fn, self._opts.replace(**kw))
+
+    def to(self, device: str) -> "MeshFunction":
+        """A copy bound to a device: "cpu" (no card), "cuda" / "gpu" (a
+        share of a card), "cuda:N" (card N)."""
+        d = device.lower()
+        if d == "cpu":
+            return self.options(share=0, card=None)
+        base, _, idx = d.partition(":")
+        if base not in ("cuda", "gpu", "rocm", "hip", "xpu"):
+            raise ValueError("device: %r is not cpu, cuda or cuda:N" % device)
+        share = self._opts.share or 0.25
+        if idx:
+            if not idx.isdigit():
+                raise ValueError("device: %r: N must be a number" % device)
+            return self.options(share=share, card=int(idx))
+        return self.options(share=share)
+
+
+def mesh(fn: Optional[Callable] = None, **options: Any) -> Any:
+    """``@mesh`` or ``@mesh(share=0.25, mem="8G", ...)`` (see Options)."""
+    opts = Options().replace(**options)
+    if fn is None:
+        return lambda f: MeshFunction(f, opts)
+    if not callable(fn):
+        raise TypeError("@mesh decorates a function")
+    return MeshFunction(fn, opts)

@@ -1,0 +1,187 @@
+"""gmux.Client: the typed API on the Unix socket and over pinned TLS."""
+
+import json
+import os
+import socket
+import ssl
+import subprocess
+import threading
+
+import pytest
+
+import gmux
+from conftest import reset, wait_for
+
+
+def test_typed_calls_on_the_unix_socket(daemon):
+    c = gmux.Client()
+    cards = c.cards()
+    assert isinstance(cards[0], gmux.Card) and cards[0].model == "H100"
+    j = c.run(["sh", "-c", "echo hi; sleep 30"], share=0.25, mem="10G")
+    assert isinstance(j, gmux.Job) and j.state == "running"
+    assert j.id in [x.id for x in c.jobs()]
+    assert c.resize(j.id, share=0.5).share == 0.5
+    wait_for(lambda: b"hi" in b"".join(c.logs(j.id)), 10, what="output")
+    assert c.stop(j.id, wait=True).state == "stopped"
+    assert c.job(j.id).state == "stopped"
+    u = c.usage(since="1h", by="job")
+    assert isinstance(u, gmux.Usage) and u.by == "job"
+    done = c.run(["sh", "-c", "echo a; echo b"])
+    assert b"".join(c.logs(done.id, follow=True)) == b"a\nb\n"
+
+
+def test_errors_carry_the_status_and_message(daemon):
+    c = gmux.Client()
+    with pytest.raises(gmux.APIError) as ei:
+        c.job("j999")
+    assert ei.value.status == 404 and "j999" in ei.value.message
+    with pytest.raises(gmux.APIError) as ei:
+        c.run(["true"], share=2)
+    assert ei.value.status == 400 and "share" in ei.value.message
+
+
+def test_no_daemon_is_a_clear_error(home, monkeypatch):
+    monkeypatch.setenv("GMUX_HOME", home)
+    with pytest.raises(gmux.NoDaemon, match="no gmux daemon"):
+        gmux.Client().cards()
+    with pytest.raises(ValueError, match="gmux remote add nowhere"):
+        gmux.Client("nowhere")
+
+
+def _remote(monkeypatch, tmp_path, target, name="gpu1", fresh=True):
+    client = tmp_path / "client"
+    client.mkdir()
+    (client / "remotes.json").write_text(json.dumps(
+        {"default": name, "remotes": [{"name": name, "target": target}]}))
+    os.chmod(client / "remotes.json", 0o600)
+    monkeypatch.setenv("GMUX_HOME", str(client))
+    if fresh:
+        reset()
+
+
+def test_a_remote_over_pinned_tls(make_daemon, monkeypatch, tmp_path):
+    d = make_daemon(tls=True)
+    _remote(monkeypatch, tmp_path, d.target)
+    c = gmux.Client("gpu1")
+    assert c.cards()[0].model == "H100"
+    j = c.run(["true"])
+    assert j.confined
+    assert "TOKEN" not in repr(c.target) and d.target.split("@")[0] \
+        not in repr(c.target)
+
+
+def test_a_wrong_pin_sends_nothing(monkeypatch, tmp_path):
+    """A TLS server with another key: the client checks the pin inside
+    the handshake and closes before writing a byte of the request."""
+    key, crt = tmp_path / "k.pem", tmp_path / "c.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", str(key),
+                    "-out", str(crt), "-subj", "/CN=x", "-days", "1"],
+                   check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(crt), str(key))
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    got = []
+
+    def serve():
+        conn, _ = srv.accept()
+        try:
+            with ctx.wrap_socket(conn, server_side=True) as s:
+                s.settimeout(5)
+                while True:
+                    b = s.recv(4096)
+                    if not b:
+                        break
+                    got.append(b)
+        except (OSError, ssl.SSLError):
+            pass
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    token = "t" * 43
+    _remote(monkeypatch, tmp_path, "%s@127.0.0.1:%d#%s" % (token, port,
+                                                          "0" * 64))
+    with pytest.raises(gmux.PinError, match="pinned key"):
+        gmux.Client("gpu1").cards()
+    t.join(10)
+    assert got == []
+    # and the right pin passes the same check
+    der = ssl.PEM_cert_to_DER_cert(crt.read_text())
+    from gmux.client import spki_pin
+    pub = subprocess.run(["openssl", "x509", "-in", str(crt), "-pubkey",
+                          "-noout"], capture_output=True, check=True).stdout
+    spki = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "DER"],
+                          input=pub, capture_output=True, check=True).stdout
+    import hashlib
+    assert spki_pin(der) == hashlib.sha256(spki).hexdigest()
+
+
+def test_a_remote_mesh_call_says_it_is_not_supported(make_daemon,
+                                                      monkeypatch, tmp_path):
+    d = make_daemon(tls=True)
+    _remote(monkeypatch, tmp_path, d.target)
+    with pytest.raises(NotImplementedError, match="remote host"):
+        gmux.mesh(lambda: 1, target="gpu1")()
+
+
+def test_gmux_workers_lists_them(daemon):
+    assert daemon.gmux("workers", check=0).stdout == b"no workers\n"
+    assert gmux.mesh(lambda: 1)() == 1
+    out = daemon.gmux("workers", check=0).stdout.decode()
+    assert out.splitlines()[0].split()[:4] == ["ID", "JOB", "OWNER", "CARD"]
+    ws = daemon.json("workers", "--json")
+    assert ws[0]["state"] in ("idle", "busy") and ws[0]["device"] == "H100"
+    assert ws[0]["score"] > 0
+    assert [w.id for w in gmux.Client().workers()] == [ws[0]["id"]]
+    r = daemon.gmux("workers", "extra")
+    assert r.returncode == 2 and b"unexpected argument" in r.stderr
+    assert b"--json" in daemon.gmux("workers", "--help", check=0).stdout
+
+
+def test_task_routes_refuse_bad_requests(daemon):
+    code, body = daemon.curl("GET", "/v1/tasks/connect?session=00")
+    assert code == 400 and "Upgrade" in json.loads(body)["error"]
+    r = subprocess.run(["curl", "-s", "--unix-socket", daemon.socket, "-H",
+                        "Upgrade: gmux-tasks/1", "-w", "\n%{http_code}",
+                        "http://gmux/v1/tasks/connect?session=xyz"],
+                       capture_output=True, timeout=10)
+    text, _, code = r.stdout.decode().rpartition("\n")
+    assert code == "400" and "session" in json.loads(text)["error"]
+    code, body = daemon.curl("GET", "/v1/workers")
+    assert code == 200 and json.loads(body) == []
+
+
+def test_a_process_that_is_no_job_cannot_be_a_worker(daemon):
+    gmux.mesh(lambda: 1)()                  # the broker and its socket
+    path = os.path.join(daemon.home, "tasks", "w", "worker.sock")
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.settimeout(5)
+    from gmux import wire
+    try:
+        s.sendall(wire.frame(wire.HELLO, {"pool": "p"}))
+        got = s.recv(100)
+    except (ConnectionResetError, BrokenPipeError):
+        got = b""
+    assert got == b""                       # closed at once
+
+
+def test_a_session_is_its_owner_s_only(make_daemon, monkeypatch, tmp_path):
+    """bob's token cannot take a session the local user's caller holds,
+    nor see bob's worker list hold anyone else's workers."""
+    d = make_daemon(tls=True)
+    assert gmux.mesh(lambda: 1)() == 1          # a local session, a worker
+    from gmux.mesh import _sessions
+    session = _sessions[None].id
+    bob = d.token_for("bob") + "@" + d.target.split("@", 1)[1]
+    _remote(monkeypatch, tmp_path, bob, fresh=False)   # the session stays
+    c = gmux.Client("gpu1")
+    with pytest.raises(gmux.APIError) as ei:
+        c.upgrade("/v1/tasks/connect?session=" + session)
+    assert ei.value.status == 403 and "another owner" in ei.value.message
+    assert c.workers() == []
+    sock, hdrs, _ = c.upgrade("/v1/tasks/connect?session=" + "b" * 32)
+    assert "gmux-worker-dir" not in hdrs       # no paths over TCP
+    sock.close()

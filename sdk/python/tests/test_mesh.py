@@ -1,0 +1,294 @@
+"""@mesh end to end: real daemons on fake cards, real workers."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import pytest
+
+import gmux
+from conftest import wait_for, reset
+
+try:
+    import numpy
+except ImportError:
+    numpy = None
+
+
+def square(x):
+    return x * x
+
+
+def boom(x):
+    raise ValueError("bad value %r" % (x,))
+
+
+def test_call_returns_exactly_what_the_function_returned(daemon):
+    @gmux.mesh(share=0.25, mem="8G")
+    def train(lr, epochs):
+        return {"lr": lr, "accuracy": 0.9 + lr, "epochs": epochs}
+
+    assert train(lr=0.01, epochs=100) == {"lr": 0.01, "accuracy": 0.91,
+                                          "epochs": 100}
+    k = 3
+    assert gmux.mesh(lambda x: x + k)(4) == 7          # a closure, by value
+    assert train.__name__ == "train"                   # functools.wraps
+    ws = daemon.json("workers", "--json")
+    assert ws and ws[0]["share"] == 0.25 and ws[0]["tasks"] >= 1
+
+
+@pytest.mark.skipif(numpy is None, reason="python3-numpy is not installed")
+def test_numpy_arrays_come_back_as_arrays(daemon):
+    a = numpy.arange(1000, dtype=numpy.float32).reshape(10, 100)
+    out = gmux.mesh(lambda x: x * 2)(a)
+    assert isinstance(out, numpy.ndarray) and out.dtype == numpy.float32
+    assert (out == a * 2).all()
+
+
+def test_big_values_go_by_file_both_ways(daemon):
+    blob = os.urandom(8 * 1024 * 1024)
+    out = gmux.mesh(lambda b: b[::-1])(blob)
+    assert out == blob[::-1]
+    spool = os.path.join(daemon.home, "tasks", "spool")
+    wait_for(lambda: os.listdir(spool) == [], 5, what="the spool emptied")
+
+
+def test_exception_is_reraised_with_the_remote_traceback(daemon):
+    f = gmux.mesh(boom)
+    with pytest.raises(ValueError, match="bad value 3") as ei:
+        f(3)
+    cause = ei.value.__cause__
+    assert isinstance(cause, gmux.RemoteTraceback)
+    assert "in boom" in cause.tb and "raise ValueError" in cause.tb
+
+
+def test_map_keeps_input_order_and_maperror_carries_everything(daemon):
+    assert gmux.mesh(square).map(range(20)) == [i * i for i in range(20)]
+    add = gmux.mesh(lambda a, b: a + b)
+    assert add.map([(1, 2), (3, 4)]) == [3, 7]
+    assert gmux.mesh(lambda lr, epochs: lr * epochs).map(
+        [{"lr": 0.5, "epochs": 2, "cost": 9, "gpu_memory_mb": 10},
+         {"lr": 1, "epochs": 3}]) == [1.0, 3]
+    f = gmux.mesh(lambda x: 1 // x)
+    with pytest.raises(gmux.MapError) as ei:
+        f.map([1, 0, 2, 0])
+    e = ei.value
+    assert e.results == [1, None, 0, None]
+    assert [i for i, _ in e.exceptions] == [1, 3]
+    assert all(isinstance(x, ZeroDivisionError) for _, x in e.exceptions)
+    out = f.map([1, 0], return_exceptions=True)
+    assert out[0] == 1 and isinstance(out[1], ZeroDivisionError)
+
+
+def test_submit_returns_a_future_asyncio_can_await(daemon):
+    import asyncio
+    fut = gmux.mesh(square).submit(7)
+    assert fut.result(timeout=30) == 49
+
+    async def main():
+        return await asyncio.wrap_future(gmux.mesh(square).submit(5))
+    assert asyncio.run(main()) == 25
+
+
+def test_options_and_to_are_copies(daemon):
+    f = gmux.mesh(square, share=0.25)
+    g = f.options(share=0.5)
+    assert f._opts.share == 0.25 and g._opts.share == 0.5
+    assert f.to("cpu")._opts.share == 0
+    assert f.to("cuda:0")._opts.card == 0
+    with pytest.raises(ValueError, match="device"):
+        f.to("tpu")
+    with pytest.raises(TypeError, match="unknown option"):
+        f.options(shares=1)
+    assert g(3) == 9
+
+
+def _pid_task(path):
+    """Writes its pid, then waits for the file to go (a test kills it)."""
+    import os
+    import time
+    with open(path + ".pid", "w") as f:
+        f.write(str(os.getpid()))
+    while os.path.exists(path):
+        time.sleep(0.05)
+    return os.getpid()
+
+
+def test_a_worker_killed_mid_task_reruns_it_once(daemon, tmp_path):
+    flag = str(tmp_path / "flag")
+    open(flag, "w").close()
+    fut = gmux.mesh(_pid_task).submit(flag)
+    wait_for(lambda: os.path.exists(flag + ".pid"), 30, what="the task")
+    first = int(open(flag + ".pid").read())
+    ws = daemon.json("workers", "--json")
+    job = daemon.job(ws[0]["job"])
+    os.unlink(flag + ".pid")
+    os.kill(job["pid"], signal.SIGKILL)           # the fork-server itself
+    wait_for(lambda: os.path.exists(flag + ".pid"), 30, what="the re-run")
+    os.unlink(flag)
+    second = fut.result(timeout=30)
+    assert second != first
+
+
+def test_a_task_that_kills_its_process_is_lost_then_failed(daemon):
+    f = gmux.mesh(lambda: os._exit(3))
+    with pytest.raises(gmux.TaskError, match="lost 3 times: .*status 3"):
+        f()
+    g = gmux.mesh(lambda: os.kill(os.getpid(), signal.SIGKILL))
+    with pytest.raises(gmux.TaskError, match="SIGKILL"):
+        g()
+    assert gmux.mesh(square)(6) == 36             # the worker is still up
+
+
+def test_a_task_past_its_timeout_is_killed_and_failed(daemon):
+    f = gmux.mesh(lambda: time.sleep(30), timeout=0.5)
+    t = time.monotonic()
+    with pytest.raises(gmux.TaskTimeout, match="timed out after 500 ms"):
+        f()
+    assert time.monotonic() - t < 10
+    assert gmux.mesh(square, timeout=5)(3) == 9
+
+
+def test_fence_and_memory_cap_apply_to_a_task(daemon):
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+
+    def probe(port):
+        import os
+        import socket
+        s = socket.socket()
+        s.settimeout(3)
+        try:
+            s.connect(("127.0.0.1", port))
+            net = "connected"
+        except OSError as e:
+            net = "refused: %s" % e.__class__.__name__
+        return net, os.environ.get("GMUX_MEM")
+    net, mem = gmux.mesh(probe, share=0.25, mem="2G", deny_net=True)(port)
+    assert net.startswith("refused"), net
+    assert mem == str(2 << 30)
+    net, _ = gmux.mesh(probe, share=0.25)(port)
+    assert net == "connected"
+    srv.close()
+    ws = daemon.json("workers", "--json")
+    fenced = [w for w in ws if w["mem"] == 2 << 30]
+    assert fenced and daemon.job(fenced[0]["job"])["fence"] != "open"
+
+
+def test_ledger_rows_for_the_task_owner(daemon):
+    assert gmux.mesh(square, share=0.5)(2) == 4
+    time.sleep(1.2)
+    rows = daemon.json("usage", "--by", "owner", "--json")["rows"]
+    me = __import__("pwd").getpwuid(os.getuid()).pw_name
+    row = next(r for r in rows if r.get("owner") == me)
+    assert row["jobs"] >= 1 and row["seat_ms"] > 0
+
+
+def test_the_daemon_killed_mid_map_loses_no_result(daemon):
+    f = gmux.mesh(lambda x: (time.sleep(0.02), x * 3)[1])
+    f(0)                                              # a warm worker
+    out = {}
+
+    def run():
+        out["r"] = f.map(range(200))
+    import threading
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.5)
+    daemon.kill9()
+    time.sleep(0.3)
+    daemon.start()
+    t.join(90)
+    assert not t.is_alive()
+    assert out["r"] == [x * 3 for x in range(200)]
+
+
+def test_no_daemon_runs_locally_with_one_warning(home, monkeypatch):
+    monkeypatch.setenv("GMUX_HOME", home)
+    reset()
+    f = gmux.mesh(square)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert f(4) == 16
+        assert f.map([1, 2, {"x": 3, "cost": 2}]) == [1, 4, 9]
+    assert len([x for x in w if "gmux" in str(x.message)]) == 1
+
+
+def test_gmux_local_runs_locally(daemon, monkeypatch):
+    monkeypatch.setenv("GMUX_LOCAL", "1")
+    assert gmux.mesh(lambda: os.getpid())() == os.getpid()
+    assert daemon.json("workers", "--json") == []
+
+
+def test_main_module_functions_and_own_modules_work(daemon, tmp_path):
+    (tmp_path / "helper.py").write_text("def twice(x):\n    return 2 * x\n")
+    (tmp_path / "demo.py").write_text(textwrap.dedent("""\
+        import os, sys
+        import gmux, helper
+
+        @gmux.mesh
+        def work(x):
+            return helper.twice(x), os.getpid() != PARENT
+
+        PARENT = os.getpid()
+        print(work(21), work.map([1, 2]))
+        """))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
+        gmux.__file__)))
+    r = subprocess.run([sys.executable, "demo.py"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "(42, True) [(2, True), (4, True)]"
+
+
+def test_executor_is_a_concurrent_futures_executor(daemon):
+    import concurrent.futures as cf
+    with gmux.Executor(share=0.25) as ex:
+        assert isinstance(ex, cf.Executor)
+        assert ex.submit(square, 9).result() == 81
+        assert list(ex.map(square, range(5))) == [0, 1, 4, 9, 16]
+        with pytest.raises(ZeroDivisionError):
+            list(ex.map(lambda x: 1 // x, [1, 0]))
+    wait_for(lambda: daemon.json("workers", "--json") == [], 15,
+             what="shutdown to stop the workers")
+    with pytest.raises(RuntimeError):
+        ex.submit(square, 1)
+
+
+def test_spreading_over_four_cards(make_daemon):
+    d = make_daemon(fake="4xH100:80G")
+    f = gmux.mesh(lambda x: (time.sleep(0.1), x)[1], share=0.25)
+    f.map(range(16))                                  # the workers, warm
+    t = time.monotonic()
+    assert f.map(range(100)) == list(range(100))
+    took = time.monotonic() - t
+    ws = d.json("workers", "--json")
+    assert len({w["card"] for w in ws}) == 4
+    assert took < 1.5, took
+
+
+def test_workers_exit_when_idle(daemon):
+    f = gmux.mesh(square, idle=1.0)
+    assert f(2) == 4
+    wait_for(lambda: daemon.json("workers", "--json") == [], 15,
+             what="the idle worker to exit")
+    assert f(3) == 9                                   # a new one starts
+
+
+def test_fresh_false_keeps_a_process_until_a_call_crashes_it(daemon):
+    f = gmux.mesh(lambda x: (x, os.getpid()), fresh=False)
+    (a, pa), (b, pb) = f(1), f(2)
+    assert (a, b) == (1, 2) and pa == pb
+    g = gmux.mesh(lambda: os._exit(1), fresh=False)
+    with pytest.raises(gmux.TaskError, match="lost 3 times"):
+        g()
+    fresh = gmux.mesh(lambda: os.getpid())
+    assert fresh() != fresh()                 # the default: one per call
+    assert f(3)[0] == 3
