@@ -40,15 +40,12 @@ struct event_base;
 struct etcd	*etcd_create(struct event_base *, const char *, char **);
 void		 etcd_free(struct etcd *);
 const char	*etcd_endpoint(const struct etcd *);
-uint64_t	 etcd_calls(const struct etcd *);
 int64_t		 etcd_skew(const struct etcd *, int *);
 int		 etcd_reply_parse(const char *, size_t, struct etcd_reply *,
 		     char **);
 void		 etcd_reply_clear(struct etcd_reply *);
 const struct etcd_kv *etcd_reply_find(const struct etcd_reply *,
 		     const char *);
-json_t		*etcd_b64(const char *, size_t);
-char		*etcd_prefix_end(const char *);
 json_t		*etcd_op_put(const char *, const char *, int64_t);
 json_t		*etcd_op_delete(const char *);
 json_t		*etcd_op_range(const char *, int);
@@ -61,17 +58,13 @@ struct etcd_call *etcd_txn(struct etcd *, json_t *, json_t *, json_t *,
 		     etcd_cb, void *);
 struct etcd_call *etcd_lease_grant(struct etcd *, u_int, etcd_cb, void *);
 struct etcd_call *etcd_keepalive(struct etcd *, int64_t, etcd_cb, void *);
-struct etcd_call *etcd_lease_revoke(struct etcd *, int64_t, etcd_cb, void *);
 struct etcd_call *etcd_campaign(struct etcd *, const char *, const char *,
 		     int64_t, etcd_cb, void *);
 struct etcd_call *etcd_leader(struct etcd *, const char *, etcd_cb, void *);
 struct etcd_call *etcd_resign(struct etcd *, const char *,
 		     const struct etcd_kv *, etcd_cb, void *);
-struct etcd_call *etcd_proclaim(struct etcd *, const char *,
-		     const struct etcd_kv *, const char *, etcd_cb, void *);
 struct etcd_call *etcd_watch(struct etcd *, const char *, int64_t, etcd_cb,
 		     void *);
-struct etcd_call *etcd_observe(struct etcd *, const char *, etcd_cb, void *);
 void		 etcd_cancel(struct etcd_call *);
 int		 etcd_wait(struct etcd *, const int *);
 
@@ -161,9 +154,6 @@ const char	*cluster_key(const char *, ...) printflike(1, 2);
 int		 cluster_member_parse(json_t *, struct cluster_member *,
 		     char **);
 void		 cluster_member_clear(struct cluster_member *);
-int		 cluster_member_cmp(const struct cluster_member *,
-		     const struct cluster_member *);
-void		 cluster_set_error(const char *, ...) printflike(1, 2);
 void		 cluster_deposed(void);
 json_t		*cluster_fence(json_t *);
 

@@ -16,6 +16,10 @@
 
 #include "cluster-int.h"
 
+static int	 cluster_member_cmp(const struct cluster_member *,
+		     const struct cluster_member *);
+static void	 cluster_set_error(const char *, ...) printflike(1, 2);
+
 struct cluster		*cluster;
 static struct event	*cluster_ev;
 
@@ -40,7 +44,7 @@ cluster_key(const char *fmt, ...)
 	return (b);
 }
 
-void
+static void
 cluster_set_error(const char *fmt, ...)
 {
 	va_list	 ap;
@@ -148,7 +152,7 @@ cluster_member_parse(json_t *o, struct cluster_member *m, char **cause)
  * Orders members by capability: negative if a is the more capable (more
  * GPU memory, then cards, then CPUs, then the lower name).
  */
-int
+static int
 cluster_member_cmp(const struct cluster_member *a,
     const struct cluster_member *b)
 {

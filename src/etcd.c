@@ -22,6 +22,9 @@
 
 #include "cluster-int.h"
 
+static json_t		*etcd_b64(const char *, size_t);
+static char		*etcd_prefix_end(const char *);
+
 #define ETCD_TIMEOUT_S		5	/* a unary call */
 #define ETCD_WAIT_TIMEOUT_S	3600	/* a campaign or a stream */
 #define ETCD_MAX_ENDPOINTS	16
@@ -171,13 +174,6 @@ etcd_endpoint(const struct etcd *e)
 	snprintf(w->name, sizeof w->name, "%s:%u", e->eps[e->cur].host,
 	    e->eps[e->cur].port);
 	return (w->name);
-}
-
-/* Requests sent so far (the bench's count). */
-uint64_t
-etcd_calls(const struct etcd *e)
-{
-	return (e->calls);
 }
 
 static struct evhttp_connection *
@@ -505,7 +501,7 @@ etcd_reply_find(const struct etcd_reply *r, const char *key)
 /* Requests. */
 
 /* A base64 JSON string of len bytes of s. */
-json_t *
+static json_t *
 etcd_b64(const char *s, size_t len)
 {
 	char	*out;
@@ -525,7 +521,7 @@ etcd_key(const char *s)
 }
 
 /* The end of the range of keys that start with prefix (caller frees). */
-char *
+static char *
 etcd_prefix_end(const char *prefix)
 {
 	char	*end = xstrdup(prefix);
@@ -855,12 +851,6 @@ etcd_keepalive(struct etcd *e, int64_t id, etcd_cb cb, void *arg)
 	return (etcd_lease_call(e, "/v3/lease/keepalive", "ID", id, cb, arg));
 }
 
-struct etcd_call *
-etcd_lease_revoke(struct etcd *e, int64_t id, etcd_cb cb, void *arg)
-{
-	return (etcd_lease_call(e, "/v3/lease/revoke", "ID", id, cb, arg));
-}
-
 /* Waits (on a connection of its own) until value leads election name. */
 struct etcd_call *
 etcd_campaign(struct etcd *e, const char *name, const char *value,
@@ -902,15 +892,6 @@ etcd_resign(struct etcd *e, const char *name, const struct etcd_kv *lk,
 	    "leader", etcd_leader_body(name, lk)), cb, arg));
 }
 
-struct etcd_call *
-etcd_proclaim(struct etcd *e, const char *name, const struct etcd_kv *lk,
-    const char *value, etcd_cb cb, void *arg)
-{
-	return (etcd_post(e, "/v3/election/proclaim", json_pack("{s:o,s:o}",
-	    "leader", etcd_leader_body(name, lk), "value", etcd_key(value)),
-	    cb, arg));
-}
-
 /*
  * Watches the keys under prefix from revision rev (0: from now): cb gets
  * each message (the first has created set) and, last, an error when the
@@ -927,19 +908,6 @@ etcd_watch(struct etcd *e, const char *prefix, int64_t rev, etcd_cb cb,
 		etcd_set_int(o, "start_revision", rev);
 	c = etcd_send(e, "/v3/watch", json_pack("{s:o}", "create_request", o),
 	    1, cb, arg);
-	c->stream = 1;
-	evhttp_request_set_chunked_cb(c->req, etcd_chunk);
-	return (c);
-}
-
-/* Follows election name's leader: cb gets each leader's key as it wins. */
-struct etcd_call *
-etcd_observe(struct etcd *e, const char *name, etcd_cb cb, void *arg)
-{
-	struct etcd_call	*c;
-
-	c = etcd_send(e, "/v3/election/observe", json_pack("{s:o}", "name",
-	    etcd_key(name)), 1, cb, arg);
 	c->stream = 1;
 	evhttp_request_set_chunked_cb(c->req, etcd_chunk);
 	return (c);
