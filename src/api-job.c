@@ -120,7 +120,7 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 	struct jobreq	 r;
 	struct job	*j;
 	struct prepare	*prep;
-	json_t		*body, *o;
+	json_t		*body;
 	char		*cause = NULL;
 	int		 code, rc;
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "cmd-int.h"
 
 static const struct cmd_entry *cmd_table[] = {
 	&cmd_serve_entry,
@@ -27,6 +28,15 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_help_entry,
 	NULL
 };
+
+/* The table's entry number n, or NULL past its end. */
+const struct cmd_entry *
+cmd_at(u_int n)
+{
+	if (n >= nitems(cmd_table) - 1)
+		return (NULL);
+	return (cmd_table[n]);
+}
 
 const struct cmd_entry *
 cmd_find(const char *name)
