@@ -118,15 +118,15 @@ api_sync_manifest_get(struct evhttp_request *req, const char *id,
 {
 	struct cas	*c;
 	json_t		*reply = NULL;
-	char		*cause = NULL, *owner;
+	char		*cause = NULL;
+	const char	*owner;
 	int		 code;
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
-	owner = api_owner(req);
+	owner = who->owner;
 	code = remote_host_manifest_get(c, owner, api_size_setting(
 	    "UPLOAD_LIMIT", API_UPLOAD_MAX), id, &reply, &cause);
-	free(owner);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -138,17 +138,17 @@ api_sync_manifest_post(struct evhttp_request *req, const char *id,
 	struct cas	*c;
 	const void	*body;
 	json_t		*reply = NULL;
-	char		*cause = NULL, *owner;
+	char		*cause = NULL;
+	const char	*owner;
 	size_t		 len;
 	int		 code;
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
 	body = api_raw(req, &len);
-	owner = api_owner(req);
+	owner = who->owner;
 	code = remote_host_manifest_post(c, owner, api_size_setting(
 	    "UPLOAD_LIMIT", API_UPLOAD_MAX), body, len, &reply, &cause);
-	free(owner);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -160,16 +160,16 @@ api_blobs_post(struct evhttp_request *req, const char *id,
 	struct cas	*c;
 	const void	*body;
 	json_t		*reply = NULL;
-	char		*cause = NULL, *owner;
+	char		*cause = NULL;
+	const char	*owner;
 	size_t		 len;
 	int		 code;
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
 	body = api_raw(req, &len);
-	owner = api_owner(req);
+	owner = who->owner;
 	code = remote_host_batch(c, owner, body, len, &reply, &cause);
-	free(owner);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -200,7 +200,8 @@ api_blob_put(struct evhttp_request *req, const char *id,
 	struct cas	*c;
 	const void	*body;
 	json_t		*reply = NULL;
-	char		*cause = NULL, *owner;
+	char		*cause = NULL;
+	const char	*owner;
 	uint64_t	 size, offset;
 	size_t		 len;
 	int		 code, rs, ro;
@@ -214,13 +215,12 @@ api_blob_put(struct evhttp_request *req, const char *id,
 	}
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
-	owner = api_owner(req);
+	owner = who->owner;
 	if (rs == -1)
 		code = remote_host_blob_put(c, owner, id, body, len, &cause);
 	else
 		code = remote_host_blob_part(c, owner, id, offset, size, body,
 		    len, &reply, &cause);
-	free(owner);
 	api_remote_answer(req, code, reply, cause);
 }
 
