@@ -25,6 +25,7 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_remote_entry,
 	&cmd_token_entry,
 	&cmd_version_entry,
+	&cmd_completion_entry,
 	&cmd_help_entry,
 	NULL
 };

@@ -1631,5 +1631,6 @@ extern const struct cmd_entry cmd_version_entry;
 extern const struct cmd_entry cmd_remote_entry;
 extern const struct cmd_entry cmd_token_entry;
 extern const struct cmd_entry cmd_help_entry;
+extern const struct cmd_entry cmd_completion_entry;
 
 #endif /* GMUX_H */
