@@ -25,6 +25,7 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_remote_entry,
 	&cmd_token_entry,
 	&cmd_version_entry,
+	&cmd_doctor_entry,
 	&cmd_completion_entry,
 	&cmd_help_entry,
 	NULL
@@ -90,7 +91,7 @@ cmd_print_usage(FILE *f)
 	    "commands:\n");
 	for (c = cmd_table; *c != NULL; c++) {
 		if (!(*c)->hidden)
-			fprintf(f, "  %-9s %s\n", (*c)->name, (*c)->help);
+			fprintf(f, "  %-10s %s\n", (*c)->name, (*c)->help);
 	}
 	fprintf(f, "\nRun 'gmux COMMAND --help' for a command's options.\n"
 	    "A command goes to --remote NAME, or with --local, or when a "

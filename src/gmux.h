@@ -94,6 +94,8 @@ void		 strv_add(char ***, const char *);
 char	       **strv_copy(char *const *);
 size_t		 strv_len(char *const *);
 char		*user_name(uid_t);
+char		*find_program(const char *);
+int		 have_program(const char *);
 
 /* clock.c */
 int64_t		 clock_ms(void);
@@ -1632,5 +1634,6 @@ extern const struct cmd_entry cmd_remote_entry;
 extern const struct cmd_entry cmd_token_entry;
 extern const struct cmd_entry cmd_help_entry;
 extern const struct cmd_entry cmd_completion_entry;
+extern const struct cmd_entry cmd_doctor_entry;
 
 #endif /* GMUX_H */

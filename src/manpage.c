@@ -132,8 +132,8 @@ manpage_write(FILE *f)
 
 	fprintf(f, ".\\\" gmux(1), made by: gmux help --man\n"
 	    ".TH GMUX 1 \"\" \"gmux %s\" \"User Commands\"\n"
-	    ".nh\n.SH NAME\ngmux \\- share GPUs: every job gets a capped share of "
-	    "a card\n"
+	    ".nh\n.SH NAME\ngmux \\- share GPUs: every job gets a capped "
+	    "share of a card\n"
 	    ".SH SYNOPSIS\n.B gmux\n[\\-v] [\\-\\-local | \\-\\-remote NAME] "
 	    "COMMAND [ARGS...]\n"
 	    ".SH DESCRIPTION\n"
