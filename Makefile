@@ -192,6 +192,7 @@ BENCHES += $(O)/bench/jail-start
 # -- last mile (issue 12): completions, the manual page
 SRCS += src/cmd-flags.c src/cmd-completion.c src/manpage.c
 SRCS += src/doctor.c src/doctor-host.c src/doctor-remote.c src/cmd-doctor.c
+SRCS += src/setup.c src/cmd-setup.c
 all: $(O)/gmux.1
 $(O)/gmux.1: $(O)/gmux
 	@echo "  MAN     $@"

@@ -227,26 +227,32 @@ completion_zsh(FILE *f)
 	completion_bash(f);
 }
 
+/* The completion script for shell (bash, zsh, fish); -1 if none. */
+int
+completion_write(FILE *f, const char *shell)
+{
+	if (strcmp(shell, "bash") == 0)
+		completion_bash(f);
+	else if (strcmp(shell, "zsh") == 0)
+		completion_zsh(f);
+	else if (strcmp(shell, "fish") == 0)
+		completion_fish(f);
+	else
+		return (-1);
+	return (0);
+}
+
 static int
 cmd_completion_exec(int argc, char **argv)
 {
-	const char	*shell;
-
 	while (cmd_getopt(&cmd_completion_entry, argc, argv, "h",
 	    completion_opts) != -1)
 		;
 	if (optind + 1 != argc)
 		cmd_usage_error(&cmd_completion_entry, "shell: give one of "
 		    "bash, zsh, fish");
-	shell = argv[optind];
-	if (strcmp(shell, "bash") == 0)
-		completion_bash(stdout);
-	else if (strcmp(shell, "zsh") == 0)
-		completion_zsh(stdout);
-	else if (strcmp(shell, "fish") == 0)
-		completion_fish(stdout);
-	else
+	if (completion_write(stdout, argv[optind]) != 0)
 		cmd_usage_error(&cmd_completion_entry, "shell: '%s' is not "
-		    "bash, zsh or fish", shell);
+		    "bash, zsh or fish", argv[optind]);
 	return (0);
 }

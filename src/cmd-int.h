@@ -24,6 +24,9 @@ u_int		 cmd_subcommands(const struct cmd_entry *, char ***);
 void		 cmd_words_free(char **, u_int);
 const char	*cmd_notes(const struct cmd_entry *);
 
+/* cmd-completion.c */
+int		 completion_write(FILE *, const char *);
+
 /* manpage.c */
 void		 manpage_write(FILE *);
 

@@ -26,6 +26,7 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_token_entry,
 	&cmd_version_entry,
 	&cmd_doctor_entry,
+	&cmd_setup_entry,
 	&cmd_completion_entry,
 	&cmd_help_entry,
 	NULL

@@ -41,7 +41,9 @@ static const struct {
 	  "install the NVIDIA driver's utilities (nvidia-smi on PATH)" },
 	{ "mps", "nvidia-cuda-mps-control", "NVIDIA compute shares are not "
 	  "enforced", "install CUDA's MPS (nvidia-cuda-mps-control on PATH)" },
-	{ "rocm-smi", "rocm-smi", "AMD cards are not seen",
+	{ "amd-smi", "amd-smi", "AMD cards are seen only through rocm-smi",
+	  "install ROCm's amd-smi (on PATH)" },
+	{ "rocm-smi", "rocm-smi", "AMD cards are seen only through amd-smi",
 	  "install ROCm's rocm-smi (on PATH)" },
 	{ "xpu-smi", "xpu-smi", "Intel cards are not seen",
 	  "install Intel's xpu-smi (on PATH)" },

@@ -416,6 +416,7 @@ int		 card_fake_parse(const char *, struct cards *, char **);
 
 /* enforce.c: the one interface through which caps and ceilings change */
 void		 enforce_init(struct cards *);
+char		*enforce_find_shim(void);
 void		 enforce_shutdown(void);
 int		 enforce_job_env(u_int, const struct card *, u_int, u_int,
 		     uint64_t, char ***, char **);
@@ -1635,5 +1636,6 @@ extern const struct cmd_entry cmd_token_entry;
 extern const struct cmd_entry cmd_help_entry;
 extern const struct cmd_entry cmd_completion_entry;
 extern const struct cmd_entry cmd_doctor_entry;
+extern const struct cmd_entry cmd_setup_entry;
 
 #endif /* GMUX_H */

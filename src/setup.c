@@ -1,0 +1,374 @@
+/*
+ * setup.c: gmux setup install/uninstall.  Puts the binary, libgmux.so,
+ * the manual page, bash's completion, a config file and a systemd unit in
+ * place, under a root (a temporary one in tests), and keeps a list of what
+ * it made so that uninstall removes that and nothing else.  Both may run
+ * again: install rewrites the same files, uninstall of nothing is done.
+ */
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmux.h"
+#include "cmd-int.h"
+#include "setup-int.h"
+
+#define SETUP_EXE_MAX	(256ULL << 20)
+
+static const char setup_config_text[] =
+    "# gmux's config, KEY=VALUE lines (docs/cli.md, \"The config file\").\n"
+    "# JOB_RETENTION_DAYS=30\n";
+
+void
+setup_init(struct setup *s, const char *root, int system)
+{
+	const char	*h = getenv("HOME"), *x = getenv("XDG_CONFIG_HOME");
+	const char	*g = getenv("GMUX_HOME");
+
+	memset(s, 0, sizeof *s);
+	s->root = xstrdup(root != NULL ? root : "");
+	while (*s->root != '\0' && s->root[strlen(s->root) - 1] == '/')
+		s->root[strlen(s->root) - 1] = '\0';
+	s->system = system;
+	if (h == NULL || *h != '/')
+		h = "/root";
+	if (system) {
+		s->prefix = xstrdup("/usr/local");
+		s->unitdir = xstrdup("/etc/systemd/system");
+		s->home = xstrdup("/var/lib/gmux");
+		xasprintf(&s->config, "%s/config", s->home);
+	} else {
+		xasprintf(&s->prefix, "%s/.local", h);
+		if (x != NULL && *x == '/')
+			xasprintf(&s->unitdir, "%s/systemd/user", x);
+		else
+			xasprintf(&s->unitdir, "%s/.config/systemd/user", h);
+		s->home = g != NULL && *g == '/' ? xstrdup(g) : NULL;
+		s->config = xstrdup(path_config());
+	}
+	xasprintf(&s->manifest, "%s/lib/gmux/installed", s->prefix);
+	s->made = xcalloc(1, sizeof *s->made);
+}
+
+void
+setup_clear(struct setup *s)
+{
+	free(s->root);
+	free(s->prefix);
+	free(s->unitdir);
+	free(s->home);
+	free(s->config);
+	free(s->manifest);
+	strv_free(s->made);
+	memset(s, 0, sizeof *s);
+}
+
+/* path under the root; the caller frees it. */
+static char *
+setup_at(const struct setup *s, const char *path)
+{
+	char	*p;
+
+	xasprintf(&p, "%s%s", s->root, path);
+	return (p);
+}
+
+/* Keeps "kind path" in the list of what was made, once. */
+static void
+setup_note(struct setup *s, char kind, const char *path)
+{
+	char	*line;
+	u_int	 i;
+
+	xasprintf(&line, "%c %s", kind, path);
+	for (i = 0; s->made[i] != NULL; i++) {
+		if (strcmp(s->made[i], line) == 0)
+			break;
+	}
+	if (s->made[i] == NULL)
+		strv_add(&s->made, line);
+	free(line);
+}
+
+/* Makes the directories of dir (a path under the root) that are missing. */
+static int
+setup_mkdir(struct setup *s, const char *dir, char **cause)
+{
+	char	*p, *at;
+	size_t	 i;
+	int	 rc = 0;
+
+	p = xstrdup(dir);
+	for (i = 1; rc == 0 && i <= strlen(dir); i++) {
+		if (dir[i] != '/' && dir[i] != '\0')
+			continue;
+		p[i] = '\0';
+		at = setup_at(s, p);
+		if (mkdir(at, 0755) == 0)
+			setup_note(s, 'd', p);
+		else if (errno != EEXIST) {
+			xasprintf(cause, "%s: %s", at, strerror(errno));
+			rc = -1;
+		}
+		free(at);
+		p[i] = dir[i];
+	}
+	free(p);
+	return (rc);
+}
+
+/* Writes path (under the root) whole, making its directories. */
+static int
+setup_put(struct setup *s, const char *path, const void *buf, size_t len,
+    int mode, char **cause)
+{
+	char	*dir, *at;
+	int	 rc;
+
+	dir = xstrdup(path);
+	*strrchr(dir, '/') = '\0';
+	rc = setup_mkdir(s, dir, cause);
+	free(dir);
+	if (rc != 0)
+		return (-1);
+	at = setup_at(s, path);
+	if ((rc = write_file_replace(at, buf, len, mode, cause)) == 0)
+		setup_note(s, 'f', path);
+	free(at);
+	return (rc);
+}
+
+/* Copies the file from (a real path) to path under the root. */
+static int
+setup_copy(struct setup *s, const char *from, const char *path, int mode,
+    char **cause)
+{
+	char	*buf;
+	size_t	 len;
+	int	 rc;
+
+	if ((buf = read_file(from, SETUP_EXE_MAX, &len, cause)) == NULL)
+		return (-1);
+	rc = setup_put(s, path, buf, len, mode, cause);
+	free(buf);
+	return (rc);
+}
+
+/* What fn writes to a FILE, put at path under the root. */
+static int
+setup_put_made(struct setup *s, const char *path, void (*fn)(FILE *),
+    char **cause)
+{
+	FILE	*f;
+	char	*buf = NULL;
+	size_t	 len = 0;
+	int	 rc;
+
+	if ((f = open_memstream(&buf, &len)) == NULL)
+		fatal("open_memstream");
+	fn(f);
+	fclose(f);
+	rc = setup_put(s, path, buf, len, 0644, cause);
+	free(buf);
+	return (rc);
+}
+
+/*
+ * The unit.  Hardened where it does not break jobs: no new privileges
+ * (the jail needs none), /usr and /etc read-only for a system unit.  Not
+ * PrivateTmp: a local job runs in its submitter's directory, which may be
+ * under /tmp.  A user unit gets neither of the last two: they need user
+ * namespaces systemd does not set up for user managers.  KillMode=process:
+ * the jobs' keepers outlive a restart of the daemon, which finds them
+ * again.  The caller frees the text.
+ */
+char *
+setup_unit(const struct setup *s)
+{
+	char	*u, *env = NULL;
+
+	if (s->home != NULL)
+		xasprintf(&env, "Environment=GMUX_HOME=%s\n", s->home);
+	xasprintf(&u, "# gmux's %s unit, written by gmux setup install\n"
+	    "[Unit]\nDescription=gmux: share this machine's GPUs\n"
+	    "Documentation=man:gmux(1)\n%s"
+	    "\n[Service]\nType=simple\n%sExecStart=%s/bin/gmux serve\n"
+	    "Restart=on-failure\nKillMode=process\nUMask=0077\n"
+	    "NoNewPrivileges=yes\n%s"
+	    "\n[Install]\nWantedBy=%s\n", s->system ? "system" : "user",
+	    s->system ? "After=network-online.target\n"
+	    "Wants=network-online.target\n" : "", env != NULL ? env : "",
+	    s->prefix, s->system ? "ProtectSystem=full\nStateDirectory=gmux\n"
+	    "StateDirectoryMode=0700\n" : "",
+	    s->system ? "multi-user.target" : "default.target");
+	free(env);
+	return (u);
+}
+
+/* Whether systemd is this machine's init (sd_booted(3)'s test). */
+int
+setup_systemd_running(void)
+{
+	return (access("/run/systemd/system", F_OK) == 0);
+}
+
+/* The list of what an earlier install made, if any. */
+static void
+setup_load(struct setup *s)
+{
+	char	*at, *text, *line, *next, *cause = NULL;
+
+	at = setup_at(s, s->manifest);
+	text = read_file(at, 1 << 20, NULL, &cause);
+	free(at);
+	free(cause);
+	if (text == NULL)
+		return;
+	for (line = text; *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		else
+			next = line + strlen(line);
+		if ((line[0] == 'f' || line[0] == 'd') && line[1] == ' ' &&
+		    line[2] == '/')
+			setup_note(s, line[0], line + 2);
+	}
+	free(text);
+}
+
+static int
+setup_save(struct setup *s, char **cause)
+{
+	char	*text, *at;
+	int	 rc;
+
+	setup_note(s, 'f', s->manifest);
+	text = strv_join(s->made, "\n");
+	at = setup_at(s, s->manifest);
+	rc = write_file_replace(at, text, strlen(text), 0644, cause);
+	free(at);
+	free(text);
+	return (rc);
+}
+
+static void
+setup_bash(FILE *f)
+{
+	completion_write(f, "bash");
+}
+
+/* The files, each written again if there; the config only if absent. */
+static int
+setup_files(struct setup *s, char **cause)
+{
+	char	 exe[4096], *shim, *unit, *p;
+	ssize_t	 n;
+	int	 rc;
+
+	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
+		fatal("readlink /proc/self/exe");
+	exe[n] = '\0';
+	if ((shim = enforce_find_shim()) == NULL) {
+		xasprintf(cause, "no libgmux.so beside %s (make builds it)",
+		    exe);
+		return (-1);
+	}
+	xasprintf(&p, "%s/bin/gmux", s->prefix);
+	rc = setup_copy(s, exe, p, 0755, cause);
+	free(p);
+	xasprintf(&p, "%s/lib/gmux/libgmux.so", s->prefix);
+	if (rc == 0)
+		rc = setup_copy(s, shim, p, 0644, cause);
+	free(p);
+	free(shim);
+	xasprintf(&p, "%s/share/man/man1/gmux.1", s->prefix);
+	if (rc == 0)
+		rc = setup_put_made(s, p, manpage_write, cause);
+	free(p);
+	xasprintf(&p, "%s/share/bash-completion/completions/gmux", s->prefix);
+	if (rc == 0)
+		rc = setup_put_made(s, p, setup_bash, cause);
+	free(p);
+	p = setup_at(s, s->config);
+	if (rc == 0 && access(p, F_OK) != 0) {
+		rc = setup_put(s, s->config, setup_config_text,
+		    strlen(setup_config_text), 0600, cause);
+		*strrchr(p, '/') = '\0';	/* gmux's own directory */
+		if (rc == 0 && chmod(p, 0700) != 0)
+			fatal("chmod %s", p);
+	}
+	free(p);
+	unit = setup_unit(s);
+	xasprintf(&p, "%s/gmux.service", s->unitdir);
+	if (rc == 0)
+		rc = setup_put(s, p, unit, strlen(unit), 0644, cause);
+	free(p);
+	free(unit);
+	return (rc);
+}
+
+int
+setup_install(struct setup *s, char **cause)
+{
+	setup_load(s);
+	if (setup_files(s, cause) != 0)
+		return (-1);
+	return (setup_save(s, cause));
+}
+
+/* Whether the config at path is no longer the one install wrote. */
+static int
+setup_config_changed(const char *path)
+{
+	char	*text, *cause = NULL;
+	int	 changed;
+
+	if ((text = read_file(path, 1 << 20, NULL, &cause)) == NULL) {
+		free(cause);
+		return (0);
+	}
+	changed = strcmp(text, setup_config_text) != 0;
+	free(text);
+	return (changed);
+}
+
+/* Removes what the list names: files, then directories deepest first. */
+int
+setup_uninstall(struct setup *s, char **cause)
+{
+	char	*at;
+	u_int	 i, n;
+	int	 rc = 0;
+
+	setup_load(s);
+	n = strv_len(s->made);
+	for (i = 0; i < n; i++) {
+		if (s->made[i][0] != 'f')
+			continue;
+		at = setup_at(s, s->made[i] + 2);
+		if (strcmp(s->made[i] + 2, s->config) == 0 &&
+		    setup_config_changed(at)) {
+			printf("kept %s: it was changed\n", at);
+			free(at);
+			continue;
+		}
+		if (unlink(at) != 0 && errno != ENOENT) {
+			xasprintf(cause, "%s: %s", at, strerror(errno));
+			rc = -1;
+		}
+		free(at);
+	}
+	for (i = n; i > 0; i--) {
+		if (s->made[i - 1][0] != 'd')
+			continue;
+		at = setup_at(s, s->made[i - 1] + 2);
+		if (rmdir(at) != 0 && errno != ENOENT && errno != ENOTEMPTY)
+			log_warn("%s: rmdir %s", __func__, at);
+		free(at);
+	}
+	return (rc);
+}
