@@ -189,6 +189,12 @@ $(O)/src/remote-host.o $(O)/src/remote-want.o: src/remote-int.h
 SRCS += src/landlock.c src/jail.c
 BENCHES += $(O)/bench/jail-start
 
+# -- remote jobs' trees: overlays over stored trees
+SRCS += src/overlay.c src/worktree.c
+
+# -- review fixes (issue 16): slow hosts, the books verified where kept
+SRCS += src/hosts-slow.c src/api-verify.c src/remote-probe.c
+
 # -- last mile (issue 12): completions, the manual page
 SRCS += src/cmd-flags.c src/cmd-completion.c src/manpage.c
 SRCS += src/doctor.c src/doctor-host.c src/doctor-remote.c src/cmd-doctor.c

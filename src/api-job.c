@@ -93,13 +93,15 @@ api_job_query_key(struct evhttp_request *req, struct jobreq *r,
 static void
 api_job_submitted(struct evhttp_request *req, struct job *j, int code)
 {
-	json_t	*o;
+	json_t	*o, *warn;
 
 	if (api_query_flag(req, "attach")) {
 		o = job_info_json(j);
 		follow_start(j, req, 0, FOLLOW_LIVE, o);
 	} else {
 		o = job_to_json(j);
+		if ((warn = api_remote_warnings(&j->req)) != NULL)
+			json_object_set_new(o, "warnings", warn);
 		api_reply(req, code, o);
 	}
 	json_decref(o);
@@ -260,7 +262,29 @@ api_job_get(struct evhttp_request *req, const char *id,
 	json_decref(o);
 }
 
-/* POST /v1/jobs/ID/stop {"grace_ms": N, "wait": bool} */
+/* {"cancel": true}: the user's stop is withdrawn before its KILL. */
+static void
+api_job_stop_cancel(struct evhttp_request *req, struct job *j, json_t *v)
+{
+	json_t	*o;
+
+	if (!json_is_boolean(v)) {
+		api_error(req, 400, "cancel: must be true or false");
+		return;
+	}
+	if (json_is_true(v) && job_stop_cancel(j) != 0) {
+		api_error(req, 409, "no stop of %s is pending (nothing to "
+		    "cancel)", j->name);
+		return;
+	}
+	o = job_to_json(j);
+	api_reply(req, 200, o);
+	json_decref(o);
+}
+
+/*
+ * POST /v1/jobs/ID/stop {"grace_ms": N, "wait": bool} or {"cancel": true}
+ */
 void
 api_job_stop(struct evhttp_request *req, const char *id,
     const struct api_who *who)
@@ -291,6 +315,10 @@ api_job_stop(struct evhttp_request *req, const char *id,
 			grace = json_integer_value(v);
 		}
 		wait = json_is_true(json_object_get(body, "wait"));
+		if ((v = json_object_get(body, "cancel")) != NULL) {
+			api_job_stop_cancel(req, j, v);
+			goto out;
+		}
 	}
 	job_stop(j, grace, "stopped");
 	if (wait && !job_ended(j)) {

@@ -119,13 +119,11 @@ api_sync_manifest_get(struct evhttp_request *req, const char *id,
 	struct cas	*c;
 	json_t		*reply = NULL;
 	char		*cause = NULL;
-	const char	*owner;
 	int		 code;
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
-	owner = who->owner;
-	code = remote_host_manifest_get(c, owner, api_size_setting(
+	code = remote_host_manifest_get(c, who->owner, api_size_setting(
 	    "UPLOAD_LIMIT", API_UPLOAD_MAX), id, &reply, &cause);
 	api_remote_answer(req, code, reply, cause);
 }
@@ -139,15 +137,13 @@ api_sync_manifest_post(struct evhttp_request *req, const char *id,
 	const void	*body;
 	json_t		*reply = NULL;
 	char		*cause = NULL;
-	const char	*owner;
 	size_t		 len;
 	int		 code;
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
 	body = api_raw(req, &len);
-	owner = who->owner;
-	code = remote_host_manifest_post(c, owner, api_size_setting(
+	code = remote_host_manifest_post(c, who->owner, api_size_setting(
 	    "UPLOAD_LIMIT", API_UPLOAD_MAX), body, len, &reply, &cause);
 	api_remote_answer(req, code, reply, cause);
 }
@@ -161,15 +157,13 @@ api_blobs_post(struct evhttp_request *req, const char *id,
 	const void	*body;
 	json_t		*reply = NULL;
 	char		*cause = NULL;
-	const char	*owner;
 	size_t		 len;
 	int		 code;
 
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
 	body = api_raw(req, &len);
-	owner = who->owner;
-	code = remote_host_batch(c, owner, body, len, &reply, &cause);
+	code = remote_host_batch(c, who->owner, body, len, &reply, &cause);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -201,7 +195,6 @@ api_blob_put(struct evhttp_request *req, const char *id,
 	const void	*body;
 	json_t		*reply = NULL;
 	char		*cause = NULL;
-	const char	*owner;
 	uint64_t	 size, offset;
 	size_t		 len;
 	int		 code, rs, ro;
@@ -215,12 +208,12 @@ api_blob_put(struct evhttp_request *req, const char *id,
 	}
 	if ((c = api_remote_store_or_fail(req)) == NULL)
 		return;
-	owner = who->owner;
 	if (rs == -1)
-		code = remote_host_blob_put(c, owner, id, body, len, &cause);
+		code = remote_host_blob_put(c, who->owner, id, body, len,
+		    &cause);
 	else
-		code = remote_host_blob_part(c, owner, id, offset, size, body,
-		    len, &reply, &cause);
+		code = remote_host_blob_part(c, who->owner, id, offset, size,
+		    body, len, &reply, &cause);
 	api_remote_answer(req, code, reply, cause);
 }
 
@@ -256,12 +249,11 @@ void
 api_job_pull(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {
-	struct stat	 st;
 	struct job	*j;
 	struct cas	*c;
 	json_t		*body = NULL, *reply = NULL;
-	char		*work, *cause = NULL;
-	int		 code;
+	char		*cause = NULL;
+	int		 code, fd;
 
 	if ((j = job_find(id)) == NULL) {
 		api_error(req, 404, "no job %s", id);
@@ -277,11 +269,14 @@ api_job_pull(struct evhttp_request *req, const char *id,
 		    job_state_name(j->state));
 		return;
 	}
-	work = path_job_file(j->id, "work");
-	if (lstat(work, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		api_error(req, 404, "%s has no synced tree to pull from (it "
-		    "was not started with one)", j->name);
-		free(work);
+	if ((fd = worktree_open(j->id, &cause)) == -1) {
+		if (errno == ENOENT)
+			api_error(req, 404, "%s has no synced tree to pull "
+			    "from (it was not started with one, or its work "
+			    "tree has gone: REMOTE_WORK_RETENTION)", j->name);
+		else
+			api_error(req, 500, "%s: %s", j->name, cause);
+		free(cause);
 		return;
 	}
 	if ((body = api_body(req, &cause)) == NULL)
@@ -289,11 +284,13 @@ api_job_pull(struct evhttp_request *req, const char *id,
 	else if ((c = api_remote_store(&cause)) == NULL)
 		code = 500;
 	else
-		code = remote_host_pull(c, work, body, api_size_setting(
+		code = remote_host_pull(c, fd, body, api_size_setting(
 		    "PULL_LIMIT", API_PULL_MAX), &reply, &cause);
+	close(fd);
+	if (code == 200)
+		worktree_pulled(j->id);
 	api_remote_answer(req, code, reply, cause);
 	json_decref(body);
-	free(work);
 }
 
 /* Adds NAME=VALUE to env unless NAME is there. */
@@ -316,25 +313,29 @@ api_env_default(char ***env, const char *name, const char *value)
 }
 
 /*
- * The job's tree: checked now (412 if blobs are missing), made by the
- * helper thread (prepare.c).  Returns 0 with *prep, or the status with
- * *reply and *cause.
+ * The job's tree: checked now (412 if blobs are missing), set up by
+ * worktree.c (over a stored tree, or a copy), made by the helper thread
+ * (prepare.c) where there is something to make.  Returns 0 with *prep
+ * (NULL: nothing to make), or the status with *reply and *cause.
  */
 static int
-api_remote_tree(const char *mdigest, const char *work, struct prepare **prep,
+api_remote_tree(const char *mdigest, u_int id, struct prepare **prep,
     json_t **reply, char **cause)
 {
 	struct manifest	 m;
 	struct cas	*c;
 	int		 code;
 
+	*prep = NULL;
+	if ((code = worktree_reuse(id, mdigest, cause)) != 0)
+		return (code == 1 ? 0 : 500);
 	if ((c = api_remote_store(cause)) == NULL)
 		return (500);
 	if ((code = remote_host_tree(c, mdigest, &m, reply, cause)) != 0)
 		return (code);
-	*prep = prepare_new(c, &m, work, cause);
+	code = worktree_prepare(id, c, mdigest, &m, prep, cause);
 	manifest_clear(&m);
-	return (*prep == NULL ? 500 : 0);
+	return (code == 0 ? 0 : 500);
 }
 
 /*
@@ -343,10 +344,10 @@ api_remote_tree(const char *mdigest, const char *work, struct prepare **prep,
  * copied under the job's directory as jobs/jN/work, or in an empty one
  * there.  A request
  * from the Unix socket may also name a manifest.  The environment a remote
- * client sends lacks the host's PATH and HOME: they are added.  Returns 0,
- * with *prep the work of making the tree if there is one to make (hand it
- * to prepare_submit), or -1 once it has replied with the refusal (412 if
- * blobs are missing).
+ * client sends lacks the host's PATH (jail_path) and HOME: they are
+ * added.  Returns 0, with *prep the work of making the tree if there is
+ * one to make (hand it to prepare_submit), or -1 once it has replied with
+ * the refusal (412 if blobs are missing).
  */
 int
 api_remote_job(struct evhttp_request *req, const struct api_who *who,
@@ -366,7 +367,7 @@ api_remote_job(struct evhttp_request *req, const struct api_who *who,
 		return (0);
 	dir = path_job(id);
 	work = path_job_file(id, "work");
-	confine_remove(work);	/* left by a refused job with this id */
+	worktree_remove(id);	/* left by a refused job with this id */
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		code = 500;
 		xasprintf(&cause, "%s: %s", dir, strerror(errno));
@@ -376,21 +377,22 @@ api_remote_job(struct evhttp_request *req, const struct api_who *who,
 			xasprintf(&cause, "%s: %s", work, strerror(errno));
 		}
 	} else
-		code = api_remote_tree(r->manifest, work, prep, &reply,
-		    &cause);
+		code = api_remote_tree(r->manifest, id, prep, &reply, &cause);
 	if (code != 0) {
 		api_remote_answer(req, code, reply, cause);
 		reply = NULL;
 		cause = NULL;
+		worktree_remove(id);
 		rmdir(dir);
 	} else {
+		if (r->flags & JOB_PULL)
+			worktree_pull_pending(id);
 		free(r->manifest);
 		r->manifest = NULL;
 		free(r->cwd);
 		r->cwd = xstrdup(work);
 		if (confined && r->env != NULL) {
-			api_env_default(&r->env, "PATH",
-			    "/usr/local/bin:/usr/bin:/bin");
+			api_env_default(&r->env, "PATH", jail_path());
 			api_env_default(&r->env, "HOME", getenv("HOME"));
 		}
 	}
@@ -401,16 +403,38 @@ api_remote_job(struct evhttp_request *req, const struct api_who *who,
 	return (code == 0 ? 0 : -1);
 }
 
+/*
+ * What a remote job's submitter should know at once: the --allow rules
+ * its fence will refuse because this host keeps its loopback closed to
+ * remote jobs (REMOTE_LOOPBACK).  A JSON array of lines, or NULL.
+ */
+json_t *
+api_remote_warnings(const struct jobreq *r)
+{
+	json_t	*a;
+	char	**v;
+	size_t	  i;
+
+	if (!r->confined || r->fence == NULL || jail_open_loopback() ||
+	    (v = fence_loopback_rules(r->fence)) == NULL)
+		return (NULL);
+	a = json_array();
+	for (i = 0; v[i] != NULL; i++)
+		json_array_append_new(a, json_sprintf("the host keeps its "
+		    "loopback closed to remote jobs: %s will be refused; see "
+		    "REMOTE_LOOPBACK", v[i]));
+	strv_free(v);
+	return (a);
+}
+
 /* The job with this id was refused after all: its tree goes. */
 void
 api_remote_job_undo(u_int id)
 {
-	char	*dir, *work;
+	char	*dir;
 
 	dir = path_job(id);
-	work = path_job_file(id, "work");
-	confine_remove(work);
+	worktree_remove(id);
 	rmdir(dir);
-	free(work);
 	free(dir);
 }

@@ -41,7 +41,11 @@ api_tokens_list(struct evhttp_request *req, const char *id,
 	json_decref(a);
 }
 
-/* POST /v1/tokens {"owner": NAME}: a new token, shown this once. */
+/*
+ * POST /v1/tokens {"owner": NAME}: a new invite for owner, shown this
+ * once: each machine that pastes its line trades it for a token of its
+ * own (POST /v1/join).
+ */
 void
 api_tokens_add(struct evhttp_request *req, const char *id,
     const struct api_who *who)
@@ -60,7 +64,7 @@ api_tokens_add(struct evhttp_request *req, const char *id,
 	}
 	if ((t = api_tokens(req)) == NULL)
 		goto out;
-	if (tokens_add(t, owner, &secret, &tid, &cause) != 0) {
+	if (tokens_invite(t, owner, &secret, &tid, &cause) != 0) {
 		api_error(req, 400, "%s", cause);
 		goto out;
 	}
@@ -71,7 +75,7 @@ api_tokens_add(struct evhttp_request *req, const char *id,
 		explicit_bzero(invite, strlen(invite));
 		free(invite);
 	}
-	log_info("token %s made for %s", tid, owner);
+	log_info("invite %s made for %s", tid, owner);
 	api_reply(req, 201, o);
 	json_decref(o);
 	explicit_bzero(secret, strlen(secret));

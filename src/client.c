@@ -57,8 +57,10 @@ struct client_xfer {
 	int			 done;		/* the reply is complete */
 	int			 failed;
 	int			 stopped;	/* a callback ended it */
+	int			 late;		/* a deadline passed */
 	char			*cause;
 	int64_t			 start;
+	int64_t			 start_us;
 	int64_t			 heard;		/* last byte from the peer */
 };
 
@@ -275,6 +277,7 @@ client_xfer_start(struct client_xfer *x, struct client_req *q, int64_t now)
 
 	x->req = q;
 	x->start = x->heard = now;
+	x->start_us = clock_mono_us();
 	http_resp_init(&x->resp);
 	if (t == NULL) {
 		if ((x->conn = conn_open_unix(path_socket())) == NULL) {
@@ -476,30 +479,64 @@ client_interrupted(struct client_xfer *x, u_int n)
 	}
 }
 
+/*
+ * When x's own deadline falls due (0: none): the connect and handshake's,
+ * then, until the first byte of the answer, the request's answer_ms, and
+ * a stream's silence.  *what says which (a format for the time), for
+ * the error.
+ */
+static int64_t
+client_due(const struct client_xfer *x, const char **what, int64_t *ms)
+{
+	const struct client_req	*q = x->req;
+
+	if (!conn_ready(x->conn)) {
+		*what = "no connection within %s";
+		*ms = q->connect_ms > 0 ? q->connect_ms : CLIENT_CONNECT_MS;
+		return (x->start + *ms);
+	}
+	if (x->got == 0 && q->answer_ms > 0) {
+		*what = "no answer within %s";
+		*ms = q->answer_ms;
+		return (x->start + *ms);
+	}
+	if (q->cbs != NULL) {
+		*what = "no word from it for %s; the connection is taken "
+		    "for dead";
+		*ms = CLIENT_IDLE_MS;
+		return (x->heard + *ms);
+	}
+	return (0);
+}
+
 /* When the next timeout falls due (ms from now; -1: none). */
 static int
 client_timeouts(struct client_xfer *x, u_int n, int64_t deadline,
     int64_t now)
 {
-	int64_t	 due, next = deadline;
-	u_int	 i;
+	const char	*what;
+	char		*in, *msg;
+	int64_t		 due, ms, next = deadline;
+	u_int		 i;
 
 	for (i = 0; i < n; i++) {
 		if (!client_active(&x[i]))
 			continue;
-		if (deadline != 0 && now >= deadline)
+		if (deadline != 0 && now >= deadline) {
+			x[i].late = 1;
 			client_fail(&x[i], "%s: no answer in time",
 			    conn_name(x[i].conn));
-		due = 0;
-		if (!conn_ready(x[i].conn))
-			due = x[i].start + CLIENT_CONNECT_MS;
-		else if (x[i].req->cbs != NULL)
-			due = x[i].heard + CLIENT_IDLE_MS;
-		if (due != 0 && now >= due)
+		}
+		due = client_due(&x[i], &what, &ms);
+		if (due != 0 && now >= due && client_active(&x[i])) {
+			x[i].late = 1;
+			in = format_duration(ms);
+			xasprintf(&msg, what, in);
 			client_fail(&x[i], "%s: %s", conn_name(x[i].conn),
-			    conn_ready(x[i].conn) ? "no word from it for 15s; "
-			    "the connection is taken for dead" :
-			    "no connection within 10s");
+			    msg);
+			free(msg);
+			free(in);
+		}
 		if (due != 0 && (next == 0 || due < next))
 			next = due;
 	}
@@ -519,6 +556,8 @@ client_xfer_finish(struct client_xfer *x)
 	r->status = x->resp.status;
 	r->lost = x->failed && x->conn != NULL && x->resp.status == 0;
 	x->req->stopped = x->stopped && !x->failed;
+	x->req->late = x->failed && x->late;
+	x->req->took_us = clock_mono_us() - x->start_us;
 	if (x->failed) {
 		r->error = x->cause;
 		x->cause = NULL;

@@ -6,6 +6,8 @@
 
 #include "gmux.h"
 
+#define PS_RECENT_MS	(10 * 60 * 1000)	/* a failure said below ps */
+
 static int	cmd_ps_exec(int, char **);
 
 const struct cmd_entry cmd_ps_entry = {
@@ -139,6 +141,38 @@ ps_long(json_t *a)
 	table_free(t);
 }
 
+/*
+ * Below the table: what queued jobs wait for, and why recent failures
+ * failed.  An old failure is not said again at every ps -a: it is counted.
+ */
+static void
+ps_reasons(json_t *a, int64_t now)
+{
+	json_t		*j;
+	const char	*st, *why, *host;
+	size_t		 i;
+	u_int		 old = 0;
+
+	json_array_foreach(a, i, j) {
+		st = json_string_value(json_object_get(j, "state"));
+		why = json_string_value(json_object_get(j, "reason"));
+		host = json_string_value(json_object_get(j, "host"));
+		if (why == NULL || st == NULL || (strcmp(st, "queued") != 0 &&
+		    strcmp(st, "failed") != 0))
+			continue;
+		if (strcmp(st, "failed") == 0 && now - json_integer_value(
+		    json_object_get(j, "ended")) > PS_RECENT_MS) {
+			old++;
+			continue;
+		}
+		printf("%s%s%s: %s\n", host ? host : "", host ? ":" : "",
+		    json_string_value(json_object_get(j, "id")), why);
+	}
+	if (old > 0)
+		printf("(%u earlier failure%s: why in gmux ps -a --json)\n",
+		    old, old == 1 ? "" : "s");
+}
+
 static int
 cmd_ps_exec(int argc, char **argv)
 {
@@ -180,19 +214,7 @@ cmd_ps_exec(int argc, char **argv)
 		ps_row(t, j, clock_ms(), hosts);
 	table_print(t, stdout);
 	table_free(t);
-	/* What queued jobs wait for, and what failed said, below the table. */
-	json_array_foreach(a, i, j) {
-		const char *st = json_string_value(json_object_get(j, "state"));
-		const char *why = json_string_value(json_object_get(j,
-		    "reason"));
-		const char *host = json_string_value(json_object_get(j,
-		    "host"));
-		if (why != NULL && st != NULL && (strcmp(st, "queued") == 0 ||
-		    strcmp(st, "failed") == 0))
-			printf("%s%s%s: %s\n", host ? host : "", host ? ":" :
-			    "", json_string_value(json_object_get(j, "id")),
-			    why);
-	}
+	ps_reasons(a, clock_ms());
 	json_decref(a);
 	return (0);
 }

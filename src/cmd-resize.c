@@ -36,7 +36,7 @@ cmd_resize_exec(int argc, char **argv)
 {
 	const struct cmd_entry	*c = &cmd_resize_entry;
 	json_t			*body, *o;
-	char			*path, *share;
+	char			*path, *share, *mem;
 	const char		*job = NULL;
 	int			 ch;
 
@@ -69,8 +69,11 @@ cmd_resize_exec(int argc, char **argv)
 	o = cmd_call(c, "PATCH", path, body);
 	share = format_share((u_int)(json_number_value(json_object_get(o,
 	    "share")) * 100 + 0.5));
-	printf("%s: share %s\n", job, share);
+	mem = format_size((uint64_t)json_integer_value(json_object_get(o,
+	    "mem")));
+	printf("%s: share %s, mem %s\n", job, share, mem);
 	free(share);
+	free(mem);
 	free(path);
 	json_decref(o);
 	json_decref(body);

@@ -56,6 +56,8 @@ const struct cmd_entry cmd_run_entry = {
 	    "(default:\n"
 	    "                       one of its own, for the one retry on a "
 	    "lost reply)\n"
+	    "  -q, --quiet          say nothing of where it went or what a "
+	    "pull fetched\n"
 	    "  --pull GLOB          on a remote host: when the job ends, "
 	    "fetch its files\n"
 	    "                       matching GLOB (as in .gitignore; "
@@ -88,6 +90,7 @@ static const struct option run_opts[] = {
 	{ "deny-net", no_argument, NULL, OPT_DENYNET },
 	{ "add-host", required_argument, NULL, OPT_ADDHOST },
 	{ "detach", no_argument, NULL, 'd' },
+	{ "quiet", no_argument, NULL, 'q' },
 	{ "pull", required_argument, NULL, OPT_PULL },
 	{ "idempotency-key", required_argument, NULL, OPT_KEY },
 	{ "help", no_argument, NULL, 'h' },
@@ -188,17 +191,17 @@ run_request_sched(json_t *o, int ch)
 
 /* The request from the command line: share, caps, command, here and now. */
 static json_t *
-run_request(int argc, char **argv, int *detach, char ***pulls)
+run_request(int argc, char **argv, int *flags, char ***pulls)
 {
 	const struct cmd_entry	*c = &cmd_run_entry;
 	json_t			*o, *a, *v;
-	char			*cwd;
+	char			*cwd, *why;
 	mode_t			 mask;
 	size_t			 n;
 	int			 ch, i;
 
 	o = json_object();
-	while ((ch = cmd_getopt(c, argc, argv, "dh", run_opts)) != -1) {
+	while ((ch = cmd_getopt(c, argc, argv, "dqh", run_opts)) != -1) {
 		switch (ch) {
 		case OPT_SHARE:
 			json_object_set_new(o, "share", json_real(
@@ -222,13 +225,18 @@ run_request(int argc, char **argv, int *detach, char ***pulls)
 			    cmd_arg_duration(c, "--grace", optarg)));
 			break;
 		case 'd':
-			*detach = 1;
+			*flags |= RUN_DETACH;
+			break;
+		case 'q':
+			*flags |= RUN_QUIET;
 			break;
 		case OPT_KEY:
 			json_object_set_new(o, "idempotency_key",
 			    json_string(optarg));
 			break;
 		case OPT_PULL:
+			if (remote_pull_pattern(optarg, &why) != 0)
+				cmd_usage_error(c, "--pull %s", why);
 			n = strv_len(*pulls);
 			*pulls = xreallocarray(*pulls, n + 2, sizeof **pulls);
 			(*pulls)[n] = xstrdup(optarg);
@@ -311,6 +319,17 @@ run_retry(const char *path, struct client_reply *r)
 	return (1);
 }
 
+/*
+ * The exit code of a submission the daemon refused: 2 if the request was
+ * bad (400: what the command line asked for, as a flag it checks itself
+ * would be), else 125.
+ */
+int
+run_refused(long status)
+{
+	return (status == 400 ? EXIT_USAGE : RUN_FAILED);
+}
+
 static int
 run_detached(json_t *req, const char *path)
 {
@@ -325,8 +344,9 @@ run_detached(json_t *req, const char *path)
 	if (client_ok(&r, "run") != 0 || rc != 0) {
 		if (rc != 0 && r.error == NULL)
 			fprintf(stderr, "gmux run: the request failed\n");
+		rc = run_refused(r.status);
 		client_reply_clear(&r);
-		return (RUN_FAILED);
+		return (rc);
 	}
 	id = json_string_value(json_object_get(r.body, "id"));
 	printf("%s\n", id ? id : "?");
@@ -365,13 +385,13 @@ cmd_run_exec(int argc, char **argv)
 	struct stream	 s;
 	json_t		*req;
 	char		**pulls = NULL, *key, *path;
-	int		 detach = 0, rc;
+	int		 flags = 0, rc;
 
-	req = run_request(argc, argv, &detach, &pulls);
+	req = run_request(argc, argv, &flags, &pulls);
 	key = run_take_key(req);
 	if (hosts_remote()) {	/* a remote submission is never sent twice */
 		free(key);
-		rc = run_remote(req, detach, pulls);
+		rc = run_remote(req, flags, pulls);
 		json_decref(req);
 		strv_free(pulls);
 		return (rc);
@@ -381,11 +401,11 @@ cmd_run_exec(int argc, char **argv)
 		    "job runs here, in this directory\n");
 		exit(EXIT_USAGE);
 	}
-	xasprintf(&path, "/v1/jobs%s%s%s", detach ? "" : "?attach=1",
-	    key == NULL ? "" : detach ? "?idempotency_key=" :
-	    "&idempotency_key=", key == NULL ? "" : key);
+	xasprintf(&path, "/v1/jobs%s%s%s", (flags & RUN_DETACH) ? "" :
+	    "?attach=1", key == NULL ? "" : (flags & RUN_DETACH) ?
+	    "?idempotency_key=" : "&idempotency_key=", key == NULL ? "" : key);
 	free(key);
-	if (detach) {
+	if (flags & RUN_DETACH) {
 		rc = run_detached(req, path);
 		json_decref(req);
 		free(path);
@@ -398,7 +418,7 @@ cmd_run_exec(int argc, char **argv)
 	if (rc == 1)
 		return (130);
 	if (rc != 0 || !s.ended)
-		return (RUN_FAILED);
+		return (run_refused(s.refused));
 	if (s.exit_code < 0 || strcmp(s.state, "preempted") == 0)
 		run_why(&s);
 	if (s.exit_code >= 0)

@@ -19,7 +19,7 @@ const struct cmd_entry cmd_serve_entry = {
 	    "                       address); the first time, prints the line "
 	    "to paste on\n"
 	    "                       a client: gmux remote add NAME "
-	    "TOKEN@HOST:PORT#PIN\n"
+	    "INVITE@HOST:PORT#PIN\n"
 	    "  -d, --detach         run in the background once it serves\n"
 	    "  -v, --verbose        log every request and job change\n"
 	    "  --audit-report-only  report a job's GPU processes that escaped "

@@ -18,10 +18,11 @@ const struct cmd_entry cmd_token_entry = {
 	.help = "the tokens remote clients use (on the GPU host)",
 	.options =
 	    "  --json               ls as a JSON array\n"
-	    "\nadd makes a token for OWNER (whose name the jobs and the books "
-	    "record) and\nshows it once, in the line to paste on the client; "
-	    "only its hash is kept.\nrevoke ID stops it at once (ls shows "
-	    "the ids).\n",
+	    "\nadd makes an invite for OWNER (whose name the jobs and the "
+	    "books record) and\nshows it once, in the line to paste on each "
+	    "client: for 24h, each machine\nthat pastes it trades it for a "
+	    "token of its own.  Only hashes are kept.\nrevoke ID stops a "
+	    "token or an invite at once (ls shows the ids).\n",
 	.exec = cmd_token_exec,
 	.here = 1,
 };
@@ -60,7 +61,8 @@ token_add(const char *owner)
 	json_decref(body);
 	invite = json_string_value(json_object_get(o, "invite"));
 	secret = json_string_value(json_object_get(o, "token"));
-	fprintf(stderr, "token %s for %s (shown this once):\n",
+	fprintf(stderr, "invite %s for %s (shown this once; good for 24h, on "
+	    "as many machines as paste it):\n",
 	    json_string_value(json_object_get(o, "id")), owner);
 	if (invite != NULL)
 		printf("%s\n", invite);
@@ -71,6 +73,20 @@ token_add(const char *owner)
 	}
 	json_decref(o);
 	return (0);
+}
+
+/* revoked, valid, or for an invite: invite, or expired. */
+static const char *
+token_state(json_t *e)
+{
+	json_int_t	 expires;
+
+	if (json_is_true(json_object_get(e, "revoked")))
+		return ("revoked");
+	if (!json_is_true(json_object_get(e, "invite")))
+		return ("valid");
+	expires = json_integer_value(json_object_get(e, "expires"));
+	return (expires > clock_ms() ? "invite" : "expired invite");
 }
 
 static int
@@ -95,8 +111,7 @@ token_ls(int json)
 		    json_object_get(e, "created")));
 		table_add(t, json_string_value(json_object_get(e, "id")),
 		    json_string_value(json_object_get(e, "owner")), age,
-		    json_is_true(json_object_get(e, "revoked")) ? "revoked" :
-		    "valid");
+		    token_state(e));
 		free(age);
 	}
 	table_print(t, stdout);

@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 
@@ -67,15 +68,25 @@ usage_query_add(char **q, const char *name, const char *v)
 	*q = buf_finish(b, NULL);
 }
 
-/* Verification reads the books directly: it may take seconds. */
+/*
+ * The books of this machine with no daemon running, read directly (it
+ * may take seconds).  Never made: a machine without books has none to
+ * check.
+ */
 static int
-usage_verify(void)
+usage_verify_here(void)
 {
 	struct ledger	*l;
 	int64_t		 n = 0;
 	char		*cause = NULL;
 	int		 rc;
 
+	if (access(path_db(), F_OK) != 0) {
+		fprintf(stderr, "gmux usage: no books here: no daemon runs and "
+		    "%s has none (gmux usage --verify --remote NAME checks a "
+		    "host's)\n", path_home());
+		return (1);
+	}
 	if ((l = ledger_open(path_db(), &cause)) == NULL) {
 		fprintf(stderr, "gmux usage: %s\n", cause);
 		free(cause);
@@ -90,6 +101,64 @@ usage_verify(void)
 	free(cause);
 	ledger_close(l);
 	return (rc == 0 ? 0 : 1);
+}
+
+/* One daemon's answer to GET /v1/usage/verify; host is NULL for ours. */
+static int
+usage_verify_said(const char *host, struct client_reply *r)
+{
+	const char	*why;
+
+	if (r->status != 200 || r->error != NULL) {
+		fprintf(stderr, "gmux usage: %s%s%s\n", host ? host : "",
+		    host ? ": " : "", r->error ? r->error : "no answer");
+		return (1);
+	}
+	if (json_is_true(json_object_get(r->body, "intact"))) {
+		printf("%s%sthe books are intact: %lld closed intervals\n",
+		    host ? host : "", host ? ": " : "", (long long)
+		    json_integer_value(json_object_get(r->body, "intervals")));
+		return (0);
+	}
+	why = json_string_value(json_object_get(r->body, "problem"));
+	fprintf(stderr, "gmux usage: %s%sthe books are broken: %s\n",
+	    host ? host : "", host ? ": " : "", why ? why : "?");
+	return (1);
+}
+
+/*
+ * usage --verify goes where every command goes: each host's books are
+ * checked by that host (--remote NAME's, or every configured one), this
+ * machine's by its daemon, or directly if none runs.
+ */
+static int
+usage_verify(void)
+{
+	const struct remote	*rv[REMOTES_MAX];
+	struct client_req	 q[REMOTES_MAX];
+	struct client_reply	 r;
+	u_int			 i, n;
+	int			 bad = 0;
+
+	if (!hosts_remote()) {
+		if (!client_daemon_running())
+			return (usage_verify_here());
+		client_call("GET", "/v1/usage/verify", NULL, &r);
+		bad = usage_verify_said(NULL, &r);
+		client_reply_clear(&r);
+		return (bad);
+	}
+	/* All at once: each host may take seconds over its books. */
+	n = hosts_candidates(rv, REMOTES_MAX);
+	for (i = 0; i < n; i++)
+		client_req_init(&q[i], &rv[i]->target, "GET",
+		    "/v1/usage/verify");
+	client_multi(q, n, 0);
+	for (i = 0; i < n; i++) {
+		bad |= usage_verify_said(rv[i]->name, &q[i].reply);
+		client_reply_clear(&q[i].reply);
+	}
+	return (bad);
 }
 
 static int
@@ -107,6 +176,28 @@ usage_prune(const char *before)
 	return (0);
 }
 
+/*
+ * --since and --until are checked here, as every flag is (one line, exit
+ * 2), though the host reads them again against its own clock.
+ */
+static void
+usage_check_window(const char *since_s, const char *until_s)
+{
+	const struct cmd_entry	*c = &cmd_usage_entry;
+	int64_t			 now = clock_ms(), since, until;
+	char			*cause = NULL;
+
+	if (since_s != NULL && usage_parse_time(since_s, now, &since,
+	    &cause) != 0)
+		cmd_usage_error(c, "--since: %s", cause);
+	if (until_s != NULL && usage_parse_time(until_s, now, &until,
+	    &cause) != 0)
+		cmd_usage_error(c, "--until: %s", cause);
+	if (usage_parse_window(since_s, until_s, now, &since, &until,
+	    &cause) != 0)
+		cmd_usage_error(c, "%s", cause);
+}
+
 static int
 cmd_usage_exec(int argc, char **argv)
 {
@@ -117,16 +208,18 @@ cmd_usage_exec(int argc, char **argv)
 	json_t			*o;
 	char			*q, *cause = NULL;
 	int			 ch, verify = 0;
-	const char		*prune = NULL;
+	const char		*prune = NULL, *since = NULL, *until = NULL;
 
 	q = xstrdup("/v1/usage");
 	while ((ch = cmd_getopt(c, argc, argv, "h", usage_opts)) != -1) {
 		switch (ch) {
 		case OPT_SINCE:
 			usage_query_add(&q, "since", optarg);
+			since = optarg;
 			break;
 		case OPT_UNTIL:
 			usage_query_add(&q, "until", optarg);
+			until = optarg;
 			break;
 		case OPT_BY:
 			if (usage_by_from_name(optarg, &by, &cause) != 0)
@@ -149,6 +242,7 @@ cmd_usage_exec(int argc, char **argv)
 	}
 	if (optind != argc)
 		cmd_usage_error(c, "unexpected argument '%s'", argv[optind]);
+	usage_check_window(since, until);
 	if (verify) {
 		free(q);
 		return (usage_verify());

@@ -21,8 +21,11 @@ static const char *config_keys[] = {
 	"UPLOAD_LIMIT",
 	"PULL_LIMIT",
 	"REMOTE_READ",		/* remote jobs' jail */
+	"REMOTE_PATH",
 	"REMOTE_UNCONFINED",
 	"REMOTE_LOOPBACK",
+	"REMOTE_OVERLAY",	/* remote jobs' trees (worktree.c) */
+	"REMOTE_WORK_RETENTION",
 	"AUTH_TIMEOUT",
 	"TCP_CONNECTIONS_MAX",
 };

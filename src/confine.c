@@ -269,6 +269,14 @@ confine_remove_at(int dirfd, const char *name, u_int depth)
 	if ((errno != EISDIR && errno != EPERM) || depth > CONFINE_DEPTH)
 		return (-1);
 	fd = openat(dirfd, name, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC);
+	/*
+	 * One its owner cannot read (mode 0: overlayfs's scratch, or what a
+	 * job left) is opened once made readable; never through a link.
+	 */
+	if (fd == -1 && errno == EACCES &&
+	    fchmodat(dirfd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
+		fd = openat(dirfd, name, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|
+		    O_CLOEXEC);
 	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
 		if (fd != -1)
 			close(fd);

@@ -128,6 +128,8 @@ int		 fence_super_done(const struct fence_super *);
 void		 fence_super_counts(const struct fence_super *, uint64_t *,
 		     uint64_t *, uint64_t *);
 const char	*fence_super_last_refused(const struct fence_super *);
+uint64_t	 fence_super_loopback_refused(const struct fence_super *,
+		     const char **);
 void		 fence_super_free(struct fence_super *);
 
 #endif /* FENCE_INT_H */

@@ -515,6 +515,33 @@ fence_loopback(int family, const u_char *addr)
 	return (addr[15] == 0 || addr[15] == 1);
 }
 
+/*
+ * The --allow rules and --add-host names of f that lead only to this
+ * host's loopback (127.0.0.1:8080, localhost, [::1], db=127.0.0.1), as
+ * the user spelled them: what a host that keeps its loopback closed to
+ * remote jobs will refuse.  NULL if none; the caller frees the vector.
+ */
+char **
+fence_loopback_rules(const struct fence *f)
+{
+	const struct fence_rule	*r;
+	char			**v = NULL;
+	u_int			  i, bits;
+
+	for (i = 0; i < f->nrules; i++) {
+		r = &f->rules[i];
+		bits = r->family == AF_INET ? 8 : 128;
+		if (r->name != NULL ? strcmp(r->name, "localhost") == 0 :
+		    fence_loopback(r->family, r->addr) && r->prefix >= bits)
+			strv_add(&v, r->text);
+	}
+	for (i = 0; i < f->npins; i++) {
+		if (fence_loopback(f->pins[i].family, f->pins[i].addr))
+			strv_add(&v, f->pins[i].name);
+	}
+	return (v);
+}
+
 static int
 strings_from_json(json_t *a, const char *field, struct fence *f,
     int (*add)(struct fence *, const char *, char **), char **cause)

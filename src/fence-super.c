@@ -109,6 +109,8 @@ struct fence_super {
 	uint64_t		 allowed;
 	uint64_t		 lookups;
 	char			 last[128];
+	uint64_t		 loop_refused;	/* for NOLOOP, of them */
+	char			 loop_first[128];
 };
 
 static void	super_timer_arm(struct fence_super *);
@@ -459,8 +461,12 @@ connect_inet(struct fence_super *s, const struct fence_call *c)
 	 */
 	if (ok && (s->flags & FENCE_SUPER_NOLOOP) && c->type == SOCK_STREAM &&
 	    port != 53 && fence_loopback(family, addr) &&
-	    !own_port(s, family, addr, port))
+	    !own_port(s, family, addr, port)) {
 		ok = 0;
+		if (s->loop_refused++ == 0)
+			snprintf(s->loop_first, sizeof s->loop_first, "%s",
+			    what);
+	}
 	if (!ok && port == 53 && c->type == SOCK_STREAM)
 		connect_stub(s, c, SOCK_STREAM);
 	else if (!ok)
@@ -907,6 +913,18 @@ fence_super_counts(const struct fence_super *s, uint64_t *refused,
 	*refused = s->refused;
 	*allowed = s->allowed;
 	*lookups = s->lookups;
+}
+
+/*
+ * How many connects went to the host's loopback and were refused for it
+ * (FENCE_SUPER_NOLOOP), and *first the first of them.
+ */
+uint64_t
+fence_super_loopback_refused(const struct fence_super *s,
+    const char **first)
+{
+	*first = s->loop_first;
+	return (s->loop_refused);
 }
 
 /* The last refused destination ("1.2.3.4:443", "unix:/run/x"), or "". */

@@ -61,6 +61,7 @@ struct fence_job {
 	char			*text;
 	uint64_t		 written[2];	/* counts last written */
 	int			 wrote;
+	int			 loop_said;	/* its loopback refusal said */
 };
 
 #define LOW32(i, v)	SCMP_CMP((i), SCMP_CMP_MASKED_EQ, 0xffffffffULL, (v))
@@ -486,33 +487,6 @@ child_landlock(struct fence_job *fj)
 	close(fd);
 }
 
-static int
-send_fd(int sock, int fd, char c)
-{
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
-	union {
-		char		 buf[CMSG_SPACE(sizeof (int))];
-		struct cmsghdr	 align;
-	} u;
-
-	memset(&m, 0, sizeof m);
-	memset(&u, 0, sizeof u);
-	iov.iov_base = &c;
-	iov.iov_len = 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.buf;
-	m.msg_controllen = sizeof u.buf;
-	cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof (int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-	return (sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1);
-}
-
 /*
  * In the job's child, after fork() and chdir(), before descriptors are
  * closed and exec(): no_new_privs, Landlock, the filter, and its listener
@@ -544,36 +518,6 @@ fence_job_child(struct fence_job *fj)
 		child_fail("sending the listener");
 	close(lfd);
 	close(fj->sp[1]);
-}
-
-static int
-recv_fd(int sock, char *c)
-{
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
-	int		 fd = -1;
-	union {
-		char		 buf[CMSG_SPACE(sizeof (int))];
-		struct cmsghdr	 align;
-	} u;
-
-	memset(&m, 0, sizeof m);
-	iov.iov_base = c;
-	iov.iov_len = 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.buf;
-	m.msg_controllen = sizeof u.buf;
-	while (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) == -1) {
-		if (errno != EINTR)
-			return (-1);
-	}
-	cm = CMSG_FIRSTHDR(&m);
-	if (cm != NULL && cm->cmsg_level == SOL_SOCKET &&
-	    cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof fd))
-		memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-	return (fd);
 }
 
 /*
@@ -661,6 +605,26 @@ int
 fence_job_done(const struct fence_job *fj)
 {
 	return (fj->super == NULL || fence_super_done(fj->super));
+}
+
+/*
+ * The line for the job's log the first time its fence refused a connect
+ * to the host's loopback because the host keeps it closed to remote jobs
+ * (allocated), or NULL: said once a job, not at every connect.
+ */
+char *
+fence_job_loopback_news(struct fence_job *fj)
+{
+	const char	*first;
+	char		*line;
+
+	if (fj->super == NULL || fj->loop_said ||
+	    fence_super_loopback_refused(fj->super, &first) == 0)
+		return (NULL);
+	fj->loop_said = 1;
+	xasprintf(&line, "gmux: the fence refused %s: this host keeps its "
+	    "loopback closed to remote jobs (see REMOTE_LOOPBACK)\n", first);
+	return (line);
 }
 
 /* The fence and its counts, for ps --json and the job's directory. */

@@ -84,6 +84,8 @@ char		*read_file(const char *, size_t, size_t *, char **);
 int		 mkdir_p(const char *, int);
 int		 set_nonblock(int);
 ssize_t		 write_all(int, const void *, size_t);
+int		 send_fd(int, int, char);
+int		 recv_fd(int, char *);
 char		*strv_join(char *const *, const char *);
 struct evbuffer;
 struct evbuffer	*buf_new(void);
@@ -100,6 +102,7 @@ int		 have_program(const char *);
 /* clock.c */
 int64_t		 clock_ms(void);
 int64_t		 clock_mono_ms(void);
+int64_t		 clock_mono_us(void);
 void		 clock_set_test(int64_t);
 
 /* paths.c */
@@ -222,6 +225,7 @@ int		 frame_counts(u_char);
 #define JOB_PREEMPTIBLE	0x2
 #define JOB_REQUEUE	0x4
 #define JOB_NOWAIT	0x8
+#define JOB_PULL	0x10	/* the client will pull (a remote job) */
 struct jobreq {
 	char		**argv;
 	char		**env;
@@ -747,6 +751,7 @@ struct job	*job_create(u_int, const char *, struct jobreq *);
 void		 job_set_id(struct job *, u_int);
 int		 job_start(struct job *, char **);
 int		 job_stop(struct job *, int64_t, const char *);
+int		 job_stop_cancel(struct job *);
 void		 job_adopt(struct job *);
 void		 job_account(struct job *, int64_t);
 void		 job_set_terms(struct job *, u_int, u_int, uint64_t);
@@ -775,6 +780,7 @@ struct keeper_spec {
 	int		  umask;	/* the caller's, -1: the daemon's */
 	const struct fence *fence;	/* NULL: not fenced */
 	const struct jail_spec *jail;	/* a remote job's; NULL: none */
+	const struct overlay *overlay;	/* its tree's; NULL: none */
 };
 pid_t		 keeper_spawn(const struct keeper_spec *, int *, char **);
 int		 keeper_connect(u_int);
@@ -967,6 +973,7 @@ u_int		 fence_job_pollfds(const struct fence_job *, struct pollfd *);
 void		 fence_job_dispatch(struct fence_job *, const struct pollfd *,
 		     u_int);
 json_t		*fence_job_stats(const struct fence_job *);
+char		*fence_job_loopback_news(struct fence_job *);
 int		 fence_job_write_stats(struct fence_job *, const char *,
 		     char **);
 void		 fence_job_free(struct fence_job *);
@@ -1000,6 +1007,7 @@ struct jail_spec {
 	char		**sockets;	/* more dirs of its own: MPS's pipes */
 	int		  loopback;	/* REMOTE_LOOPBACK: host loopback */
 };
+const char	*jail_path(void);
 struct jail	*jail_create(const struct jail_spec *, char **);
 int		 jail_ruleset(const struct jail *);
 char *const	*jail_sockets(const struct jail *);
@@ -1008,6 +1016,7 @@ void		 jail_free(struct jail *);
 void		 jail_spec_clear(struct jail_spec *);
 int		 jail_ready(char **);
 int		 jail_remote_job(int *, char **);
+int		 jail_open_loopback(void);
 void		 jail_serve_check(void);
 
 /* fence-policy.c: --allow, --deny-net, --add-host */
@@ -1047,6 +1056,7 @@ int		 fence_has_unix(const struct fence *);
 int		 fence_from_json(json_t *, struct fence **, char **);
 void		 fence_to_json(const struct fence *, json_t *);
 char		*fence_text(const struct fence *);
+char		**fence_loopback_rules(const struct fence *);
 
 /* ---- Remote runs: trust, sync, the client's hosts ------------------------ */
 
@@ -1084,6 +1094,7 @@ struct token {
 	char		 hash[DIGEST_HEX];	/* SHA-256 of the token, hex */
 	int64_t		 created;	/* ms */
 	int		 revoked;
+	int64_t		 expires;	/* ms; an invite (0: a token) */
 };
 struct tokens {
 	struct token	*v;
@@ -1101,6 +1112,10 @@ int		 tokens_parse(const char *, size_t, struct tokens *, char **);
 int		 tokens_refresh(struct tokens *, char **);
 int		 tokens_add(struct tokens *, const char *, char **, char **,
 		     char **);
+int		 tokens_invite(struct tokens *, const char *, char **, char **,
+		     char **);
+int		 tokens_join(struct tokens *, const struct token *, char **,
+		     char **, char **);
 int		 tokens_revoke(struct tokens *, const char *, char **);
 json_t		*tokens_to_json(const struct tokens *);
 const struct token *tokens_check(const struct tokens *, const char *);
@@ -1249,6 +1264,7 @@ int		 remote_sync(const struct remote_io *, const char *,
 int		 remote_pull(const struct remote_io *, const char *,
 		     char *const *, const char *, int, struct sync_stats *,
 		     char **);
+int		 remote_pull_pattern(const char *, char **);
 
 /* remote-host.c: the host's side of the sync routes */
 int		 remote_host_manifest_post(struct cas *, const char *,
@@ -1266,7 +1282,7 @@ int		 remote_host_tree(struct cas *, const char *, struct manifest *,
 		     json_t **, char **);
 int		 remote_host_prepare(struct cas *, const char *, const char *,
 		     json_t **, char **);
-int		 remote_host_pull(struct cas *, const char *, json_t *,
+int		 remote_host_pull(struct cas *, int, json_t *,
 		     uint64_t, json_t **, char **);
 
 /* remote-local.c: the sync routes in process */
@@ -1318,6 +1334,7 @@ struct remote_room {
 	u_int		 ncards;
 };
 char		*remotes_path(void);
+int		 remote_name_valid(const char *);
 int		 remotes_load(struct remotes *, const char *, char **);
 int		 remotes_save(const struct remotes *, char **);
 void		 remotes_clear(struct remotes *);
@@ -1335,21 +1352,44 @@ char		*remotes_invite(const char *, const char *, u_int,
 /* tree.c: the host's side of moving a tree */
 int		 tree_pin(struct cas *, const struct manifest *, char **);
 void		 tree_unpin(struct cas *, const struct manifest *, size_t);
-int		 tree_materialize_at(int, const struct manifest *, const char *,
-		     const _Atomic int *, char **);
+int		 tree_materialize_at(int, int, const struct manifest *,
+		     const char *, const _Atomic int *, char **);
+void		 tree_collect(const char *, const char *);
 int		 tree_materialize(struct cas *, const struct manifest *,
 		     const char *, char **);
 
 /* prepare.c: a remote job's tree, made by a helper thread */
 #define PREPARE_REASON	"preparing its files"
 struct prepare	*prepare_new(struct cas *, struct manifest *, const char *,
-		     char **);
+		     const char *, const char *, char **);
+void		 prepare_discard(const char *);
+void		 prepare_collect(const char *, const char *);
 int		 prepare_submit(struct prepare *, struct job *, u_int, int *,
 		     char **);
 void		 prepare_restore(void);
 void		 prepare_shutdown(void);
-int		 tree_pull(struct cas *, const char *, char *const *, uint64_t,
+int		 tree_pull_at(struct cas *, int, char *const *, uint64_t,
 		     struct manifest *, char **);
+
+/* overlay.c: a job's tree as an overlay in its own namespaces */
+struct overlay;
+struct overlay	*overlay_create(const char *, const char *, const char *,
+		     const char *);
+void		 overlay_free(struct overlay *);
+int		 overlay_enter(const struct overlay *, const char **);
+int		 overlay_view(const char *, const char *, char **);
+int		 overlay_ready(char **);
+
+/* worktree.c: where a job with a synced tree runs, and for how long */
+int		 worktree_reuse(u_int, const char *, char **);
+int		 worktree_prepare(u_int, struct cas *, const char *,
+		     struct manifest *, struct prepare **, char **);
+void		 worktree_pull_pending(u_int);
+void		 worktree_pulled(u_int);
+int		 worktree_overlay(u_int, struct overlay **, char **);
+int		 worktree_open(u_int, char **);
+void		 worktree_remove(u_int);
+void		 worktree_tick(void);
 
 /* progress.c */
 struct progress {
@@ -1451,6 +1491,8 @@ void		 api_usage(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_usage_prune(struct evhttp_request *, const char *,
 		     const struct api_who *);
+void		 api_usage_verify(struct evhttp_request *, const char *,
+		     const struct api_who *);
 void		 api_metrics(struct evhttp_request *, const char *,
 		     const struct api_who *);
 
@@ -1483,11 +1525,14 @@ struct prepare;
 int		 api_remote_job(struct evhttp_request *, const struct api_who *,
 		     struct jobreq *, u_int, struct prepare **);
 void		 api_remote_job_undo(u_int);
+json_t		*api_remote_warnings(const struct jobreq *);
 void		 api_tokens_list(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_tokens_add(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_token_revoke(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_join(struct evhttp_request *, const char *,
 		     const struct api_who *);
 
 /* ---- The client ---------------------------------------------------------- */
@@ -1527,8 +1572,12 @@ struct client_req {			/* one of several requests at once */
 	uint64_t	 bodysize;
 	int		 sinkfd;	/* a 2xx body goes here, or -1 */
 	const struct client_stream_cbs *cbs;	/* a 200 reply is frames */
+	int		 connect_ms;	/* to connect, shake hands (0: 10s) */
+	int		 answer_ms;	/* to the answer's first byte (0: -) */
 	struct client_reply reply;
 	int		 stopped;	/* a callback ended it */
+	int		 late;		/* it failed for a deadline */
+	int64_t		 took_us;	/* from its start to its end */
 };
 int		 client_daemon_running(void);
 int		 client_call(const char *, const char *, json_t *,
@@ -1565,6 +1614,7 @@ struct stream {
 	int		 waited;	/* it was queued: say when it starts */
 	int		 stop_pending;	/* Ctrl-C came before the job's id */
 	int		 write_failed;	/* errno of a failed write of output */
+	long		 refused;	/* the HTTP status that refused it */
 };
 void		 stream_init(struct stream *, const char *, int);
 int		 stream_run(struct stream *, const char *, const char *,
@@ -1576,16 +1626,52 @@ void		 hosts_choose(int, const char *);
 int		 hosts_remote(void);
 int		 hosts_names_remote(const char *);
 u_int		 hosts_candidates(const struct remote **, u_int);
+u_int		 hosts_configured(const struct remote **, u_int);
 int		 hosts_fixed(void);
+void		 hosts_skipped(const struct remote *,
+		     const struct client_reply *);
 int		 hosts_call(const char *, const char *, json_t *,
 		     struct client_reply *);
 int		 hosts_stream(const char *, const char *, json_t *,
 		     const struct client_stream_cbs *, struct client_reply *);
 
+/* hosts-slow.c: hosts that did not answer in time, asked last */
+u_int		 hosts_slow_parse(char *, int64_t);
+void		 hosts_slow_forget(void);
+int		 hosts_slow(const struct remote *);
+void		 hosts_slow_deadlines(const struct remote *,
+		     struct client_req *);
+char		*hosts_slow_note(const struct remote *);
+void		 hosts_slow_heard(const struct remote *,
+		     const struct client_req *);
+
+/* remote-probe.c: what each host says of itself (remote ls, version) */
+struct remote_probe {
+	const struct remote *rm;
+	char		*error;		/* NULL if it answered */
+	json_t		*version;	/* GET /v1/version's body */
+	json_t		*cards;		/* GET /v1/cards's body */
+	int64_t		 rtt_us;	/* one request on its connection */
+};
+struct remote_free {
+	u_int		 cards;
+	double		 share_free;	/* summed over its cards */
+	uint64_t	 mem_free;
+	uint64_t	 memory;
+	u_int		 jobs;		/* running on its cards */
+};
+void		 remote_probe(struct remote_probe *, u_int, int);
+void		 remote_probe_free(const struct remote_probe *,
+		     struct remote_free *);
+void		 remote_probe_clear(struct remote_probe *, u_int);
+
 /* run-remote.c: gmux run on remote hosts */
+#define RUN_DETACH	0x1	/* run -d */
+#define RUN_QUIET	0x2	/* run -q */
 int		 run_remote(json_t *, int, char **);
 void		 run_why(const struct stream *);	/* cmd-run.c */
 int		 run_retry(const char *, struct client_reply *); /* cmd-run.c */
+int		 run_refused(long);			/* cmd-run.c */
 
 /* ---- Commands ------------------------------------------------------------ */
 

@@ -15,6 +15,7 @@
 #include "gmux.h"
 
 #define HOSTS_ASK_MS	5000	/* a listing waits this long for a host */
+				/* (and less for one silent: hosts-slow.c) */
 
 static int		 hosts_resolved;
 static int		 hosts_is_remote;
@@ -119,25 +120,62 @@ hosts_names_remote(const char *path)
 
 /*
  * The hosts a command may go to: --remote NAME's, or every configured one
- * (the default first).  Fills at most max entries; returns how many.
+ * (the default first, those remembered as slow last).  Fills at most max
+ * entries; returns how many.
  */
 u_int
 hosts_candidates(const struct remote **v, u_int max)
 {
-	u_int	 i, n = 0;
+	const struct remote	*rm;
+	u_int			 i, n = 0, pass;
 
 	hosts_resolve();
 	if (hosts_one != NULL) {
 		v[0] = hosts_one;
 		return (1);
 	}
-	if (hosts_rs.dflt != NULL && max > 0)
-		v[n++] = remotes_find(&hosts_rs, hosts_rs.dflt);
-	for (i = 0; i < hosts_rs.n && n < max; i++) {
-		if (hosts_rs.dflt == NULL ||
-		    strcmp(hosts_rs.v[i].name, hosts_rs.dflt) != 0)
-			v[n++] = &hosts_rs.v[i];
+	for (pass = 0; pass < 2; pass++) {
+		rm = hosts_rs.dflt != NULL ? remotes_find(&hosts_rs,
+		    hosts_rs.dflt) : NULL;
+		if (rm != NULL && n < max && hosts_slow(rm) == (int)pass)
+			v[n++] = rm;
+		for (i = 0; i < hosts_rs.n && n < max; i++) {
+			rm = &hosts_rs.v[i];
+			if ((hosts_rs.dflt == NULL ||
+			    strcmp(rm->name, hosts_rs.dflt) != 0) &&
+			    hosts_slow(rm) == (int)pass)
+				v[n++] = rm;
+		}
 	}
+	return (n);
+}
+
+/*
+ * Every configured host (--remote NAME's alone), whether or not a daemon
+ * runs here: for what speaks of them all (version).  None without a
+ * remotes file.
+ */
+u_int
+hosts_configured(const struct remote **v, u_int max)
+{
+	char	*path;
+	u_int	 i, n = 0;
+	int	 have;
+
+	hosts_resolve();
+	if (hosts_one != NULL) {
+		v[0] = hosts_one;
+		return (1);
+	}
+	path = remotes_path();
+	have = access(path, F_OK) == 0;
+	free(path);
+	if (!have)
+		return (0);
+	if (hosts_rs.path == NULL)
+		hosts_load();
+	for (i = 0; i < hosts_rs.n && n < max; i++)
+		v[n++] = &hosts_rs.v[i];
 	return (n);
 }
 
@@ -162,12 +200,18 @@ hosts_reply(struct client_reply *r, long status, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* A host that did not answer a listing: said once, on stderr. */
-static void
-hosts_warn(const struct remote *rm, const struct client_reply *r)
+/*
+ * A host that did not answer (a listing, run's placement): said once, on
+ * stderr, with why, and since when it has been slow if it was.
+ */
+void
+hosts_skipped(const struct remote *rm, const struct client_reply *r)
 {
-	fprintf(stderr, "gmux: %s: %s; skipped\n", rm->name, r->error != NULL ?
-	    r->error : "no answer");
+	char	*note = hosts_slow_note(rm);
+
+	fprintf(stderr, "gmux: skipping %s: %s%s\n", rm->name,
+	    r->error != NULL ? r->error : "no answer", note);
+	free(note);
 }
 
 /*
@@ -184,6 +228,7 @@ hosts_ask(const char *method, const char *path, json_t *body,
 	n = hosts_candidates(rv, REMOTES_MAX);
 	for (i = 0; i < n; i++) {
 		client_req_init(&q[i], &rv[i]->target, method, path);
+		hosts_slow_deadlines(rv[i], &q[i]);
 		q[i].body = text;
 		q[i].len = text != NULL ? strlen(text) : 0;
 	}
@@ -192,13 +237,16 @@ hosts_ask(const char *method, const char *path, json_t *body,
 	return (n);
 }
 
+/* After the warnings: who was slow is remembered; the replies go. */
 static void
-hosts_done(struct client_req *q, u_int n)
+hosts_done(const struct remote **rv, struct client_req *q, u_int n)
 {
 	u_int	 i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		hosts_slow_heard(rv[i], &q[i]);
 		client_reply_clear(&q[i].reply);
+	}
 }
 
 /* Adds o's rows (each with "host") to the merged usage report m. */
@@ -274,7 +322,7 @@ hosts_merge(const char *method, const char *path, json_t *body,
 	n = hosts_ask(method, path, body, rv, q, HOSTS_ASK_MS);
 	for (i = 0; i < n; i++) {
 		if (q[i].reply.error != NULL || q[i].reply.status != 200) {
-			hosts_warn(rv[i], &q[i].reply);
+			hosts_skipped(rv[i], &q[i].reply);
 			bad++;
 			continue;
 		}
@@ -284,10 +332,10 @@ hosts_merge(const char *method, const char *path, json_t *body,
 	if (bad == n && n > 0) {
 		r->status = q[0].reply.status;
 		r->error = xstrdup("no host answered");
-		hosts_done(q, n);
+		hosts_done(rv, q, n);
 		return (r->status != 0 ? 0 : -1);
 	}
-	hosts_done(q, n);
+	hosts_done(rv, q, n);
 	r->status = 200;
 	r->body = m != NULL ? m : json_array();
 	return (0);
@@ -314,9 +362,9 @@ hosts_find_job(const char *id, struct client_reply *r)
 			free(names);
 			names = s;
 		} else if (q[i].reply.status != 404)
-			hosts_warn(rv[i], &q[i].reply);
+			hosts_skipped(rv[i], &q[i].reply);
 	}
-	hosts_done(q, n);
+	hosts_done(rv, q, n);
 	if (nfound == 0)
 		hosts_reply(r, 404, "no job %s on any host", id);
 	else if (nfound > 1)

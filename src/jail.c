@@ -30,11 +30,14 @@
 #include "gmux.h"
 
 #define JAIL_ABI	6	/* scopes: signals, abstract sockets */
+#define JAIL_PATH	"/usr/local/bin:/usr/bin:/bin"
 
 #define JAIL_RO		(LANDLOCK_READ|LANDLOCK_LIST)
 #define JAIL_RX		(JAIL_RO|LANDLOCK_EXEC)
 #define JAIL_RW		(JAIL_RX|LANDLOCK_WRITE|LANDLOCK_CREATE)
 #define JAIL_DEV	(LANDLOCK_READ|LANDLOCK_WRITE|LANDLOCK_DEVICE)
+
+static int	 jail_check_home(const char *, char **);
 
 struct jail {
 	int		 ruleset;	/* files, TCP connects, scopes */
@@ -113,6 +116,74 @@ jail_each_read(int (*cb)(const char *, void *), void *arg)
 	return (rc);
 }
 
+/*
+ * A remote job's PATH: the operator's REMOTE_PATH, else the daemon's own,
+ * so that a command resolves as it does in the host user's shell (a venv,
+ * a conda environment).  The jail lets its directories be read and run.
+ */
+const char *
+jail_path(void)
+{
+	const char	*v = config_get("REMOTE_PATH");
+
+	if (v == NULL || *v == '\0')
+		v = getenv("PATH");
+	if (v == NULL || *v == '\0')
+		v = JAIL_PATH;
+	return (v);
+}
+
+/*
+ * Is dir/bin's dir a Python environment (a venv's pyvenv.cfg, conda's
+ * conda-meta)?  Its interpreter needs the rest of it (lib/, the config).
+ * Any other parent of a bin (a home, ~/.local) stays closed.
+ */
+static int
+jail_path_env(const char *dir)
+{
+	static const char *const marks[] = { "pyvenv.cfg", "conda-meta" };
+	struct stat	 sb;
+	char		*mark;
+	size_t		 i;
+	int		 found = 0;
+
+	for (i = 0; i < nitems(marks) && !found; i++) {
+		xasprintf(&mark, "%s/%s", dir, marks[i]);
+		found = lstat(mark, &sb) == 0;
+		free(mark);
+	}
+	return (found);
+}
+
+/*
+ * Calls cb for each directory the PATH lends a remote job: each absolute
+ * entry, and the prefix of one that is a Python environment's bin.
+ */
+static int
+jail_each_path(int (*cb)(const char *, void *), void *arg)
+{
+	char	*copy, *p, *next, *slash;
+	int	 rc = 0;
+
+	copy = xstrdup(jail_path());
+	for (p = copy; p != NULL && rc == 0; p = next) {
+		if ((next = strchr(p, ':')) != NULL)
+			*next++ = '\0';
+		if (*p != '/')
+			continue;	/* relative: the job's own tree */
+		rc = cb(p, arg);
+		slash = strrchr(p, '/');
+		if (rc == 0 && slash != NULL && slash != p &&
+		    strcmp(slash, "/bin") == 0) {
+			*slash = '\0';
+			if (jail_path_env(p))
+				rc = cb(p, arg);
+		}
+	}
+	free(copy);
+	return (rc);
+}
+
 struct jail_build {
 	struct jail	*j;
 	int		 abi;
@@ -126,6 +197,20 @@ jail_grant_read(const char *path, void *arg)
 	if (landlock_allow(b->j->ruleset, b->abi, path, JAIL_RX) != 0)
 		log_debug("%s: %s: %s", __func__, path, strerror(errno));
 	return (0);
+}
+
+/* A directory of the PATH, unless it holds gmux's own (a home, say). */
+static int
+jail_grant_path(const char *path, void *arg)
+{
+	char	*why = NULL;
+
+	if (jail_check_home(path, &why) != 0) {
+		log_debug("%s: %s not lent: %s", __func__, path, why);
+		free(why);
+		return (0);
+	}
+	return (jail_grant_read(path, arg));
 }
 
 /* Grants what every job needs; a path that is not there is skipped. */
@@ -148,6 +233,7 @@ jail_grant_system(struct jail_build *b)
 		globfree(&g);
 	}
 	jail_each_read(jail_grant_read, b);
+	jail_each_path(jail_grant_path, b);
 }
 
 /* Grants the job's own: its tree, its tmp, what enforcement needs. */
@@ -282,8 +368,10 @@ jail_home_in(const char *granted, void *arg)
 	return (in ? -1 : 0);
 }
 
+/* Does gmux's dir lie in what remote jobs may read (or in granted)? */
 static int
-jail_check_dir(const char *what, const char *path, char **cause)
+jail_check_dir(const char *what, const char *path, const char *granted,
+    char **cause)
 {
 	struct jail_home	 h;
 	size_t			 i;
@@ -293,9 +381,11 @@ jail_check_dir(const char *what, const char *path, char **cause)
 	h.cause = cause;
 	if ((h.real = realpath(path, NULL)) == NULL)
 		return (0);
-	for (i = 0; i < nitems(jail_system) && rc == 0; i++)
+	if (granted != NULL)
+		rc = jail_home_in(granted, &h);
+	for (i = 0; granted == NULL && i < nitems(jail_system) && rc == 0; i++)
 		rc = jail_home_in(jail_system[i].path, &h);
-	if (rc == 0)
+	if (granted == NULL && rc == 0)
 		rc = jail_each_read(jail_home_in, &h);
 	free(h.real);
 	return (rc);
@@ -303,10 +393,11 @@ jail_check_dir(const char *what, const char *path, char **cause)
 
 /*
  * gmux's own directories must lie outside everything a remote job may
- * read: the state (home), the socket's, the configuration's.
+ * read (or, with granted, outside that one): the state (home), the
+ * socket's, the configuration's.
  */
 static int
-jail_check_home(char **cause)
+jail_check_home(const char *granted, char **cause)
 {
 	char	*sock, *conf, *slash;
 	int	 rc;
@@ -317,12 +408,14 @@ jail_check_home(char **cause)
 	conf = xstrdup(path_config());
 	if ((slash = strrchr(conf, '/')) != NULL)
 		*slash = '\0';
-	rc = jail_check_dir("gmux's state directory", path_home(), cause);
+	rc = jail_check_dir("gmux's state directory", path_home(), granted,
+	    cause);
 	if (rc == 0)
-		rc = jail_check_dir("gmux's socket directory", sock, cause);
+		rc = jail_check_dir("gmux's socket directory", sock, granted,
+		    cause);
 	if (rc == 0)
 		rc = jail_check_dir("gmux's configuration directory", conf,
-		    cause);
+		    granted, cause);
 	free(sock);
 	free(conf);
 	return (rc);
@@ -416,7 +509,7 @@ int
 jail_ready(char **cause)
 {
 	if (jail_state == 0) {
-		if (jail_check_home(&jail_why) == 0 &&
+		if (jail_check_home(NULL, &jail_why) == 0 &&
 		    jail_probe(&jail_ipcns, &jail_why) == 0)
 			jail_state = 1;
 		else
@@ -427,6 +520,16 @@ jail_ready(char **cause)
 	xasprintf(cause, "this host cannot confine remote jobs: %s",
 	    jail_why);
 	return (-1);
+}
+
+/*
+ * Has the host's operator opened its loopback to remote jobs
+ * (REMOTE_LOOPBACK=1)?  Else they reach only what they bound themselves.
+ */
+int
+jail_open_loopback(void)
+{
+	return (config_uint("REMOTE_LOOPBACK", 0, 0, 1) == 1);
 }
 
 /* Has the host's operator said remote jobs may run unconfined? */

@@ -328,15 +328,20 @@ job_start(struct job *j, char **cause)
 {
 	struct keeper_spec	 s;
 	struct jail_spec	 js;
+	struct overlay		*ov = NULL;
 	char			*dir, *path;
 	int			 rc = -1, fd;
 
 	/* Confined when it came, confined now, or not started at all. */
 	if (j->req.confined && jail_ready(cause) != 0)
 		return (-1);
+	/* Over its stored tree, as it was set up, or not at all. */
+	if (worktree_overlay(j->id, &ov, cause) != 0)
+		return (-1);
 	dir = path_job(j->id);
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		xasprintf(cause, "%s: %s", dir, strerror(errno));
+		overlay_free(ov);
 		free(dir);
 		return (-1);
 	}
@@ -356,6 +361,7 @@ job_start(struct job *j, char **cause)
 	s.cwd = j->req.cwd;
 	s.umask = j->req.umask;
 	s.fence = j->req.fence;
+	s.overlay = ov;
 	if (s.cwd == NULL && (s.cwd = getenv("HOME")) == NULL)
 		s.cwd = "/";
 	memset(&js, 0, sizeof js);
@@ -363,7 +369,7 @@ job_start(struct job *j, char **cause)
 		js.work = path_job_file(j->id, "work");
 		js.tmp = path_job_file(j->id, "tmp");
 		enforce_jail_paths(j->cards, &js);
-		js.loopback = config_uint("REMOTE_LOOPBACK", 0, 0, 1) == 1;
+		js.loopback = jail_open_loopback();
 		s.cwd = js.work;
 		s.jail = &js;
 	}
@@ -390,6 +396,7 @@ job_start(struct job *j, char **cause)
 out:
 	strv_free(s.env);
 	jail_spec_clear(&js);
+	overlay_free(ov);
 	free(dir);
 	log_debug("%s: %s card %d seats %u: %s", __func__, j->name, j->card,
 	    j->seats, rc == 0 ? "running" : *cause);
@@ -431,6 +438,22 @@ job_stop(struct job *j, int64_t grace_ms, const char *why)
 	log_debug("%s: %s grace %lldms (%s)", __func__, j->name,
 	    (long long)grace_ms, why);
 	return (rc);
+}
+
+/*
+ * Withdraws a user's stop whose KILL is pending (gmux run's second Ctrl-C
+ * detaches: the job keeps running); a preemption is not withdrawn.
+ * Returns 0, or -1 if no such stop is pending.
+ */
+int
+job_stop_cancel(struct job *j)
+{
+	if (j->state != JOB_RUNNING || !j->stopping || j->by != 0 ||
+	    j->ctl_fd == -1 || keeper_send(j->ctl_fd, "cancel\n") != 0)
+		return (-1);
+	j->stopping = 0;
+	log_debug("%s: %s", __func__, j->name);
+	return (0);
 }
 
 static void

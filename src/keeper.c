@@ -11,6 +11,7 @@
  * connection to ctl:
  *	stop GRACE_MS REASON	TERM now, KILL after GRACE_MS; REASON is
  *				"stopped" or "preempted"
+ *	cancel			no KILL after a "stopped" stop after all
  *	ping			answered "pong"
  * The keeper tells its daemon link "pid N" once the job runs, and
  * "exit JSON" (the exit frame's payload) as soon as it has ended, before the
@@ -316,6 +317,24 @@ keeper_signal_group(struct keeper *k, int sig)
 		kill(-k->pid, sig);
 }
 
+/*
+ * Withdraws a user's stop: its KILL is no longer pending (gmux run's
+ * second Ctrl-C detaches and leaves the job running).  Its TERM was sent;
+ * a later stop sends another.  A preemption is not withdrawn.
+ */
+static void
+keeper_cancel(struct keeper *k, int fd)
+{
+	if (k->exited || k->kill_at == 0 || k->reason == NULL ||
+	    strcmp(k->reason, "stopped") != 0) {
+		write_all(fd, "none\n", 5);
+		return;
+	}
+	k->kill_at = 0;
+	k->reason = NULL;
+	write_all(fd, "ok\n", 3);
+}
+
 static void
 keeper_command(struct keeper *k, int fd, char *line)
 {
@@ -344,6 +363,10 @@ keeper_command(struct keeper *k, int fd, char *line)
 		    clock_mono_ms() + grace < k->kill_at))
 			k->kill_at = clock_mono_ms() + grace;
 		write_all(fd, "ok\n", 3);
+		return;
+	}
+	if (strcmp(line, "cancel") == 0) {
+		keeper_cancel(k, fd);
 		return;
 	}
 	write_all(fd, "error\n", 6);
@@ -477,6 +500,21 @@ keeper_fence_stats(struct keeper *k, int now)
 		free(cause);
 }
 
+/*
+ * What the job's log should say of its fence, among its output: that a
+ * remote job's connect to the host's loopback was refused, and why.
+ */
+static void
+keeper_fence_news(struct keeper *k)
+{
+	char	*line;
+
+	if ((line = fence_job_loopback_news(k->fence)) != NULL) {
+		keeper_frame(k, FRAME_STDERR, line, strlen(line));
+		free(line);
+	}
+}
+
 static int
 keeper_poll_timeout(struct keeper *k)
 {
@@ -522,9 +560,11 @@ keeper_loop(struct keeper *k)
 		    keeper_poll_timeout(k));
 		if (k->fence != NULL) {
 			/* The job waits on its connects: answer those first. */
-			if (n > 0)
+			if (n > 0) {
 				fence_job_dispatch(k->fence,
 				    pfd + 4 + KEEPER_MAX_CONNS, nf);
+				keeper_fence_news(k);
+			}
 			keeper_fence_stats(k, 0);
 		}
 		if (n <= 0)
@@ -684,7 +724,18 @@ keeper_confine(struct keeper *k)
 	const struct keeper_spec	*s = k->spec;
 	const struct fence		*policy = s->fence;
 	struct fence			*open = NULL;
+	const char			*what;
 
+	/*
+	 * Its tree first: the keeper moves into the job's user and mount
+	 * namespaces and mounts it there, so that the jail's rules and the
+	 * fence's paths name what the job will see.
+	 */
+	if (s->overlay != NULL && overlay_enter(s->overlay, &what) != 0) {
+		xasprintf(&k->error, "its tree: %s: %s", what,
+		    strerror(errno));
+		goto fail;
+	}
 	if (s->jail != NULL) {
 		if (keeper_jail(k) != 0)
 			goto fail;

@@ -21,6 +21,7 @@
 #include <sys/eventfd.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -35,6 +36,7 @@
 enum prepare_kind {
 	PREPARE_MAKE,		/* make the tree */
 	PREPARE_REMOVE,		/* remove it (a job that will not run) */
+	PREPARE_COLLECT,	/* remove stored trees' unused objects */
 };
 
 struct prepare {
@@ -43,6 +45,9 @@ struct prepare {
 	struct cas		*cas;		/* the loop's: to unpin */
 	struct manifest		 m;
 	char			*workdir;
+	char			*final;		/* a stored tree: renamed to */
+	char			*objects;	/* its objects' directory */
+	char			*blobs;		/* a collect's: the store */
 	int			 blobfd;	/* the thread's own */
 	int			 rc;
 	char			*cause;
@@ -72,20 +77,60 @@ prepare_free(struct prepare *p)
 	if (p->blobfd != -1)
 		close(p->blobfd);
 	free(p->workdir);
+	free(p->final);
+	free(p->objects);
+	free(p->blobs);
 	free(p->cause);
 	free(p);
+}
+
+/*
+ * Makes a stored tree (shared by every job over it): in a directory of
+ * its own, renamed into place whole, unless an earlier item made it.
+ * Unlike a job's copy it outlives the run, and later runs trust it: its
+ * files (and the blobs it was made from) are flushed before it is put in
+ * place, so a stored tree is whole after a crash, and objects that were
+ * not (a tree left in tmp/) are dropped at the next start (worktree.c).
+ */
+static void
+prepare_stored(struct prepare *p)
+{
+	int	 objfd;
+
+	if (access(p->final, F_OK) == 0)
+		return;
+	if ((objfd = open(p->objects, O_RDONLY|O_DIRECTORY|O_CLOEXEC)) == -1)
+		log_warn("%s: %s", __func__, p->objects);
+	p->rc = tree_materialize_at(p->blobfd, objfd, &p->m, p->workdir,
+	    &prepare_stop, &p->cause);
+	if (p->rc == 0 && syncfs(objfd != -1 ? objfd : p->blobfd) != 0) {
+		xasprintf(&p->cause, "syncfs: %s", strerror(errno));
+		p->rc = -1;
+	}
+	if (objfd != -1)
+		close(objfd);
+	if (p->rc == 0 && rename(p->workdir, p->final) != 0) {
+		xasprintf(&p->cause, "%s: %s", p->final, strerror(errno));
+		p->rc = -1;
+	}
+	if (p->rc != 0)
+		confine_remove(p->workdir);
 }
 
 /* The thread's work on one item: it touches p and the disk only. */
 static void
 prepare_work(struct prepare *p)
 {
-	if (p->kind == PREPARE_MAKE) {
-		p->rc = tree_materialize_at(p->blobfd, &p->m, p->workdir,
+	if (p->kind == PREPARE_MAKE && p->final != NULL)
+		prepare_stored(p);
+	else if (p->kind == PREPARE_MAKE) {
+		p->rc = tree_materialize_at(p->blobfd, -1, &p->m, p->workdir,
 		    &prepare_stop, &p->cause);
 		if (p->rc != 0)
 			confine_remove(p->workdir);
-	} else
+	} else if (p->kind == PREPARE_COLLECT)
+		tree_collect(p->workdir, p->blobs);
+	else
 		confine_remove(p->workdir);
 }
 
@@ -148,7 +193,7 @@ prepare_finish(struct prepare *p)
 	struct job	*j;
 	char		*why;
 
-	if (p->kind == PREPARE_REMOVE) {
+	if (p->kind != PREPARE_MAKE) {
 		prepare_free(p);
 		return;
 	}
@@ -168,8 +213,14 @@ prepare_finish(struct prepare *p)
 		prepare_free(p);
 		return;
 	}
-	/* It will not run in its tree: the tree goes (a failed one is). */
-	if (p->rc != 0) {
+	/*
+	 * It will not run in its tree: the tree goes (a failed one is gone;
+	 * a stored one stays for others, until nothing needs it, and the
+	 * job's own layers over it go).
+	 */
+	if (p->final != NULL)
+		worktree_remove(p->id);
+	if (p->rc != 0 || p->final != NULL) {
 		prepare_free(p);
 		return;
 	}
@@ -232,28 +283,51 @@ prepare_queue(struct prepare *p)
 	pthread_mutex_unlock(&prepare_lock);
 }
 
-/* Removes a job's work directory off the loop. */
-static void
-prepare_remove(u_int id)
+/* Hands the thread work on path that returns nothing to the loop. */
+static struct prepare *
+prepare_chore(enum prepare_kind kind, const char *path)
 {
 	struct prepare	*p;
 
 	p = xcalloc(1, sizeof *p);
-	p->kind = PREPARE_REMOVE;
-	p->id = id;
+	p->kind = kind;
 	p->blobfd = -1;
-	p->workdir = path_job_file(id, "work");
+	p->workdir = xstrdup(path);
+	return (p);
+}
+
+/* Removes path (a tree nothing else may write) off the loop. */
+void
+prepare_discard(const char *path)
+{
+	prepare_queue(prepare_chore(PREPARE_REMOVE, path));
+}
+
+/*
+ * Removes the stored trees' objects (in objects; the blob store in
+ * blobs) that no tree links to, off the loop, after what was queued
+ * before (trees removed).
+ */
+void
+prepare_collect(const char *objects, const char *blobs)
+{
+	struct prepare	*p;
+
+	p = prepare_chore(PREPARE_COLLECT, objects);
+	p->blobs = xstrdup(blobs);
 	prepare_queue(p);
 }
 
 /*
  * Makes the job's tree: m (taken: it is left empty) from the store c into
- * workdir.  Its blobs are pinned at once.  Returns the work to hand to
- * prepare_submit, or NULL with *cause.
+ * workdir, and renames it to final if that is not NULL (a stored tree,
+ * whose files are links to the objects in objects: tree_materialize_at;
+ * if one is there already, nothing is made).  Its blobs are pinned at
+ * once.  Returns the work to hand to prepare_submit, or NULL with *cause.
  */
 struct prepare *
 prepare_new(struct cas *c, struct manifest *m, const char *workdir,
-    char **cause)
+    const char *final, const char *objects, char **cause)
 {
 	struct prepare	*p;
 
@@ -265,6 +339,10 @@ prepare_new(struct cas *c, struct manifest *m, const char *workdir,
 	p->m = *m;
 	manifest_init(m);
 	p->workdir = xstrdup(workdir);
+	if (final != NULL) {
+		p->final = xstrdup(final);
+		p->objects = xstrdup(objects);
+	}
 	if ((p->blobfd = cas_dup_dirfd(c)) == -1) {
 		xasprintf(cause, "the blob store: %s", strerror(errno));
 		prepare_free(p);
@@ -314,7 +392,7 @@ prepare_restore(void)
 		    "its files", __func__, j->name);
 		server_sched_refused(j, "the host stopped while it was "
 		    "preparing its files; run it again");
-		prepare_remove(j->id);
+		worktree_remove(j->id);
 	}
 }
 

@@ -725,7 +725,7 @@ static char **
 remote_host_globs(json_t *body, char **cause)
 {
 	json_t		*arr = json_object_get(body, "globs"), *g;
-	char		**v;
+	char		**v, *why;
 	size_t		 i;
 
 	if (!json_is_array(arr) || json_array_size(arr) == 0 ||
@@ -745,18 +745,24 @@ remote_host_globs(json_t *body, char **cause)
 			strv_free(v);
 			return (NULL);
 		}
+		if (remote_pull_pattern(json_string_value(g), &why) != 0) {
+			xasprintf(cause, "\"globs\" entry %zu: %s", i, why);
+			free(why);
+			strv_free(v);
+			return (NULL);
+		}
 		v[i] = xstrdup(json_string_value(g));
 	}
 	return (v);
 }
 
 /*
- * POST /v1/jobs/ID/pull: lists the files of the job's directory matching
- * body's "globs" (copying them into the store).  200 with {"manifest":
- * TEXT, "files", "bytes"}, or 400/413.
+ * POST /v1/jobs/ID/pull: lists the files of the job's tree (the directory
+ * fd) matching body's "globs" (copying them into the store).  200 with
+ * {"manifest": TEXT, "files", "bytes"}, or 400/413.
  */
 int
-remote_host_pull(struct cas *c, const char *workdir, json_t *body,
+remote_host_pull(struct cas *c, int fd, json_t *body,
     uint64_t limit, json_t **reply, char **cause)
 {
 	struct manifest	 m;
@@ -767,7 +773,7 @@ remote_host_pull(struct cas *c, const char *workdir, json_t *body,
 	*reply = NULL;
 	if ((globs = remote_host_globs(body, cause)) == NULL)
 		return (400);
-	if ((rc = tree_pull(c, workdir, globs, limit, &m, cause)) != 0) {
+	if ((rc = tree_pull_at(c, fd, globs, limit, &m, cause)) != 0) {
 		strv_free(globs);
 		return (rc == -2 ? 413 : 500);
 	}

@@ -8,6 +8,7 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,7 +23,7 @@ remote_local_route(struct remote_local *l, const char *method,
     char **cause)
 {
 	json_t	*j;
-	int	 code;
+	int	 code, fd;
 
 	if (strcmp(method, "GET") == 0 &&
 	    strncmp(path, "/v1/sync/manifest/", 18) == 0)
@@ -43,8 +44,15 @@ remote_local_route(struct remote_local *l, const char *method,
 			xasprintf(cause, "the body is not JSON");
 			return (400);
 		}
-		code = remote_host_pull(l->cas, l->jobdir, j, l->max_upload,
-		    reply, cause);
+		if ((fd = open(l->jobdir, O_RDONLY|O_DIRECTORY|O_CLOEXEC)) ==
+		    -1) {
+			json_decref(j);
+			xasprintf(cause, "%s: %s", l->jobdir, strerror(errno));
+			return (500);
+		}
+		code = remote_host_pull(l->cas, fd, j, l->max_upload, reply,
+		    cause);
+		close(fd);
 		json_decref(j);
 		return (code);
 	}

@@ -294,6 +294,32 @@ remote_job_ok(const char *job)
 }
 
 /*
+ * Is glob a pull pattern: relative to the job's tree, never climbing out
+ * of it?  0, or -1 with *cause naming it.
+ */
+int
+remote_pull_pattern(const char *glob, char **cause)
+{
+	const char	*p;
+	size_t		 n;
+
+	if (*glob == '\0') {
+		xasprintf(cause, "an empty pattern matches nothing");
+		return (-1);
+	}
+	for (p = glob; *p != '\0'; p += n + (p[n] == '/')) {
+		n = strcspn(p, "/");
+		if ((p == glob && n == 0) || (n == 2 && strncmp(p, "..",
+		    2) == 0)) {
+			xasprintf(cause, "'%.64s': a pull pattern is relative "
+			    "to the job's tree (no leading /, no ..)", glob);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
+/*
  * Brings the files of job matching globs (gitignore patterns) from the
  * host into root, fetching only those whose local copy differs.  Returns
  * 0 or -1 with *cause.

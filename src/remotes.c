@@ -34,7 +34,7 @@ remotes_path(void)
 }
 
 /* A remote's name: 1 to 32 of [A-Za-z0-9._-], starting alphanumeric. */
-static int
+int
 remote_name_valid(const char *s)
 {
 	size_t	 i;

@@ -18,9 +18,9 @@
 static int64_t	retention_last;
 
 /*
- * Removes a job's directory: its files (log, status, ...) and the copy of
- * the tree a remote run worked in (work/, confined: it holds what the job
- * made, links included).
+ * Removes a job's directory: its files (log, status, ...) and the tree a
+ * remote run worked in (worktree.c: it holds what the job made, links
+ * included).
  */
 static void
 retention_remove_dir(u_int id)
@@ -29,9 +29,7 @@ retention_remove_dir(u_int id)
 	char		*dir;
 	DIR		*d;
 
-	dir = path_job_file(id, "work");
-	confine_remove(dir);
-	free(dir);
+	worktree_remove(id);
 	dir = path_job(id);
 	if ((d = opendir(dir)) != NULL) {
 		while ((de = readdir(d)) != NULL) {

@@ -120,14 +120,29 @@ run_wants(json_t *req, u_int *seats, uint64_t *mem)
 	*mem = json_is_integer(m) ? (uint64_t)json_integer_value(m) : 0;
 }
 
+/* The largest card of every host that answered, and whose it is. */
+struct run_largest {
+	uint64_t		 mem;
+	const struct remote	*rm;
+};
+
 /* One host's answer to GET /v1/cards, as room for remotes_pick. */
 static void
 run_room(struct remote_room *room, struct remote_card_room *cards,
-    json_t *a)
+    json_t *a, const struct remote *rm, struct run_largest *big)
 {
-	json_t	*c;
-	size_t	 i;
+	json_t		*c;
+	size_t		 i;
+	uint64_t	 mem;
 
+	json_array_foreach(a, i, c) {
+		mem = (uint64_t)json_integer_value(json_object_get(c,
+		    "memory"));
+		if (mem > big->mem) {
+			big->mem = mem;
+			big->rm = rm;
+		}
+	}
 	room->ok = 1;
 	room->cards = cards;
 	room->ncards = 0;
@@ -148,7 +163,8 @@ run_room(struct remote_room *room, struct remote_card_room *cards,
  * that did not answer are dropped with a warning.  Returns how many.
  */
 static u_int
-run_rank(const struct remote **rv, u_int n, json_t *req)
+run_rank(const struct remote **rv, u_int n, json_t *req,
+    struct run_largest *big)
 {
 	struct client_req	 q[REMOTES_MAX];
 	struct remote_room	 room[REMOTES_MAX];
@@ -160,19 +176,22 @@ run_rank(const struct remote **rv, u_int n, json_t *req)
 
 	if (n <= 1)
 		return (n);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		client_req_init(&q[i], &rv[i]->target, "GET", "/v1/cards");
+		hosts_slow_deadlines(rv[i], &q[i]);
+	}
 	client_multi(q, n, RUN_PROBE_MS);
 	memset(room, 0, sizeof room);
 	for (i = 0; i < n; i++) {
 		cards[i] = xcalloc(CARDS_MAX, sizeof *cards[i]);
-		room[i].is_default = i == 0;	/* candidates: default first */
+		/* Candidates: the default first, unless it was slow. */
+		room[i].is_default = i == 0;
 		if (q[i].reply.status == 200 && json_is_array(q[i].reply.body))
-			run_room(&room[i], cards[i], q[i].reply.body);
+			run_room(&room[i], cards[i], q[i].reply.body, rv[i],
+			    big);
 		else
-			fprintf(stderr, "gmux run: skipping %s: %s\n",
-			    rv[i]->name, q[i].reply.error ? q[i].reply.error :
-			    "no answer");
+			hosts_skipped(rv[i], &q[i].reply);
+		hosts_slow_heard(rv[i], &q[i]);
 		client_reply_clear(&q[i].reply);
 	}
 	run_wants(req, &seats, &mem);
@@ -186,10 +205,24 @@ run_rank(const struct remote **rv, u_int n, json_t *req)
 	return (k);
 }
 
+/* What the host said the job should know at once (its "warnings"). */
+static void
+run_warnings(const struct remote *rm, json_t *job)
+{
+	json_t	*w;
+	size_t	 i;
+
+	json_array_foreach(json_object_get(job, "warnings"), i, w) {
+		if (json_is_string(w))
+			fprintf(stderr, "gmux run: %s: %s\n", rm->name,
+			    json_string_value(w));
+	}
+}
+
 /*
  * Starts the job on rm (syncing first; again once if the host lost blobs
  * meanwhile).  Returns 0 with *job (the host's reply), 409 if it did not
- * fit there now, or -1 (printed).
+ * fit there now, 400 if the request was bad, or -1 (printed).
  */
 static int
 run_start(const struct remote *rm, json_t *req, const char *cwd,
@@ -198,7 +231,7 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 	struct client_reply	 r;
 	char			 mdigest[DIGEST_HEX];
 	json_t			*body;
-	int			 tries;
+	int			 tries, rc;
 
 	for (tries = 0; tries < 2; tries++) {
 		if (run_sync(rm, cwd, mdigest) != 0)
@@ -209,6 +242,7 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 			r.status = 0;
 		json_decref(body);
 		if (r.status == 201) {
+			run_warnings(rm, r.body);
 			*job = json_incref(r.body);
 			client_reply_clear(&r);
 			return (0);
@@ -224,14 +258,40 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 	}
 	fprintf(stderr, "gmux run: %s: %s\n", rm->name, r.error ? r.error :
 	    "refused");
+	rc = r.status == 400 ? 400 : -1;
 	client_reply_clear(&r);
-	return (-1);
+	return (rc);
+}
+
+/* What a pull brought: how many files and bytes, or that none matched. */
+static void
+run_pull_said(char **pulls, const struct sync_stats *st)
+{
+	char	*all, *got;
+	size_t	 i;
+
+	if (st->files == 0) {
+		fprintf(stderr, "gmux run: --pull: nothing matched");
+		for (i = 0; pulls[i] != NULL; i++)
+			fprintf(stderr, " '%s'", pulls[i]);
+		fprintf(stderr, "\n");
+		return;
+	}
+	all = format_size(st->bytes);
+	got = format_size(st->moved_bytes);
+	fprintf(stderr, "gmux run: --pull: %llu file%s matched (%s): "
+	    "fetched %llu (%s), %llu already here\n",
+	    (unsigned long long)st->files, st->files == 1 ? "" : "s", all,
+	    (unsigned long long)st->moved, got,
+	    (unsigned long long)(st->files - st->moved));
+	free(all);
+	free(got);
 }
 
 /* Fetches --pull files into cwd; 0 or -1 (printed). */
 static int
 run_pull(const struct remote *rm, const char *job, char **pulls,
-    const char *cwd)
+    const char *cwd, int flags)
 {
 	struct remote_net	 n;
 	struct remote_io	 io;
@@ -247,7 +307,8 @@ run_pull(const struct remote *rm, const char *job, char **pulls,
 	if (rc != 0) {
 		fprintf(stderr, "gmux run: --pull: %s\n", cause);
 		free(cause);
-	}
+	} else if (st.files == 0 || !(flags & RUN_QUIET))
+		run_pull_said(pulls, &st);	/* that none matched: always */
 	sync_stats_clear(&st);
 	return (rc);
 }
@@ -255,7 +316,7 @@ run_pull(const struct remote *rm, const char *job, char **pulls,
 /* Streams the job's output until it ends; returns run's exit code. */
 static int
 run_follow(const struct remote *rm, json_t *job, char **pulls,
-    const char *cwd)
+    const char *cwd, int flags)
 {
 	struct stream	 s;
 	const char	*id = json_string_value(json_object_get(job, "id"));
@@ -276,9 +337,34 @@ run_follow(const struct remote *rm, json_t *job, char **pulls,
 	if (rc != 0 || !s.ended || s.exit_code < 0)
 		return (RUN_FAILED);
 	if (pulls != NULL && pulls[0] != NULL &&
-	    run_pull(rm, id, pulls, cwd) != 0)
+	    run_pull(rm, id, pulls, cwd, flags) != 0)
 		return (RUN_FAILED);
 	return (s.exit_code);
+}
+
+/*
+ * Refuses, naming the largest card anywhere, a job whose memory no card of
+ * any host that answered could ever hold (each host would name only its
+ * own).  Returns 1 if refused (printed).
+ */
+static int
+run_too_big(json_t *req, const struct run_largest *big)
+{
+	uint64_t	 mem;
+	u_int		 seats;
+	char		*want, *have;
+
+	run_wants(req, &seats, &mem);
+	if (big->rm == NULL || mem <= big->mem)
+		return (0);
+	want = format_size(mem);
+	have = format_size(big->mem);
+	fprintf(stderr, "gmux run: no card could ever hold it: it needs %s of "
+	    "memory; the largest card of any host has %s (%s)\n", want, have,
+	    big->rm->name);
+	free(want);
+	free(have);
+	return (1);
 }
 
 /*
@@ -287,37 +373,51 @@ run_follow(const struct remote *rm, json_t *job, char **pulls,
  * Returns the exit code.
  */
 int
-run_remote(json_t *req, int detach, char **pulls)
+run_remote(json_t *req, int flags, char **pulls)
 {
 	const struct remote	*rv[REMOTES_MAX];
+	struct run_largest	 big;
 	json_t			*job = NULL;
 	const char		*cwd;
-	u_int			 n, i;
-	int			 rc = -1;
+	u_int			 n, i, asked;
+	int			 rc = -1, detach = flags & RUN_DETACH;
 
 	if (detach && pulls != NULL) {
 		fprintf(stderr, "gmux run: --pull fetches when the job ends: "
 		    "it cannot go with -d\n");
 		return (EXIT_USAGE);
 	}
+	/* The host keeps the job's tree until the pull (worktree.c). */
+	if (pulls != NULL)
+		json_object_set_new(req, "pull", json_true());
 	cwd = json_string_value(json_object_get(req, "cwd"));
-	n = run_rank(rv, hosts_candidates(rv, REMOTES_MAX), req);
+	memset(&big, 0, sizeof big);
+	asked = hosts_candidates(rv, REMOTES_MAX);
+	n = run_rank(rv, asked, req, &big);
 	if (n == 0) {
 		fprintf(stderr, "gmux run: no host answered\n");
 		return (RUN_FAILED);
 	}
+	if (run_too_big(req, &big))
+		return (RUN_FAILED);
 	for (i = 0; i < n; i++) {
 		if ((rc = run_start(rv[i], req, cwd, &job)) != 409)
 			break;
 	}
 	if (rc != 0)
-		return (RUN_FAILED);
+		return (run_refused(rc));
 	if (detach) {
 		printf("%s:%s\n", rv[i]->name, json_string_value(
 		    json_object_get(job, "id")));
 		rc = 0;
-	} else
-		rc = run_follow(rv[i], job, pulls, cwd);
+	} else {
+		/* Where it went, when there was a choice (-d prints it). */
+		if (asked > 1 && !(flags & RUN_QUIET))
+			fprintf(stderr, "gmux run: on %s:%s (chosen of %u "
+			    "hosts)\n", rv[i]->name, json_string_value(
+			    json_object_get(job, "id")), asked);
+		rc = run_follow(rv[i], job, pulls, cwd, flags);
+	}
 	json_decref(job);
 	return (rc);
 }

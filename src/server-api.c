@@ -39,6 +39,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/jobs/*/log", api_job_log },
 	{ EVHTTP_REQ_GET, "/v1/usage", api_usage },
 	{ EVHTTP_REQ_POST, "/v1/usage/prune", api_usage_prune },
+	{ EVHTTP_REQ_GET, "/v1/usage/verify", api_usage_verify },
 	{ EVHTTP_REQ_GET, "/metrics", api_metrics },
 	/* remote runs (issue 7): docs/remote.md */
 	{ EVHTTP_REQ_GET, "/v1/sync/manifest/*", api_sync_manifest_get },
@@ -50,6 +51,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/tokens", api_tokens_list },
 	{ EVHTTP_REQ_POST, "/v1/tokens", api_tokens_add },
 	{ EVHTTP_REQ_POST, "/v1/tokens/*/revoke", api_token_revoke },
+	{ EVHTTP_REQ_POST, "/v1/join", api_join },
 };
 
 /* Matches path against pattern; the "*" segment is copied to id. */

@@ -182,6 +182,65 @@ server_tls_listen(const char *host, u_int port, char **cause)
 	return (fd);
 }
 
+/* The live token or invite req carries (checked already), or NULL. */
+static const struct token *
+server_tls_token(struct evhttp_request *req)
+{
+	const char	*h;
+
+	h = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    "Authorization");
+	if (tls_tokens == NULL || h == NULL || strncmp(h, "Bearer ", 7) != 0)
+		return (NULL);
+	return (tokens_check(tls_tokens, h + 7));
+}
+
+/* Did req come with an invite rather than a token (POST /v1/join)? */
+static int
+server_tls_invited(struct evhttp_request *req)
+{
+	const struct token	*tk = server_tls_token(req);
+
+	return (tk != NULL && tk->expires != 0);
+}
+
+/*
+ * POST /v1/join: trades the request's invite for a token of the invite's
+ * owner, made for the machine that asks.  201 {"id", "owner", "token"};
+ * 409 for a token (nothing to trade); 400 on the Unix socket.
+ */
+void
+api_join(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	const struct token	*tk = NULL;
+	json_t			*o;
+	char			*cause = NULL, *secret, *tid, *owner;
+
+	if (who->transport == API_TCP)
+		tk = server_tls_token(req);
+	if (tk == NULL) {
+		api_error(req, 400, "join trades an invite, over TCP");
+		return;
+	}
+	owner = xstrdup(tk->owner);
+	if (tokens_join(tls_tokens, tk, &secret, &tid, &cause) != 0) {
+		api_error(req, 409, "%s", cause);
+		free(cause);
+		free(owner);
+		return;
+	}
+	log_info("token %s made for %s (joined)", tid, owner);
+	o = json_pack("{s:s, s:s, s:s}", "id", tid, "owner", owner, "token",
+	    secret);
+	api_reply(req, 201, o);
+	json_decref(o);
+	explicit_bzero(secret, strlen(secret));
+	free(secret);
+	free(tid);
+	free(owner);
+}
+
 /* Routes that change the host itself: never over TCP. */
 static int
 server_tls_local_only(const char *path)
@@ -233,6 +292,10 @@ server_tls_dispatch(struct evhttp_request *req, void *arg)
 	}
 	if (code != 200)
 		api_error(req, code, "%s", cause);
+	else if (server_tls_invited(req) && (path == NULL ||
+	    strcmp(path, "/v1/join") != 0))
+		api_error(req, 403, "this is an invite: it is good only for "
+		    "gmux remote add, which trades it for a token of its own");
 	else if (path != NULL && server_tls_local_only(path))
 		api_error(req, 403, "%s is served on the host's own socket "
 		    "only", path);
@@ -242,7 +305,11 @@ server_tls_dispatch(struct evhttp_request *req, void *arg)
 	free(cause);
 }
 
-/* The first start with --addr: a token for the daemon's user, shown once. */
+/*
+ * The first start with --addr: an invite for the daemon's user, shown
+ * once, in the words of the product's description: what it serves, and
+ * the line to paste on each machine that will use it.
+ */
 static int
 server_tls_first_token(char **cause)
 {
@@ -251,14 +318,17 @@ server_tls_first_token(char **cause)
 	if (tls_tokens->n != 0)
 		return (0);
 	me = user_name(getuid());
-	if (tokens_add(tls_tokens, me, &secret, &id, cause) != 0) {
+	if (tokens_invite(tls_tokens, me, &secret, &id, cause) != 0) {
 		free(me);
 		return (-1);
 	}
-	line = server_tls_invite(secret);
-	printf("%s\n", line);
+	if ((line = server_tls_invite(secret)) == NULL)
+		fatalx("%s: no identity", __func__);
+	printf("gmux serving machines without a GPU on %s:%u over TLS\n"
+	    "on each of them, run:\n%s\n", tls_host != NULL ? tls_host : "",
+	    tls_port, line);
 	fflush(stdout);
-	log_info("made token %s for %s (shown once)", id, me);
+	log_info("made invite %s for %s (shown once)", id, me);
 	explicit_bzero(line, strlen(line));
 	explicit_bzero(secret, strlen(secret));
 	free(line);

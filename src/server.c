@@ -236,6 +236,7 @@ server_tick(void)
 		free(cause);
 	}
 	retention_tick();
+	worktree_tick();
 }
 
 static void
@@ -362,6 +363,58 @@ server_add_signal(int sig)
 }
 
 /*
+ * Says once what this daemon serves: its socket, its cards, its address.
+ * In the log; on stderr too in the foreground (a detached one has said
+ * what it had to on its way out: the invite).
+ */
+static void
+server_say_serving(int detached)
+{
+	char	*cards = NULL, *s, *mem;
+	u_int	 i;
+
+	for (i = 0; i < server_cards.n; i++) {
+		mem = format_size(server_cards.v[i].memory);
+		xasprintf(&s, "%s%s%s %s %s%s", cards ? cards : "", cards ?
+		    ", " : "", vendor_name(server_cards.v[i].vendor),
+		    server_cards.v[i].model, mem, server_cards.v[i].fake ?
+		    " (fake)" : "");
+		free(cards);
+		free(mem);
+		cards = s;
+	}
+	xasprintf(&s, "serving %s: %u card%s%s%s%s%s", path_socket(),
+	    server_cards.n, server_cards.n == 1 ? "" : "s", cards ? " (" : "",
+	    cards ? cards : "", cards ? ")" : "", server_tls_addr != NULL ?
+	    "; TLS on " : "");
+	log_info("%s%s", s, server_tls_addr ? server_tls_addr : "");
+	if (!detached)
+		fprintf(stderr, "gmux serve: %s%s\n", s, server_tls_addr ?
+		    server_tls_addr : "");
+	free(s);
+	free(cards);
+}
+
+/*
+ * The home's lock goes with the daemon: no gmux.pid is left behind.  It
+ * is removed while still locked, once everything it guards is closed: a
+ * daemon starting meanwhile is refused by this one's lock, or makes a
+ * file of its own.
+ */
+static void
+server_unlock(void)
+{
+	char	*path;
+
+	xasprintf(&path, "%s/gmux.pid", path_home());
+	if (unlink(path) != 0 && errno != ENOENT)
+		log_warn("%s", path);
+	free(path);
+	close(server_lock_fd);
+	server_lock_fd = -1;
+}
+
+/*
  * Runs the daemon: in the foreground, or detached once it serves.  Returns
  * the process's exit status.
  */
@@ -398,7 +451,7 @@ server_main(const char *fake, int detach)
 	server_tick_ev = event_new(server_base, -1, EV_PERSIST, server_tick_cb,
 	    NULL);
 	event_add(server_tick_ev, &one);
-	log_info("serving %s with %u card(s)", path_socket(), server_cards.n);
+	server_say_serving(ready != -1);
 	server_ready(ready);
 	event_base_dispatch(server_base);
 	evhttp_free(server_http);
@@ -410,8 +463,7 @@ server_main(const char *fake, int detach)
 	ledger_close(server_ledger);
 	server_ledger = NULL;
 	state_close();
-	if (ftruncate(server_lock_fd, 0) == -1)
-		log_warn("ftruncate");
+	server_unlock();
 	return (0);
 fail:
 	fprintf(stderr, "gmux serve: %s\n", cause);

@@ -27,6 +27,15 @@ stream_init(struct stream *s, const char *job, int mode)
 	s->exit_code = -1;
 }
 
+/* The command whose errors these are. */
+static const char *
+stream_command(const struct stream *s)
+{
+	if (s->mode == STREAM_RUN)
+		return ("run");
+	return (s->mode == STREAM_ATTACH ? "attach" : "logs");
+}
+
 /* The job waits: say where it is in the queue and what for. */
 static void
 stream_info_queued(struct stream *s, json_t *o)
@@ -58,6 +67,7 @@ stream_info(struct stream *s, const struct frame *f)
 	if (id != NULL && s->job[0] == '\0') {
 		snprintf(s->job, sizeof s->job, "%s", id);
 		if (s->stop_pending) {
+			s->stop_pending = 0;
 			s->interrupts = 0;
 			stream_interrupt(s);
 		}
@@ -121,6 +131,27 @@ stream_frame(const struct frame *f, void *arg)
 	return (0);
 }
 
+/*
+ * The first Ctrl-C's stop is withdrawn before its KILL: detached, the job
+ * keeps running (its TERM was sent).
+ */
+static void
+stream_cancel_stop(struct stream *s)
+{
+	struct client_reply	 r;
+	json_t			*body;
+	char			*path;
+
+	xasprintf(&path, "/v1/jobs/%s/stop", s->job);
+	body = json_pack("{s:b}", "cancel", 1);
+	client_call("POST", path, body, &r);
+	if (r.status != 200 && r.status != 409)
+		client_ok(&r, "run");
+	client_reply_clear(&r);
+	json_decref(body);
+	free(path);
+}
+
 /* Ctrl-C: in run, the first stops the job and the second detaches. */
 static int
 stream_interrupt(void *arg)
@@ -147,6 +178,8 @@ stream_interrupt(void *arg)
 		    "and leave it running)\n", s->job);
 		return (0);
 	}
+	if (s->mode == STREAM_RUN && !s->stop_pending)
+		stream_cancel_stop(s);
 	fprintf(stderr, "\ngmux: detached from %s; it keeps running "
 	    "(gmux attach %s)\n", s->job, s->job);
 	s->detached = 1;
@@ -208,7 +241,8 @@ stream_run(struct stream *s, const char *method, const char *path,
 	for (;;) {
 		rc = client_stream(method, path, body, &cbs, &r);
 		if (rc == 0 && r.status >= 400) {
-			client_ok(&r, s->mode == STREAM_RUN ? "run" : "logs");
+			s->refused = r.status;
+			client_ok(&r, stream_command(s));
 			client_reply_clear(&r);
 			free(next);
 			return (-1);
@@ -218,7 +252,7 @@ stream_run(struct stream *s, const char *method, const char *path,
 		    !retried++ && run_retry(path, &r))
 			continue;
 		if (rc == -1 && (s->job[0] == '\0' || !follow)) {
-			client_ok(&r, s->mode == STREAM_RUN ? "run" : "logs");
+			client_ok(&r, stream_command(s));
 			client_reply_clear(&r);
 			free(next);
 			return (-1);

@@ -6,8 +6,15 @@
  * (to list and revoke it without showing it) and an owner name, which is
  * what the host's jobs and ledger record for requests that carry it.
  *
+ * An invite is a token that is good for one thing only: trading it, over
+ * the pinned connection, for a token of its own (POST /v1/join), as many
+ * times as machines join, until it expires.  It is what the line a new
+ * holder pastes carries, so that the token a machine keeps is never in a
+ * command line (argv is readable by every user of that machine).
+ *
  * File: {"tokens":[{"id":"t1","owner":"alice","sha256":HEX,
- *        "created":MS,"revoked":false}, ...]}
+ *        "created":MS,"revoked":false[,"expires":MS]}, ...]}
+ * (expires: an invite, until then).
  */
 
 #include <sys/file.h>
@@ -24,6 +31,7 @@
 
 #define TOKENS_MAX_FILE	(16 * 1024 * 1024)
 #define TOKEN_BYTES	32
+#define TOKEN_INVITE_MS	(24 * 3600 * 1000LL)	/* as kubeadm's bootstrap */
 
 void
 tokens_clear(struct tokens *t)
@@ -57,12 +65,12 @@ static int
 tokens_parse_one(json_t *o, struct token *tk, char **cause)
 {
 	const char	*id, *owner, *hash;
-	json_int_t	 created;
+	json_int_t	 created, expires = 0;
 	int		 revoked;
 
-	if (json_unpack(o, "{s:s, s:s, s:s, s:I, s:b}", "id", &id, "owner",
-	    &owner, "sha256", &hash, "created", &created, "revoked",
-	    &revoked) != 0) {
+	if (json_unpack(o, "{s:s, s:s, s:s, s:I, s:b, s?I}", "id", &id,
+	    "owner", &owner, "sha256", &hash, "created", &created, "revoked",
+	    &revoked, "expires", &expires) != 0 || expires < 0) {
 		xasprintf(cause, "a token entry lacks a field");
 		return (-1);
 	}
@@ -76,6 +84,7 @@ tokens_parse_one(json_t *o, struct token *tk, char **cause)
 	memcpy(tk->hash, hash, DIGEST_HEX);
 	tk->created = created;
 	tk->revoked = revoked;
+	tk->expires = expires;
 	return (0);
 }
 
@@ -200,17 +209,20 @@ static int
 tokens_write(struct tokens *t, char **cause)
 {
 	struct stat	 st;
-	json_t		*arr, *root;
+	json_t		*arr, *root, *o;
 	char		*s;
 	u_int		 i;
 	int		 rc;
 
 	arr = json_array();
 	for (i = 0; i < t->n; i++) {
-		json_array_append_new(arr, json_pack(
-		    "{s:s, s:s, s:s, s:I, s:b}", "id", t->v[i].id, "owner",
-		    t->v[i].owner, "sha256", t->v[i].hash, "created",
-		    (json_int_t)t->v[i].created, "revoked", t->v[i].revoked));
+		o = json_pack("{s:s, s:s, s:s, s:I, s:b}", "id", t->v[i].id,
+		    "owner", t->v[i].owner, "sha256", t->v[i].hash, "created",
+		    (json_int_t)t->v[i].created, "revoked", t->v[i].revoked);
+		if (t->v[i].expires != 0)
+			json_object_set_new(o, "expires",
+			    json_integer(t->v[i].expires));
+		json_array_append_new(arr, o);
 	}
 	root = json_pack("{s:o}", "tokens", arr);
 	s = json_dumps(root, JSON_INDENT(1));
@@ -247,12 +259,13 @@ tokens_lock(struct tokens *t, char **cause)
 }
 
 /*
- * Makes a token for owner.  *secret gets the token itself (allocated; it
- * is shown once and never stored) and *id its id.  Returns 0 or -1.
+ * Makes a token for owner, an invite if expires is not 0.  *secret gets
+ * the token itself (allocated; it is shown once and never stored) and
+ * *id its id.  Returns 0 or -1.
  */
-int
-tokens_add(struct tokens *t, const char *owner, char **secret, char **id,
-    char **cause)
+static int
+tokens_make(struct tokens *t, const char *owner, int64_t expires,
+    char **secret, char **id, char **cause)
 {
 	u_char		 raw[TOKEN_BYTES];
 	char		 text[TOKEN_BYTES * 2];
@@ -280,6 +293,7 @@ tokens_add(struct tokens *t, const char *owner, char **secret, char **id,
 	tk->owner = xstrdup(owner);
 	digest_buf(text, strlen(text), tk->hash);
 	tk->created = clock_ms();
+	tk->expires = expires;
 	if ((rc = tokens_write(t, cause)) == 0) {
 		*secret = xstrdup(text);
 		*id = xstrdup(tk->id);
@@ -287,6 +301,46 @@ tokens_add(struct tokens *t, const char *owner, char **secret, char **id,
 	explicit_bzero(raw, sizeof raw);
 	explicit_bzero(text, sizeof text);
 	close(fd);
+	return (rc);
+}
+
+/* Makes a token for owner (see tokens_make). */
+int
+tokens_add(struct tokens *t, const char *owner, char **secret, char **id,
+    char **cause)
+{
+	return (tokens_make(t, owner, 0, secret, id, cause));
+}
+
+/* Makes an invite for owner, good for TOKEN_INVITE_MS (tokens_make). */
+int
+tokens_invite(struct tokens *t, const char *owner, char **secret,
+    char **id, char **cause)
+{
+	return (tokens_make(t, owner, clock_ms() + TOKEN_INVITE_MS, secret,
+	    id, cause));
+}
+
+/*
+ * Trades invite inv (as tokens_check found it) for a token of its owner's
+ * own (tokens_make).  The invite stays good for other machines until it
+ * expires or is revoked.
+ */
+int
+tokens_join(struct tokens *t, const struct token *inv, char **secret,
+    char **id, char **cause)
+{
+	char	*owner;
+	int	 rc;
+
+	if (inv->expires == 0) {
+		xasprintf(cause, "this is a token, not an invite: nothing to "
+		    "trade");
+		return (-1);
+	}
+	owner = xstrdup(inv->owner);	/* t is read again under the lock */
+	rc = tokens_make(t, owner, 0, secret, id, cause);
+	free(owner);
 	return (rc);
 }
 
@@ -321,9 +375,11 @@ tokens_to_json(const struct tokens *t)
 	u_int	 i;
 
 	for (i = 0; i < t->n; i++) {
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:b}",
-		    "id", t->v[i].id, "owner", t->v[i].owner, "created",
-		    (json_int_t)t->v[i].created, "revoked", t->v[i].revoked));
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:b, "
+		    "s:b, s:I}", "id", t->v[i].id, "owner", t->v[i].owner,
+		    "created", (json_int_t)t->v[i].created, "revoked",
+		    t->v[i].revoked, "invite", t->v[i].expires != 0,
+		    "expires", (json_int_t)t->v[i].expires));
 	}
 	return (arr);
 }
@@ -337,11 +393,13 @@ tokens_check(const struct tokens *t, const char *secret)
 {
 	char			 hash[DIGEST_HEX];
 	const struct token	*found = NULL;
+	int64_t			 now = clock_ms();
 	u_int			 i;
 
 	digest_buf(secret, strlen(secret), hash);
 	for (i = 0; i < t->n; i++) {
-		if (digest_equal(hash, t->v[i].hash) && !t->v[i].revoked)
+		if (digest_equal(hash, t->v[i].hash) && !t->v[i].revoked &&
+		    (t->v[i].expires == 0 || t->v[i].expires > now))
 			found = &t->v[i];
 	}
 	return (found);

@@ -291,7 +291,9 @@ top_job(struct top_frame *fr, json_t *j, int64_t now, int hosts)
 	snprintf(rt, sizeof rt, "-");
 	if (started > 0)
 		top_runtime((ended > 0 ? ended : now) - started, rt, sizeof rt);
-	mem = format_size(top_u64(json_object_get(j, "mem")));
+	/* No cap yet (share x the card it has not got): as ps says it. */
+	mem = top_u64(json_object_get(j, "mem")) == 0 ? xstrdup("-") :
+	    format_size(top_u64(json_object_get(j, "mem")));
 	top_line(fr, "%-*.*s%sj%-5lld %-10.10s %-4s %-5s %-6s %-9.9s %s",
 	    hosts ? 10 : 0, hosts ? 10 : 0, top_str(j, "host", ""), hosts ?
 	    " " : "", (long long)top_job_id(j), top_str(j, "owner", "?"), card,

@@ -5,7 +5,9 @@
  * and never by hardlink: a job writing its copy must not write the store.
  * Every create is relative to a directory fd and follows no symlink, and
  * the manifest's symlinks are made last, so none can redirect a write.
- * tree_pull lists the files of a job's directory that match --pull
+ * A stored tree (an overlay's lower layer, which no job writes) is made
+ * of hard links to one inode per content and mode, shared by the trees.
+ * tree_pull_at lists the files of a job's directory that match --pull
  * patterns, copying each into the store as it hashes it.
  */
 
@@ -14,6 +16,7 @@
 
 #include <linux/fs.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -31,6 +34,7 @@
  */
 struct tree_make {
 	int		 blobfd;
+	int		 objfd;		/* a stored tree's objects; -1: none */
 	char		*buf;
 	const _Atomic int *stop;
 };
@@ -91,7 +95,7 @@ tree_parent(int rootfd, const char *path, char **last, int *lastfd,
 }
 
 static int
-tree_file(struct tree_make *t, int pfd, const char *leaf,
+tree_copy_file(struct tree_make *t, int pfd, const char *leaf,
     const struct mentry *e, char **cause)
 {
 	int	 src, dst, rc;
@@ -116,6 +120,135 @@ tree_file(struct tree_make *t, int pfd, const char *leaf,
 	close(src);
 	close(dst);
 	return (rc);
+}
+
+/*
+ * Makes the object tmp of e's content: the store's own blob where no other
+ * object is (blobs never change once stored; the store keeps its name and
+ * may drop it, the object stays), given e's mode; else a copy.
+ */
+static int
+tree_object(struct tree_make *t, const char *tmp, const struct mentry *e,
+    char **cause)
+{
+	struct stat	 st;
+	char		 p[64];
+	int		 fd;
+
+	if ((fd = cas_open_at(t->blobfd, e->digest)) == -1) {
+		xasprintf(cause, "%s: blob %.16s is missing", e->path,
+		    e->digest);
+		return (-1);
+	}
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, p, t->objfd, tmp, AT_SYMLINK_FOLLOW) == 0) {
+		if (fstat(fd, &st) == 0 && st.st_nlink <= 2 &&
+		    (uint64_t)st.st_size == e->size &&
+		    fchmod(fd, e->mode | 0600) == 0) {
+			close(fd);
+			return (0);
+		}
+		unlinkat(t->objfd, tmp, 0);	/* another mode's object */
+	}
+	close(fd);
+	return (tree_copy_file(t, t->objfd, tmp, e, cause));
+}
+
+/*
+ * A stored tree's file: a hard link to the one inode of its content and
+ * mode (objects/DIGEST.MODE), made the first time it is needed, so trees
+ * that differ in a few files share the rest, and the first of them shares
+ * the blob store's files.  A stored tree is only ever the lower layer of
+ * overlays (worktree.c), which no job can write: a job's write copies the
+ * file up into its own layer first.
+ */
+static int
+tree_link_file(struct tree_make *t, int pfd, const char *leaf,
+    const struct mentry *e, char **cause)
+{
+	char	 name[DIGEST_HEX + 16], tmp[DIGEST_HEX + 24];
+
+	snprintf(name, sizeof name, "%s.%o", e->digest, e->mode | 0600);
+	if (linkat(t->objfd, name, pfd, leaf, 0) == 0)
+		return (0);
+	if (errno == ENOENT) {
+		snprintf(tmp, sizeof tmp, "tmp.%s", name);
+		unlinkat(t->objfd, tmp, 0);
+		if (tree_object(t, tmp, e, cause) != 0)
+			return (-1);
+		if (renameat(t->objfd, tmp, t->objfd, name) == 0 &&
+		    linkat(t->objfd, name, pfd, leaf, 0) == 0)
+			return (0);
+	}
+	/* Too many links to it, or it went: a file of its own. */
+	log_debug("%s: %s: %s", __func__, e->path, strerror(errno));
+	return (tree_copy_file(t, pfd, leaf, e, cause));
+}
+
+static int
+tree_file(struct tree_make *t, int pfd, const char *leaf,
+    const struct mentry *e, char **cause)
+{
+	if (t->objfd != -1)
+		return (tree_link_file(t, pfd, leaf, e, cause));
+	return (tree_copy_file(t, pfd, leaf, e, cause));
+}
+
+/*
+ * Whether the object name (st) is linked to by no stored tree: its only
+ * other link, if any, is the store's blob of the same content.
+ */
+static int
+tree_unused(int blobfd, const char *name, const struct stat *st)
+{
+	struct stat	 bs;
+	char		 digest[DIGEST_HEX];
+	int		 fd, alone = 0;
+
+	if (st->st_nlink == 1 || strncmp(name, "tmp.", 4) == 0)
+		return (1);
+	if (st->st_nlink != 2 || strlen(name) < DIGEST_HEX)
+		return (0);
+	memcpy(digest, name, DIGEST_HEX - 1);
+	digest[DIGEST_HEX - 1] = '\0';
+	if (!digest_valid(digest) || (fd = cas_open_at(blobfd, digest)) == -1)
+		return (0);
+	if (fstat(fd, &bs) == 0 && bs.st_dev == st->st_dev &&
+	    bs.st_ino == st->st_ino)
+		alone = 1;
+	close(fd);
+	return (alone);
+}
+
+/*
+ * Removes the objects (objects/DIGEST.MODE) no stored tree links to any
+ * more, and what was left half made; the store is in blobs.  In the
+ * thread that makes trees: never while one is being made.
+ */
+void
+tree_collect(const char *objects, const char *blobs)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	u_int		 n = 0;
+	int		 blobfd;
+
+	if ((d = opendir(objects)) == NULL)
+		return;
+	blobfd = open(blobs, O_RDONLY|O_DIRECTORY|O_CLOEXEC);
+	while ((de = readdir(d)) != NULL) {
+		if (*de->d_name == '.' || fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (tree_unused(blobfd, de->d_name, &st) &&
+		    unlinkat(dirfd(d), de->d_name, 0) == 0)
+			n++;
+	}
+	if (blobfd != -1)
+		close(blobfd);
+	closedir(d);
+	log_debug("%s: %u removed", __func__, n);
 }
 
 /* Makes every entry of one kind: links in a second pass, after the rest. */
@@ -191,13 +324,15 @@ tree_pin(struct cas *c, const struct manifest *m, char **cause)
 /*
  * Makes dir (which must not exist) a copy of the validated manifest m,
  * its blobs read through blobfd (cas_dup_dirfd; the caller has pinned
- * them).  Safe in a helper thread: see struct tree_make.  Stops early,
- * failing, once *stop is set (stop may be NULL).  On failure dir may hold
- * part of the tree (remove it with confine_remove).
+ * them); a stored tree's files are links into the directory objfd (see
+ * tree_link_file; -1: copies).  Safe in a helper thread: see struct
+ * tree_make.  Stops early, failing, once *stop is set (stop may be NULL).
+ * On failure dir may hold part of the tree (remove it with
+ * confine_remove).
  */
 int
-tree_materialize_at(int blobfd, const struct manifest *m, const char *dir,
-    const _Atomic int *stop, char **cause)
+tree_materialize_at(int blobfd, int objfd, const struct manifest *m,
+    const char *dir, const _Atomic int *stop, char **cause)
 {
 	struct tree_make	 t;
 	int			 rootfd, rc = -1;
@@ -208,6 +343,7 @@ tree_materialize_at(int blobfd, const struct manifest *m, const char *dir,
 		return (-1);
 	}
 	t.blobfd = blobfd;
+	t.objfd = objfd;
 	t.buf = xmalloc(TREE_BUF);
 	t.stop = stop;
 	if (tree_pass(&t, rootfd, m, 0, cause) == 0 &&
@@ -234,7 +370,7 @@ tree_materialize(struct cas *c, const struct manifest *m, const char *dir,
 		xasprintf(cause, "the blob store: %s", strerror(errno));
 		rc = -1;
 	} else {
-		rc = tree_materialize_at(fd, m, dir, NULL, cause);
+		rc = tree_materialize_at(fd, -1, m, dir, NULL, cause);
 		close(fd);
 	}
 	tree_unpin(c, m, m->n);
@@ -328,13 +464,13 @@ tree_pull_entry(int dirfd, const char *name, const char *path,
 }
 
 /*
- * Lists the regular files under dir matching any of the gitignore-style
- * patterns (a matching directory brings all it holds) into m, sorted, each
- * copied into the store.  Symlinks are not followed nor listed.  Returns 0,
- * or -2 (more than limit bytes) or -1 with *cause.
+ * Lists the regular files under the directory fd matching any of the
+ * gitignore-style patterns (a matching directory brings all it holds)
+ * into m, sorted, each copied into the store.  Symlinks are not followed
+ * nor listed.  Returns 0, or -2 (more than limit bytes) or -1 with *cause.
  */
 int
-tree_pull(struct cas *c, const char *dir, char *const *globs, uint64_t limit,
+tree_pull_at(struct cas *c, int fd, char *const *globs, uint64_t limit,
     struct manifest *m, char **cause)
 {
 	static const struct walk_ops ops = {
@@ -342,12 +478,8 @@ tree_pull(struct cas *c, const char *dir, char *const *globs, uint64_t limit,
 	};
 	struct tree_pull_ctx	 ctx;
 	size_t			 i;
-	int			 fd, rc;
+	int			 rc;
 
-	if ((fd = open(dir, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1) {
-		xasprintf(cause, "%s: %s", dir, strerror(errno));
-		return (-1);
-	}
 	memset(&ctx, 0, sizeof ctx);
 	ctx.cas = c;
 	ctx.want = ignore_create();
@@ -358,7 +490,6 @@ tree_pull(struct cas *c, const char *dir, char *const *globs, uint64_t limit,
 	manifest_init(m);
 	rc = confine_walk(fd, &ops, &ctx, cause);
 	ignore_free(ctx.want);
-	close(fd);
 	if (rc != 0) {
 		manifest_clear(m);
 		return (ctx.over ? -2 : -1);

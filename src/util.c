@@ -1,5 +1,6 @@
 /* util.c: parsing and formatting of sizes, shares and durations; files. */
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <ctype.h>
@@ -558,17 +559,106 @@ strv_free(char **v)
 	free(v);
 }
 
-/* Returns the user's name, or the number if it has none; caller frees. */
+#define USER_NAME_CACHE	4
+#define USER_NAME_TTL	(10 * 1000)	/* ms: a renamed user shows soon */
+
+/*
+ * Returns the user's name, or the number if it has none; caller frees.
+ * The daemon asks for every request's owner: getpwuid reads and parses
+ * /etc/passwd (or asks NSS) each time, about a twentieth of what a job
+ * submission costs it, so the last few answers are kept a few seconds.
+ */
 char *
 user_name(uid_t uid)
 {
+	static struct {
+		uid_t	 uid;
+		char	*name;
+		int64_t	 when;
+	}		 cache[USER_NAME_CACHE];
+	static u_int	 next;
 	struct passwd	*pw;
 	char		*s;
+	int64_t		 now = clock_mono_ms();
+	u_int		 i;
 
+	for (i = 0; i < USER_NAME_CACHE; i++) {
+		if (cache[i].name != NULL && cache[i].uid == uid &&
+		    now - cache[i].when < USER_NAME_TTL)
+			return (xstrdup(cache[i].name));
+	}
 	if ((pw = getpwuid(uid)) != NULL)
-		return (xstrdup(pw->pw_name));
-	xasprintf(&s, "%lu", (u_long)uid);
+		s = xstrdup(pw->pw_name);
+	else
+		xasprintf(&s, "%lu", (u_long)uid);
+	i = next++ % USER_NAME_CACHE;
+	free(cache[i].name);
+	cache[i].uid = uid;
+	cache[i].name = xstrdup(s);
+	cache[i].when = now;
 	return (s);
+}
+
+/* Sends fd over the Unix socket sock with one byte, c. */
+int
+send_fd(int sock, int fd, char c)
+{
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	union {
+		char		 buf[CMSG_SPACE(sizeof (int))];
+		struct cmsghdr	 align;
+	} u;
+
+	memset(&m, 0, sizeof m);
+	memset(&u, 0, sizeof u);
+	iov.iov_base = &c;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof u.buf;
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof (int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+	return (sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1);
+}
+
+/*
+ * Receives a descriptor (close-on-exec) and its byte (*c) from sock.
+ * Returns it, or -1.
+ */
+int
+recv_fd(int sock, char *c)
+{
+	struct msghdr	 m;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	int		 fd = -1;
+	union {
+		char		 buf[CMSG_SPACE(sizeof (int))];
+		struct cmsghdr	 align;
+	} u;
+
+	memset(&m, 0, sizeof m);
+	iov.iov_base = c;
+	iov.iov_len = 1;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof u.buf;
+	while (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) == -1) {
+		if (errno != EINTR)
+			return (-1);
+	}
+	cm = CMSG_FIRSTHDR(&m);
+	if (cm != NULL && cm->cmsg_level == SOL_SOCKET &&
+	    cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof fd))
+		memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+	return (fd);
 }
 
 /*

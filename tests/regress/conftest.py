@@ -73,8 +73,10 @@ class Daemon:
         assert r.returncode == 0, r.stderr
         self.running = self.pid()
         self.serve_stderr = r.stderr
-        out = r.stdout.decode().strip()
-        self.invite = out if out.startswith("gmux remote add ") else None
+        self.serve_stdout = r.stdout.decode()
+        lines = [x for x in self.serve_stdout.splitlines()
+                 if x.startswith("gmux remote add ")]
+        self.invite = lines[0] if lines else None
         return self
 
     def serve_tls(self, *args, fake="1xH100:80G", port=None):
@@ -83,8 +85,25 @@ class Daemon:
         self.port = port or free_port()
         self.start(*args, fake=fake, addr="127.0.0.1:%d" % self.port)
         assert self.invite, "serve --addr printed no invite"
-        self.target = self.invite.split()[-1]
+        # The line carries an invite; the tests' target holds a token of
+        # its own, as gmux remote add would get (POST /v1/join).
+        invite = self.invite.split()[-1]
+        from remotelib import https_json
+        code, o = https_json(self.port, "POST", "/v1/join",
+                             token=invite.split("@")[0])
+        assert code == 201, (code, o)
+        self.target = o["token"] + "@" + invite.split("@", 1)[1]
         return self.target
+
+    def token_for(self, owner):
+        """A token of owner's own, as gmux remote add gets one: token add
+        prints an invite, traded here through POST /v1/join."""
+        line = self.gmux("token", "add", owner).stdout.decode().split()[-1]
+        from remotelib import https_json
+        code, o = https_json(self.port, "POST", "/v1/join",
+                             token=line.split("@")[0])
+        assert code == 201, (code, o)
+        return o["token"]
 
     @property
     def pin(self):

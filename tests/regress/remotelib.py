@@ -229,3 +229,31 @@ def rss_kb(pid):
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
+
+
+def job_tree(home, jid):
+    """Where what the host's job jid wrote lies on the host: its overlay's
+    upper directory where it ran over a stored tree, else its own copy."""
+    upper = os.path.join(home, "jobs", jid, "upper")
+    if os.path.isdir(upper):
+        return upper
+    return os.path.join(home, "jobs", jid, "work")
+
+
+def stored_tree(home, jid):
+    """The stored tree the host's job jid ran over, or None (a copy)."""
+    try:
+        with open(os.path.join(home, "jobs", jid, "tree")) as f:
+            return os.path.join(home, "trees", f.read().strip())
+    except FileNotFoundError:
+        return None
+
+
+def job_file(home, jid, rel):
+    """The host's file rel of job jid's tree as the job left it: what it
+    wrote, else what it ran over."""
+    mine = os.path.join(job_tree(home, jid), rel)
+    stored = stored_tree(home, jid)
+    if os.path.lexists(mine) or stored is None:
+        return mine
+    return os.path.join(stored, rel)

@@ -12,6 +12,7 @@ import subprocess
 import time
 
 from conftest import wait_for
+from remotelib import job_file
 
 TARGET_RE = re.compile(
     r"^gmux remote add NAME ([A-Za-z0-9_-]{43})@127\.0\.0\.1:(\d+)#([0-9a-f]{64})$")
@@ -99,9 +100,9 @@ def test_run_remote_streams_output_and_exit_code(make_daemon, make_client):
     assert len(jobs) == 1 and jobs[0]["host"] == "gpu1"
     assert jobs[0]["exit_code"] == 7 and jobs[0]["share"] == 0.25
     assert jobs[0]["owner"] == d.json("ps", "-a", "--json")[0]["owner"]
-    # The job ran in its own copy under its job directory.
+    # The job ran in its tree under its job directory.
     work = os.path.join(d.home, "jobs", "j1", "work")
-    assert os.path.islink(os.path.join(work, "link"))
+    assert os.path.islink(job_file(d.home, "j1", "link"))
     assert jobs[0]["cwd"] == work
 
 
@@ -138,7 +139,7 @@ def test_pull_brings_results_back(make_daemon, make_client):
            script, check=0)
     w = c.work
     assert open(os.path.join(w, "out", "a.txt")).read() == "a\n"
-    host_b = os.path.join(d.home, "jobs", "j1", "work", "out", "sub", "b.bin")
+    host_b = job_file(d.home, "j1", "out/sub/b.bin")
     assert open(os.path.join(w, "out", "sub", "b.bin"), "rb").read() == \
         open(host_b, "rb").read()
     assert not os.path.exists(os.path.join(w, "other.txt"))

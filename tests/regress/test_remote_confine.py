@@ -11,8 +11,10 @@ import os
 import socket
 import subprocess
 
+import pytest
+
 from conftest import GMUX, Daemon, free_port, wait_for
-from remotelib import https_json
+from remotelib import https_json, job_tree, stored_tree
 
 PY = "/usr/bin/python3"
 
@@ -91,6 +93,20 @@ def script(name):
 def run(*argv):
     subprocess.run(list(argv), check=True, stdout=subprocess.DEVNULL)
 
+def umount(path):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.umount2(path.encode(), 2) != 0:        # MNT_DETACH
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+def mount_over(path):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(b"none", path.encode(), b"tmpfs", 0, None) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
 def listen_here(name):
     s = socket.socket(socket.AF_UNIX)
     s.bind(name)
@@ -148,13 +164,28 @@ if __name__ == "__main__":
 '''
 
 
-def host_and_client(make_daemon, make_client, owner="alice"):
+def host_and_client(make_daemon, make_client, owner="alice", tree=None):
+    """A host and a client of owner's.  tree: how the host gives a job its
+    tree, "overlay" (over a stored tree; the default where the kernel
+    allows it) or "copy" (REMOTE_OVERLAY=0); None: the host's choice."""
     d = make_daemon()
+    if tree == "copy":
+        d.env["GMUX_REMOTE_OVERLAY"] = "0"
     d.serve_tls()
     line = d.gmux("token", "add", owner, check=0).stdout.decode().split()[-1]
     c = make_client()
     assert c.add("gpu1", line).returncode == 0
     return d, c
+
+
+def check_tree(d, jid, tree):
+    """The job ran over the kind of tree the test asked for."""
+    if tree == "overlay" and stored_tree(d.home, jid) is None:
+        log = open(os.path.join(d.home, "gmux.log")).read()
+        why = [ln for ln in log.splitlines() if "overlay_ready" in ln]
+        pytest.skip("no overlay on this kernel: %s" % why)
+    if tree == "copy":
+        assert stored_tree(d.home, jid) is None
 
 
 def probe_remote(c, checks, *flags):
@@ -193,9 +224,10 @@ def ppid(pid):
     return int(open("/proc/%d/stat" % pid).read().rpartition(")")[2].split()[1])
 
 
+@pytest.mark.parametrize("tree", ["overlay", "copy"])
 def test_a_remote_job_cannot_reach_the_host(make_daemon, make_client,
-                                            tmp_path):
-    d, alice = host_and_client(make_daemon, make_client, "alice")
+                                            tmp_path, tree):
+    d, alice = host_and_client(make_daemon, make_client, "alice", tree)
     H = d.home
     # Bob's job, running: a tree with a secret, a keeper, a ctl socket.
     line = d.gmux("token", "add", "bob", check=0).stdout.decode().split()[-1]
@@ -204,8 +236,11 @@ def test_a_remote_job_cannot_reach_the_host(make_daemon, make_client,
     bid = bob.gmux("run", "-d", "--share", "0", "--", "sh", "-c",
                    "echo secret > secret.txt; exec sleep 300",
                    check=0).stdout.decode().strip().split(":")[-1]
-    btree = os.path.join(H, "jobs", bid, "work")
+    # Where its writes are on the host (over an overlay: its upper).
+    btree = job_tree(H, bid)
     wait_for(lambda: os.path.exists(os.path.join(btree, "secret.txt")))
+    check_tree(d, bid, tree)
+    bwork = os.path.join(H, "jobs", bid, "work")
     bpid = wait_for(lambda: d.job(bid).get("pid"))
     keeper = ppid(bpid)
     daemon = d.pid()
@@ -245,7 +280,7 @@ def test_a_remote_job_cannot_reach_the_host(make_daemon, make_client,
         ["the daemon's maps", "read", "/proc/%d/maps" % daemon],
         ["a keeper's cwd", "read", "/proc/%d/cwd/log" % keeper],
         ["a job's root", "read", "/proc/%d/root%s/secret.txt" %
-         (bpid, btree)],
+         (bpid, bwork)],
         ["our own root", "read", "/proc/self/root%s/tls/key.pem" % H],
         ["a link to the key", "link", os.path.join(H, "tls", "key.pem"),
          "key-link"],
@@ -294,8 +329,9 @@ def test_a_remote_job_cannot_reach_the_host(make_daemon, make_client,
     bob.gmux("stop", "--grace", "0", bid, check=0)
 
 
-def test_a_remote_job_still_works(make_daemon, make_client):
-    d, c = host_and_client(make_daemon, make_client)
+@pytest.mark.parametrize("tree", ["overlay", "copy"])
+def test_a_remote_job_still_works(make_daemon, make_client, tree):
+    d, c = host_and_client(make_daemon, make_client, tree=tree)
     checks = [
         ["python3", "run", PY, "-c", "import ssl, json, sqlite3"],
         ["own tree", "write", "out.txt"],
@@ -314,7 +350,8 @@ def test_a_remote_job_still_works(make_daemon, make_client):
     assert got == {e[0]: "ok" for e in checks}, got
     j = c.json("ps", "-a", "--json")[0]
     assert j["confined"]
-    work = os.path.join(d.home, "jobs", j["id"].split(":")[-1], "work")
+    check_tree(d, j["id"].split(":")[-1], tree)
+    work = job_tree(d.home, j["id"].split(":")[-1])
     assert open(os.path.join(work, "out.txt")).read() == "written\n"
     # Its tmp was its own, and went with it.
     assert not os.path.exists(os.path.join(d.home, "jobs",
@@ -333,6 +370,49 @@ def test_a_remote_job_still_works(make_daemon, make_client):
              "/jobs/" not in x["cwd"]]
     assert local and not local[0]["confined"]
     assert "c" in d.gmux("ps", "-a", "-l", check=0).stdout.decode()
+
+
+def test_a_remote_job_cannot_undo_its_tree(make_daemon, make_client):
+    """Over an overlay: the stored tree under it and its own upper layer
+    are out of its reach, it cannot unmount the overlay (to see what lies
+    under) nor mount over it, and what it writes never reaches the stored
+    tree another run will use."""
+    d, c = host_and_client(make_daemon, make_client)
+    H = d.home
+    with open(os.path.join(c.work, "probe.py"), "w") as f:
+        f.write(PROBE)
+    c.gmux("run", "--", "true", check=0)           # the stored tree
+    check_tree(d, "j1", "overlay")
+    stored = stored_tree(H, "j1")
+    # Its id: the next (the local control runs none here).
+    me = os.path.join(H, "jobs", "j2")
+    escapes = [
+        ["unmount its tree", "umount", "."],
+        ["mount over its tree", "mount_over", "."],
+        ["list the stored trees", "listdir", os.path.join(H, "trees")],
+        ["read its stored tree", "read", os.path.join(stored, "probe.py")],
+        ["write its stored tree", "write", os.path.join(stored, "planted")],
+        ["read the trees' files", "listdir", os.path.join(H, "trees",
+                                                          "objects")],
+        ["list its upper layer", "listdir", os.path.join(me, "upper")],
+        ["write its upper layer", "write", os.path.join(me, "upper", "x")],
+        ["write overlayfs's scratch", "write", os.path.join(me, "ovl", "x")],
+        ["its own tree", "write", "probe.py"],
+    ]
+    got = probe_remote(c, escapes)
+    assert stored_tree(H, "j2") == stored
+    for name, *_ in escapes[:-1]:
+        assert got[name] in ("EACCES", "EPERM"), (name, got[name])
+    assert got["its own tree"] == "ok"
+    # Its write is its own: the stored tree and the next run see PROBE.
+    assert open(os.path.join(stored, "probe.py")).read() == PROBE
+    assert open(os.path.join(me, "upper", "probe.py")).read() == \
+        "written\n"
+    assert not os.path.exists(os.path.join(stored, "planted"))
+    r = c.gmux("run", "--", "sh", "-c", "head -c 7 probe.py")
+    assert r.stdout == PROBE[:7].encode(), r
+    assert sorted(os.listdir(os.path.join(H, "trees"))) == \
+        sorted([os.path.basename(stored), "objects", "tmp"])
 
 
 def test_a_remote_job_with_a_fence_is_jailed_too(make_daemon, make_client):

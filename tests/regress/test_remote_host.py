@@ -73,6 +73,9 @@ def test_the_tree_is_copied_off_the_loop(make_daemon, make_client):
     d.wait_state("j1", "exited")
     assert c.gmux("logs", "gpu1:j1", check=0).stdout.strip() == b"4000"
     # Stopped while its files are copied: it never runs, its copy goes.
+    # (A tree the host has not had: one already stored is not made again.)
+    with open(os.path.join(c.work, "new.txt"), "w") as f:
+        f.write("new\n")
     r = c.gmux("run", "-d", "--", "touch", "/tmp/never", check=0)
     assert r.stdout.strip() == b"gpu1:j2"
     c.gmux("stop", "gpu1:j2", check=0)
@@ -93,6 +96,9 @@ def test_a_tree_that_cannot_be_made_fails_its_job(make_daemon, make_client):
     blobs = os.path.join(d.home, "blobs")
     digest = hashlib.sha256(b"a\n").hexdigest()
     os.unlink(os.path.join(blobs, digest[:2], digest))
+    # (A new tree, and a.txt with a new mode: a tree or a file made
+    # before is not made again, and would need no blob.)
+    os.chmod(os.path.join(c.work, "a.txt"), 0o755)
     r = c.gmux("run", "--", "true")
     assert r.returncode == 125
     assert r.stderr.startswith(b"gmux run: gpu1:j2 failed: its files "
@@ -109,6 +115,9 @@ def test_a_restart_while_preparing_fails_the_job(make_daemon, make_client):
     d, c = host_and_client(make_daemon, make_client)
     big_tree(c.work, 60)
     c.gmux("run", "--", "true", check=0)            # the blobs are there
+    # (A new tree, so that it is made: one made before is not again.)
+    with open(os.path.join(c.work, "new.txt"), "w") as f:
+        f.write("new\n")
     r = c.gmux("run", "-d", "--", "true", check=0)
     assert r.stdout.strip() == b"gpu1:j2"
     assert host_job(d, "j2")["reason"] == "preparing its files"

@@ -574,7 +574,7 @@ def test_resize_grows_shrinks_and_refuses(daemon, tmp_path):
         j = daemon.job(jid)
         return j["share"], j["mem"] // G, j["ceilings"]
     r = daemon.gmux("resize", "j1", "--share", "0.5")
-    assert r.returncode == 0 and r.stdout == b"j1: share 0.5\n"
+    assert r.returncode == 0 and r.stdout == b"j1: share 0.5, mem 40G\n"
     assert terms("j1") == (0.5, 40, {"0": 0.5})     # a default cap follows
     r = daemon.gmux("resize", "j1", "--share", "0.9")
     assert r.returncode == 1

@@ -132,7 +132,7 @@ def test_usage_bad_input(daemon):
     daemon.start()
     assert daemon.gmux("usage", "--by", "colour").returncode == 2
     r = daemon.gmux("usage", "--since", "yesterdayish")
-    assert r.returncode == 1 and b"yesterdayish" in r.stderr
+    assert r.returncode == 2 and b"yesterdayish" in r.stderr
     code, body = daemon.curl("GET", "/v1/usage?by=nope")
     assert code == 400 and "error" in json.loads(body)
 

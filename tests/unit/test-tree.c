@@ -1,7 +1,8 @@
 /*
  * test-tree.c: confinement (no write, read or removal escapes a directory
  * through a symlink), materializing a job's tree from the blob store (a
- * copy, never a hardlink), and --pull in both directions.
+ * copy, never a hardlink; a stored tree's links to its own objects), and
+ * --pull in both directions.
  */
 
 #include <sys/stat.h>
@@ -30,6 +31,22 @@ slurp(const char *path)
 	s = read_file(path, 1 << 20, NULL, &cause);
 	free(cause);
 	return (s);
+}
+
+/* tree_pull_at under the directory dir. */
+static int
+pull(struct cas *c, const char *dir, char *const *globs, uint64_t limit,
+    struct manifest *m, char **cause)
+{
+	int	 fd, rc;
+
+	if ((fd = open(dir, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", dir, strerror(errno));
+		return (-1);
+	}
+	rc = tree_pull_at(c, fd, globs, limit, m, cause);
+	close(fd);
+	return (rc);
 }
 
 static void
@@ -176,6 +193,63 @@ test_materialize(void)
 }
 
 /*
+ * Stored trees (overlays' lower layers): files are links to one object per
+ * content and mode, shared by the trees (the first the store's own blob);
+ * the objects no tree links to go.
+ */
+static void
+test_materialize_stored(void)
+{
+	struct manifest	 m;
+	struct sync_stats st;
+	struct cas	*c;
+	struct stat	 sa, sb, sc;
+	char		*src = tpath("ssrc"), *cause = NULL, *blob;
+	int		 blobfd, objfd;
+
+	mkdir_p(src, 0755);
+	mkfile("ssrc/f.txt", "same", 0644);
+	mkfile("ssrc/x.sh", "same", 0755);
+	memset(&st, 0, sizeof st);
+	CHECK(sync_scan(src, NULL, &m, &st, &cause) == 0);
+	c = cas_open(T("sblobs"), 1 << 20, &cause);
+	fill_store(c, src, &m);
+	mkdir_p(T("objects"), 0700);
+	objfd = open(T("objects"), O_RDONLY|O_DIRECTORY);
+	blobfd = cas_dup_dirfd(c);
+	CHECK(tree_materialize_at(blobfd, objfd, &m, T("t1"), NULL,
+	    &cause) == 0);
+	CHECK(tree_materialize_at(blobfd, objfd, &m, T("t2"), NULL,
+	    &cause) == 0);
+	/*
+	 * One inode per content and mode, in both trees and objects/: the
+	 * first the store's own blob, the other mode a copy.
+	 */
+	xasprintf(&blob, "%s/%.2s/%s", T("sblobs"), manifest_find(&m,
+	    "f.txt")->digest, manifest_find(&m, "f.txt")->digest);
+	CHECK(stat(T("t1/f.txt"), &sa) == 0 && stat(T("t2/f.txt"), &sb) == 0);
+	CHECK(sa.st_ino == sb.st_ino && (sa.st_mode & 0777) == 0644);
+	CHECK(stat(T("t1/x.sh"), &sc) == 0 && sc.st_ino != sa.st_ino);
+	CHECK((sc.st_mode & 0777) == 0755 && sc.st_nlink == 3);
+	CHECK(stat(blob, &sb) == 0 && sb.st_ino == sa.st_ino &&
+	    sb.st_nlink == 4);
+	/* Collected: only what no tree links to; the blob stays. */
+	tree_collect(T("objects"), T("sblobs"));
+	CHECK(stat(T("t1/f.txt"), &sa) == 0 && sa.st_nlink == 4);
+	CHECK(confine_remove(T("t1")) == 0 && confine_remove(T("t2")) == 0);
+	tree_collect(T("objects"), T("sblobs"));
+	CHECK(stat(blob, &sb) == 0 && sb.st_nlink == 1);
+	free(blob);
+	CHECK(rmdir(T("objects")) == 0);
+	close(objfd);
+	close(blobfd);
+	manifest_clear(&m);
+	sync_stats_clear(&st);
+	cas_close(c);
+	free(src);
+}
+
+/*
  * A manifest that bypassed validation (the parser refuses it) still cannot
  * write through its own symlink: links are made last and creates never
  * follow one.
@@ -249,14 +323,14 @@ test_pull(void)
 	CHECK(symlink("/etc/passwd", T("pjob/out/evil")) == 0);
 	c = fetch_cas = cas_open(T("pblobs"), 1 << 20, &cause);
 
-	CHECK(tree_pull(c, job, globs, 1 << 20, &m, &cause) == 0);
+	CHECK(pull(c, job, globs, 1 << 20, &m, &cause) == 0);
 	CHECK(m.n == 2 && strcmp(m.v[0].path, "out/a.txt") == 0 &&
 	    strcmp(m.v[1].path, "out/sub/b.bin") == 0);
 	manifest_clear(&m);
-	CHECK(tree_pull(c, job, globs2, 1 << 20, &m, &cause) == 0);
+	CHECK(pull(c, job, globs2, 1 << 20, &m, &cause) == 0);
 	CHECK(m.n == 2 && manifest_find(&m, "log.txt") != NULL);
 	manifest_clear(&m);
-	CHECK(tree_pull(c, job, globs, 2, &m, &cause) == -2);
+	CHECK(pull(c, job, globs, 2, &m, &cause) == -2);
 	free(cause);
 	cause = NULL;
 
@@ -264,7 +338,7 @@ test_pull(void)
 	mkdir_p(cli, 0755);
 	mkdir_p(T("pcli/out"), 0755);
 	mkfile("pcli/out/a.txt", "A", 0644);
-	CHECK(tree_pull(c, job, globs, 1 << 20, &m, &cause) == 0);
+	CHECK(pull(c, job, globs, 1 << 20, &m, &cause) == 0);
 	memset(&st, 0, sizeof st);
 	fetches = 0;
 	CHECK(sync_pull_apply(cli, &m, fetch_blob, NULL, NULL, &st, &cause) ==
@@ -344,7 +418,7 @@ test_pull_fifo_swap(void)
 	swap_stop = 0;
 	CHECK(pthread_create(&t, NULL, swapper, NULL) == 0);
 	for (i = 0; i < 20000 && ok; i++) {
-		if (tree_pull(c, dir, globs, 1 << 20, &m, &cause) != 0)
+		if (pull(c, dir, globs, 1 << 20, &m, &cause) != 0)
 			ok = 0;
 		else if (m.n > 1 || (m.n == 1 && m.v[0].size != 4))
 			ok = 0;
@@ -369,6 +443,7 @@ main(void)
 	RUN(test_confine);
 	RUN(test_materialize);
 	RUN(test_materialize_hostile);
+	RUN(test_materialize_stored);
 	RUN(test_pull);
 	RUN(test_pull_fifo_swap);
 	if (tmpdir_cleanup() != 0)

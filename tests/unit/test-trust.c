@@ -388,6 +388,49 @@ test_tokens(void)
 	free(path);
 }
 
+/* Invites: kept as hashes, traded for tokens of their owner, expire. */
+static void
+test_invites(void)
+{
+	struct tokens		*t;
+	const struct token	*inv, *tk;
+	char			*path = tpath("invites.json"), *cause = NULL;
+	char			*si, *idi, *st1, *id1, *st2, *id2, *text;
+	int64_t			 before = clock_ms();
+
+	t = tokens_open(path, &cause);
+	CHECK(tokens_invite(t, "alice", &si, &idi, &cause) == 0);
+	inv = tokens_check(t, si);
+	CHECK(inv != NULL && inv->expires > before);
+	CHECK(tokens_join(t, inv, &st1, &id1, &cause) == 0);
+	inv = tokens_check(t, si);		/* good for more machines */
+	CHECK(tokens_join(t, inv, &st2, &id2, &cause) == 0);
+	CHECK(strcmp(st1, st2) != 0 && strcmp(st1, si) != 0);
+	tk = tokens_check(t, st1);
+	CHECK(tk != NULL && tk->expires == 0 && strcmp(tk->owner,
+	    "alice") == 0);
+	CHECK(tokens_join(t, tk, &st2, &id2, &cause) == -1);	/* a token */
+	free(cause);
+	cause = NULL;
+	text = read_file(path, 1 << 20, NULL, &cause);
+	CHECK(text != NULL && strstr(text, "\"expires\"") != NULL);
+	free(text);
+	/* Read again, the invite keeps its expiry; past it, it is no more. */
+	CHECK(tokens_refresh(t, &cause) == 0);
+	inv = tokens_check(t, si);
+	CHECK(inv != NULL && inv->expires > before);
+	((struct token *)inv)->expires = before - 1;
+	CHECK(tokens_check(t, si) == NULL);
+	tokens_free(t);
+	free(si);
+	free(idi);
+	free(st1);
+	free(id1);
+	free(st2);
+	free(id2);
+	free(path);
+}
+
 static void
 test_ratelimit(void)
 {
@@ -624,6 +667,7 @@ main(void)
 	RUN(test_handshake_v6);
 	RUN(test_multi);
 	RUN(test_tokens);
+	RUN(test_invites);
 	RUN(test_ratelimit);
 	RUN(test_target);
 	RUN(test_remotes);
