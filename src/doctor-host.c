@@ -235,7 +235,7 @@ static int
 doctor_etcd_ask(const char *url, char **seen)
 {
 	static const char req[] = "GET /version HTTP/1.0\r\n\r\n";
-	char		 buf[2048], *host = NULL, *port = NULL, *v;
+	char		 buf[2048], *host = NULL, *port = NULL;
 	ssize_t		 n;
 	size_t		 got = 0;
 	int		 fd;
@@ -257,13 +257,26 @@ doctor_etcd_ask(const char *url, char **seen)
 		got += n;
 	close(fd);
 	buf[got] = '\0';
-	if ((v = strstr(buf, "\"etcdserver\":\"")) == NULL ||
-	    strncmp(buf, "HTTP/1.", 7) != 0) {
+	return (doctor_etcd_answer(buf, seen));
+}
+
+/*
+ * An answer to GET /version, whole (HTTP/1.0: up to the close): 0 with
+ * *seen "etcd VERSION", or -1 with *seen the reason.  The caller frees
+ * *seen.
+ */
+int
+doctor_etcd_answer(const char *buf, char **seen)
+{
+	const char	*v;
+
+	if (strncmp(buf, "HTTP/1.", 7) != 0 ||
+	    (v = strstr(buf, "\"etcdserver\":\"")) == NULL) {
 		*seen = xstrdup("no answer from etcd");
 		return (-1);
 	}
 	v += 14;
-	xasprintf(seen, "etcd %.*s", (int)strcspn(v, "\""), v);
+	xasprintf(seen, "etcd %.*s", (int)strcspn(v, "\"\r\n"), v);
 	return (0);
 }
 

@@ -31,6 +31,7 @@ void		 doctor_clear(struct doctor *);
 
 /* doctor-host.c: what this host can enforce */
 void		 doctor_host(struct doctor *);
+int		 doctor_etcd_answer(const char *, char **);
 
 /* doctor-remote.c: this client's remotes */
 void		 doctor_remotes(struct doctor *);

@@ -216,6 +216,54 @@ setup_systemd_running(void)
 	return (access("/run/systemd/system", F_OK) == 0);
 }
 
+/* The files an install makes, in one list; the caller frees it. */
+static char **
+setup_paths(const struct setup *s)
+{
+	static const char *const under_prefix[] = { "bin/gmux",
+	    "lib/gmux/libgmux.so", "lib/gmux/installed",
+	    "share/man/man1/gmux.1", "share/bash-completion/completions/gmux" };
+	char	**v, *p;
+	u_int	  i;
+
+	v = xcalloc(1, sizeof *v);
+	for (i = 0; i < nitems(under_prefix); i++) {
+		xasprintf(&p, "%s/%s", s->prefix, under_prefix[i]);
+		strv_add(&v, p);
+		free(p);
+	}
+	strv_add(&v, s->config);
+	xasprintf(&p, "%s/gmux.service", s->unitdir);
+	strv_add(&v, p);
+	free(p);
+	return (v);
+}
+
+/*
+ * Whether a line of the list names what an install makes: one of its
+ * files, or a directory above one.  Uninstall removes nothing else, what
+ * ever the list says.
+ */
+static int
+setup_ours(const struct setup *s, char kind, const char *path)
+{
+	char	**v = setup_paths(s);
+	size_t	  len = strlen(path);
+	u_int	  i;
+	int	  ours = 0;
+
+	for (i = 0; v[i] != NULL && !ours; i++) {
+		if (kind == 'f')
+			ours = strcmp(v[i], path) == 0;
+		else
+			ours = len > 1 && strncmp(v[i], path, len) == 0 &&
+			    v[i][len] == '/' && strstr(path, "/..") == NULL &&
+			    strstr(path, "//") == NULL;
+	}
+	strv_free(v);
+	return (ours);
+}
+
 /* The list of what an earlier install made, if any. */
 static void
 setup_load(struct setup *s)
@@ -234,7 +282,7 @@ setup_load(struct setup *s)
 		else
 			next = line + strlen(line);
 		if ((line[0] == 'f' || line[0] == 'd') && line[1] == ' ' &&
-		    line[2] == '/')
+		    setup_ours(s, line[0], line + 2))
 			setup_note(s, line[0], line + 2);
 	}
 	free(text);
@@ -311,9 +359,33 @@ setup_files(struct setup *s, char **cause)
 	return (rc);
 }
 
+/*
+ * The paths go into the unit as they are: one with a character systemd
+ * would read as more than a path (a space, a quote, %, a newline) is
+ * refused rather than escaped.
+ */
+static int
+setup_check(const struct setup *s, char **cause)
+{
+	const char	*v[] = { s->prefix, s->unitdir, s->config, s->home };
+	u_int		 i;
+
+	for (i = 0; i < nitems(v); i++) {
+		if (v[i] != NULL && (*v[i] != '/' ||
+		    strpbrk(v[i], " \t\r\n\"'\\%$;") != NULL)) {
+			xasprintf(cause, "%s: not a plain absolute path (set "
+			    "HOME or GMUX_HOME to one)", v[i]);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
 int
 setup_install(struct setup *s, char **cause)
 {
+	if (setup_check(s, cause) != 0)
+		return (-1);
 	setup_load(s);
 	if (setup_files(s, cause) != 0)
 		return (-1);

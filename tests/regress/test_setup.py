@@ -148,3 +148,27 @@ def test_destdir_is_the_root(tmp_path):
     r = subprocess.run([GMUX, "setup", "uninstall", "--user"], env=e,
                        capture_output=True, text=True)
     assert r.returncode == 0 and os.listdir(tmp_path) == []
+
+
+def test_uninstall_removes_only_what_install_makes(tmp_path):
+    home = "/home/x"
+    assert setup(tmp_path, "install", "--yes", "--user",
+                 home=home).returncode == 0
+    victim = tmp_path / "etc/keep"
+    victim.parent.mkdir()
+    victim.write_text("not gmux's\n")
+    listing = tmp_path / "home/x/.local/lib/gmux/installed"
+    with open(listing, "a") as f:
+        f.write("\nf /etc/keep\nd /etc\nf /home/x/.local/bin/../../../etc/"
+                "keep\n")
+    r = setup(tmp_path, "uninstall", "--user", home=home)
+    assert r.returncode == 0, r.stderr
+    assert victim.read_text() == "not gmux's\n"
+    assert sorted(os.listdir(tmp_path)) == ["etc"]
+
+
+def test_a_path_the_unit_would_misread_is_refused(tmp_path):
+    r = setup(tmp_path, "install", "--yes", "--user",
+              home="/home/x\nExecStartPre=/bin/evil")
+    assert r.returncode == 1 and "not a plain absolute path" in r.stderr
+    assert os.listdir(tmp_path) == []
