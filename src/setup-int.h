@@ -20,7 +20,6 @@ void		 setup_init(struct setup *, const char *, int);
 void		 setup_clear(struct setup *);
 int		 setup_install(struct setup *, char **);
 int		 setup_uninstall(struct setup *, char **);
-char		*setup_unit(const struct setup *);
 int		 setup_systemd_running(void);
 
 #endif /* SETUP_INT_H */

@@ -186,7 +186,7 @@ setup_put_made(struct setup *s, const char *path, void (*fn)(FILE *),
  * the jobs' keepers outlive a restart of the daemon, which finds them
  * again.  The caller frees the text.
  */
-char *
+static char *
 setup_unit(const struct setup *s)
 {
 	char	*u, *env = NULL;
@@ -215,6 +215,10 @@ setup_systemd_running(void)
 {
 	return (access("/run/systemd/system", F_OK) == 0);
 }
+
+/* The files an install makes, in the order of setup_paths. */
+enum { SETUP_BIN, SETUP_SHIM, SETUP_LIST, SETUP_MAN, SETUP_BASH,
+    SETUP_CONFIG, SETUP_UNIT };
 
 /* The files an install makes, in one list; the caller frees it. */
 static char **
@@ -309,11 +313,33 @@ setup_bash(FILE *f)
 	completion_write(f, "bash");
 }
 
+/* The config, only if there is none; its directory is gmux's own. */
+static int
+setup_config(struct setup *s, const char *path, char **cause)
+{
+	char	*at, *dir, *slash;
+	int	 rc = 0;
+
+	at = setup_at(s, path);
+	if (access(at, F_OK) != 0) {
+		rc = setup_put(s, path, setup_config_text,
+		    strlen(setup_config_text), 0600, cause);
+		dir = xstrdup(at);
+		if ((slash = strrchr(dir, '/')) != NULL)
+			*slash = '\0';
+		if (rc == 0 && chmod(dir, 0700) != 0)
+			fatal("chmod %s", dir);
+		free(dir);
+	}
+	free(at);
+	return (rc);
+}
+
 /* The files, each written again if there; the config only if absent. */
 static int
 setup_files(struct setup *s, char **cause)
 {
-	char	 exe[4096], *shim, *unit, *p;
+	char	 exe[4096], *shim, *unit, **v;
 	ssize_t	 n;
 	int	 rc;
 
@@ -325,37 +351,23 @@ setup_files(struct setup *s, char **cause)
 		    exe);
 		return (-1);
 	}
-	xasprintf(&p, "%s/bin/gmux", s->prefix);
-	rc = setup_copy(s, exe, p, 0755, cause);
-	free(p);
-	xasprintf(&p, "%s/lib/gmux/libgmux.so", s->prefix);
+	v = setup_paths(s);
+	rc = setup_copy(s, exe, v[SETUP_BIN], 0755, cause);
 	if (rc == 0)
-		rc = setup_copy(s, shim, p, 0644, cause);
-	free(p);
+		rc = setup_copy(s, shim, v[SETUP_SHIM], 0644, cause);
 	free(shim);
-	xasprintf(&p, "%s/share/man/man1/gmux.1", s->prefix);
 	if (rc == 0)
-		rc = setup_put_made(s, p, manpage_write, cause);
-	free(p);
-	xasprintf(&p, "%s/share/bash-completion/completions/gmux", s->prefix);
+		rc = setup_put_made(s, v[SETUP_MAN], manpage_write, cause);
 	if (rc == 0)
-		rc = setup_put_made(s, p, setup_bash, cause);
-	free(p);
-	p = setup_at(s, s->config);
-	if (rc == 0 && access(p, F_OK) != 0) {
-		rc = setup_put(s, s->config, setup_config_text,
-		    strlen(setup_config_text), 0600, cause);
-		*strrchr(p, '/') = '\0';	/* gmux's own directory */
-		if (rc == 0 && chmod(p, 0700) != 0)
-			fatal("chmod %s", p);
-	}
-	free(p);
+		rc = setup_put_made(s, v[SETUP_BASH], setup_bash, cause);
+	if (rc == 0)
+		rc = setup_config(s, v[SETUP_CONFIG], cause);
 	unit = setup_unit(s);
-	xasprintf(&p, "%s/gmux.service", s->unitdir);
 	if (rc == 0)
-		rc = setup_put(s, p, unit, strlen(unit), 0644, cause);
-	free(p);
+		rc = setup_put(s, v[SETUP_UNIT], unit, strlen(unit), 0644,
+		    cause);
 	free(unit);
+	strv_free(v);
 	return (rc);
 }
 
