@@ -237,6 +237,28 @@ $(O)/fuzz/src/ui.o: FUZZ_CFLAGS += -I$(O)/gen
 $(O)/src/ui-events.o $(O)/src/ui-usage.o $(O)/src/ui-forward.o: src/ui-int.h
 $(O)/src/cmd-ui.o: src/ui-int.h
 
+# -- last mile (issue 12): completions, the manual page
+SRCS += src/cmd-flags.c src/cmd-completion.c src/manpage.c
+SRCS += src/doctor.c src/doctor-host.c src/doctor-remote.c src/cmd-doctor.c
+SRCS += src/setup.c src/cmd-setup.c
+all: $(O)/gmux.1
+$(O)/gmux.1: $(O)/gmux
+	@echo "  MAN     $@"
+	$(Q)$(O)/gmux help --man > $@.tmp && mv $@.tmp $@
+install: install-extras
+install-extras: $(O)/gmux $(O)/gmux.1
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 $(O)/gmux.1 $(DESTDIR)$(PREFIX)/share/man/man1/gmux.1
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	$(O)/gmux completion bash > \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/gmux
+	install -d $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	$(O)/gmux completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gmux
+	install -d $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	$(O)/gmux completion fish > \
+	    $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/gmux.fish
+.PHONY: install-extras
+
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
 LIB = $(O)/libgmuxcore.a

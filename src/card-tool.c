@@ -22,31 +22,6 @@ card_tool_timeout(int ms)
 	card_tool_ms = ms > 0 ? ms : CARD_TOOL_TIMEOUT_MS;
 }
 
-/* Returns 1 if name is an executable file in a directory of $PATH. */
-static int
-card_tool_found(const char *name)
-{
-	const char	*path = getenv("PATH");
-	char		*copy, *dir, *next, *full;
-	struct stat	 sb;
-	int		 found = 0;
-
-	if (path == NULL || *path == '\0')
-		path = "/usr/bin:/bin";
-	copy = xstrdup(path);
-	for (dir = copy; dir != NULL && !found; dir = next) {
-		if ((next = strchr(dir, ':')) != NULL)
-			*next++ = '\0';
-		xasprintf(&full, "%s/%s", *dir != '\0' ? dir : ".", name);
-		if (stat(full, &sb) == 0 && S_ISREG(sb.st_mode) &&
-		    access(full, X_OK) == 0)
-			found = 1;
-		free(full);
-	}
-	free(copy);
-	return (found);
-}
-
 /* Returns the first line of s, at most 200 bytes; the caller frees it. */
 static char *
 tool_first_line(const char *s)
@@ -126,7 +101,7 @@ int
 card_tool_output(char *const *argv, char **out, char **cause)
 {
 	*out = NULL;
-	if (!card_tool_found(argv[0]))
+	if (!have_program(argv[0]))
 		return (0);
 	if ((*out = card_tool_run(argv, cause)) == NULL)
 		return (-1);
@@ -189,7 +164,7 @@ card_tool_start(char *const *argv, card_tool_cb cb, void *arg, char **cause)
 {
 	struct card_tool_pending	*r;
 
-	if (!card_tool_found(argv[0]))
+	if (!have_program(argv[0]))
 		return (1);
 	r = xmalloc(sizeof *r);
 	r->name = xstrdup(argv[0]);

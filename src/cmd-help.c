@@ -3,6 +3,7 @@
 #include <getopt.h>
 
 #include "gmux.h"
+#include "cmd-int.h"
 
 static int	cmd_help_exec(int, char **);
 
@@ -15,8 +16,12 @@ const struct cmd_entry cmd_help_entry = {
 	.here = 1,
 };
 
+enum { OPT_MAN = 256 };
+
+/* --man (the manual page, for make) is not in the help: users run man. */
 static const struct option help_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
+	{ "man", no_argument, NULL, OPT_MAN },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -24,9 +29,15 @@ static int
 cmd_help_exec(int argc, char **argv)
 {
 	const struct cmd_entry	*c;
+	int			 ch;
 
-	while (cmd_getopt(&cmd_help_entry, argc, argv, "h", help_opts) != -1)
-		;
+	while ((ch = cmd_getopt(&cmd_help_entry, argc, argv, "h",
+	    help_opts)) != -1) {
+		if (ch == OPT_MAN) {
+			manpage_write(stdout);
+			return (0);
+		}
+	}
 	if (optind == argc) {
 		cmd_print_usage(stdout);
 		return (0);

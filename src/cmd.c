@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gmux.h"
+#include "cmd-int.h"
 
 static const struct cmd_entry *cmd_table[] = {
 	&cmd_serve_entry,
@@ -30,9 +31,21 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_cluster_entry,
 	&cmd_workers_entry,
 	&cmd_version_entry,
+	&cmd_doctor_entry,
+	&cmd_setup_entry,
+	&cmd_completion_entry,
 	&cmd_help_entry,
 	NULL
 };
+
+/* The table's entry number n, or NULL past its end. */
+const struct cmd_entry *
+cmd_at(u_int n)
+{
+	if (n >= nitems(cmd_table) - 1)
+		return (NULL);
+	return (cmd_table[n]);
+}
 
 const struct cmd_entry *
 cmd_find(const char *name)
@@ -85,7 +98,7 @@ cmd_print_usage(FILE *f)
 	    "commands:\n");
 	for (c = cmd_table; *c != NULL; c++) {
 		if (!(*c)->hidden)
-			fprintf(f, "  %-9s %s\n", (*c)->name, (*c)->help);
+			fprintf(f, "  %-10s %s\n", (*c)->name, (*c)->help);
 	}
 	fprintf(f, "\nRun 'gmux COMMAND --help' for a command's options.\n"
 	    "A command goes to --remote NAME, or with --local, or when a "

@@ -32,9 +32,9 @@ static struct {
 
 /*
  * Finds libgmux.so: $GMUX_SHIM, else beside the gmux binary (the build
- * tree), else in ../lib/gmux (an install).
+ * tree), else in ../lib/gmux (an install).  The caller frees it.
  */
-static char *
+char *
 enforce_find_shim(void)
 {
 	const char	*env = getenv("GMUX_SHIM");

@@ -96,6 +96,8 @@ void		 strv_add(char ***, const char *);
 char	       **strv_copy(char *const *);
 size_t		 strv_len(char *const *);
 char		*user_name(uid_t);
+char		*find_program(const char *);
+int		 have_program(const char *);
 
 /* clock.c */
 int64_t		 clock_ms(void);
@@ -482,6 +484,7 @@ int		 card_fake_parse(const char *, struct cards *, char **);
 
 /* enforce.c: the one interface through which caps and ceilings change */
 void		 enforce_init(struct cards *);
+char		*enforce_find_shim(void);
 void		 enforce_shutdown(void);
 int		 enforce_job_env(u_int, const struct card *, u_int, u_int,
 		     uint64_t, char ***, char **);
@@ -1892,5 +1895,8 @@ extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_queue_entry;
 extern const struct cmd_entry cmd_workers_entry;
 extern const struct cmd_entry cmd_ui_entry;
+extern const struct cmd_entry cmd_completion_entry;
+extern const struct cmd_entry cmd_doctor_entry;
+extern const struct cmd_entry cmd_setup_entry;
 
 #endif /* GMUX_H */

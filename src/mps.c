@@ -30,28 +30,6 @@ static struct {
 	char	*uuid;
 } mps[MPS_MAX_CARDS];
 
-/* Says whether name is an executable file in $PATH. */
-static int
-mps_found(const char *name)
-{
-	const char	*path = getenv("PATH");
-	char		*copy, *dir, *next, *full;
-	int		 found = 0;
-
-	if (path == NULL)
-		return (0);
-	copy = xstrdup(path);
-	for (dir = copy; dir != NULL && !found; dir = next) {
-		if ((next = strchr(dir, ':')) != NULL)
-			*next++ = '\0';
-		xasprintf(&full, "%s/%s", *dir ? dir : ".", name);
-		found = access(full, X_OK) == 0;
-		free(full);
-	}
-	free(copy);
-	return (found);
-}
-
 /*
  * Runs the control program for card i with its environment, input on its
  * standard input (NULL for none) and args; returns its exit status, -1 if
@@ -139,7 +117,7 @@ mps_start(const struct card *c, char **cause)
 	}
 	if (mps[i].pipe != NULL)
 		return (0);
-	if (!mps_found(MPS_CONTROL)) {
+	if (!have_program(MPS_CONTROL)) {
 		xasprintf(cause, "MPS: %s not found in PATH", MPS_CONTROL);
 		return (-1);
 	}

@@ -660,3 +660,43 @@ recv_fd(int sock, char *c)
 		memcpy(&fd, CMSG_DATA(cm), sizeof fd);
 	return (fd);
 }
+
+/*
+ * The full path of the executable file name in a directory of $PATH
+ * (/usr/bin:/bin if unset), or NULL.  The caller frees it.
+ */
+char *
+find_program(const char *name)
+{
+	const char	*path = getenv("PATH");
+	char		*copy, *dir, *next, *full = NULL;
+	struct stat	 sb;
+
+	if (path == NULL || *path == '\0')
+		path = "/usr/bin:/bin";
+	copy = xstrdup(path);
+	for (dir = copy; dir != NULL; dir = next) {
+		if ((next = strchr(dir, ':')) != NULL)
+			*next++ = '\0';
+		xasprintf(&full, "%s/%s", *dir != '\0' ? dir : ".", name);
+		if (stat(full, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    access(full, X_OK) == 0)
+			break;
+		free(full);
+		full = NULL;
+	}
+	free(copy);
+	return (full);
+}
+
+/* Whether name is a program in $PATH. */
+int
+have_program(const char *name)
+{
+	char	*full;
+
+	if ((full = find_program(name)) == NULL)
+		return (0);
+	free(full);
+	return (1);
+}

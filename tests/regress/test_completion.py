@@ -1,0 +1,130 @@
+"""gmux completion and gmux(1): made from the command table, so every
+command and every option it lists completes in a real bash, and the manual
+page renders in man without a warning."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import GMUX
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+
+def out(*args):
+    return subprocess.run([GMUX] + list(args), capture_output=True,
+                          text=True, check=True).stdout
+
+
+def commands():
+    top = out("help").split("commands:\n", 1)[1].split("\n\n", 1)[0]
+    return [line.split()[0] for line in top.splitlines()]
+
+
+def options(cmd):
+    """The flags of cmd as its --help lists them (read here, not by gmux)."""
+    text = out(cmd, "--help").split("options:\n", 1)[1].split("\n\n")[0]
+    flags = []
+    for line in text.splitlines():
+        if line.startswith("  -"):
+            names = re.split(r"\s{2,}", line.strip())[0]
+            flags += [n.split()[0] for n in names.split(", ")]
+    return flags
+
+
+@pytest.fixture(scope="module")
+def script(tmp_path_factory):
+    path = tmp_path_factory.mktemp("c") / "gmux.bash"
+    path.write_text(out("completion", "bash"))
+    return str(path)
+
+
+def complete(script, words):
+    """What bash's completion of `words` (the last one being typed) offers,
+    calling the function that `complete -p gmux` names, as bash would."""
+    prog = ("source %s\n"
+            "spec=$(complete -p gmux) || exit 3\n"
+            "fn=${spec#*-F }; fn=${fn%% *}\n"
+            "COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1))\n"
+            "COMP_LINE=\"$*\"; COMP_POINT=${#COMP_LINE}\n"
+            "$fn gmux \"${COMP_WORDS[COMP_CWORD]}\" "
+            "\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+            "printf '%%s\\n' \"${COMPREPLY[@]}\"\n") % script
+    r = subprocess.run(["bash", "--norc", "-c", prog, "bash"] + words,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return [w for w in r.stdout.splitlines() if w]
+
+
+def test_every_command_completes(script):
+    cmds = commands()
+    assert "completion" in cmds and "remote" in cmds
+    assert set(complete(script, ["gmux", ""])) == set(cmds)
+    for c in cmds:
+        assert c in complete(script, ["gmux", c[:2]]), c
+        # after the global flags too
+        assert c in complete(script, ["gmux", "--remote", "gpu1", c[:3]])
+
+
+def test_every_option_completes(script):
+    for c in commands():
+        flags = options(c)
+        assert "--help" in flags
+        offered = complete(script, ["gmux", c, "-"])
+        for f in flags:
+            assert f in offered, (c, f)
+            assert f in complete(script, ["gmux", "-v", c, f]), (c, f)
+
+
+def test_subcommands_complete(script):
+    assert complete(script, ["gmux", "remote", ""]) == \
+        ["add", "ls", "default", "rm"]
+    assert complete(script, ["gmux", "token", "re"]) == ["revoke"]
+    assert complete(script, ["gmux", "completion", "f"]) == ["fish"]
+    assert "serve" in complete(script, ["gmux", "help", "s"])
+    # a flag's value is left to the shell's default (files)
+    assert complete(script, ["gmux", "run", "--share", ""]) == []
+
+
+def test_zsh_and_fish_scripts():
+    assert out("completion", "zsh").startswith("#compdef gmux\n")
+    fish = out("completion", "fish")
+    assert "__fish_seen_subcommand_from run' -l share -r" in fish
+    r = subprocess.run([GMUX, "completion", "tcsh"], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "shell" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_man_page_renders(tmp_path):
+    page = tmp_path / "gmux.1"
+    page.write_text(out("help", "--man"))
+    built = os.path.join(os.path.dirname(GMUX), "gmux.1")
+    if os.path.exists(built):
+        assert open(built).read() == page.read_text()
+    env = dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8")
+    r = subprocess.run(["man", "--warnings", "-l", str(page)],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    text = r.stdout
+    for c in commands():
+        assert re.search(r"^   %s$" % c, text, re.M), c
+    assert "--share F" in text and "-d, --detach" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_make_install_puts_man_and_completions(tmp_path):
+    build = os.path.dirname(GMUX)
+    r = subprocess.run(["make", "-s", "install", "O=" + build,
+                        "DESTDIR=" + str(tmp_path), "PREFIX=/usr"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    share = tmp_path / "usr/share"
+    assert (share / "man/man1/gmux.1").read_text() == out("help", "--man")
+    assert (share / "bash-completion/completions/gmux").read_text() == \
+        out("completion", "bash")
+    assert (share / "zsh/site-functions/_gmux").exists()
+    assert (share / "fish/vendor_completions.d/gmux.fish").exists()
