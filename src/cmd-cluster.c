@@ -51,6 +51,22 @@ cl_str(json_t *o, const char *k)
 	return (s != NULL ? s : "-");
 }
 
+/*
+ * GET path, a listing: printed as it is with --json (NULL returned), else
+ * returned for a table (the caller frees it).
+ */
+static json_t *
+cl_list(const char *path, int json)
+{
+	json_t	*a = cmd_call(&cmd_cluster_entry, "GET", path, NULL);
+
+	if (!json)
+		return (a);
+	json_print(a, stdout);
+	json_decref(a);
+	return (NULL);
+}
+
 static char *
 cl_cards(json_t *cards)
 {
@@ -84,12 +100,8 @@ cluster_ls(int json)
 	char		*cards, *ram, cpus[16], load[16], jobs[16];
 	size_t		 i;
 
-	a = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster/members", NULL);
-	if (json) {
-		json_print(a, stdout);
-		json_decref(a);
+	if ((a = cl_list("/v1/cluster/members", json)) == NULL)
 		return (0);
-	}
 	t = table_create(hdr, nitems(hdr));
 	json_array_foreach(a, i, m) {
 		cards = cl_cards(json_object_get(m, "cards"));
@@ -147,12 +159,8 @@ cluster_ps(int json)
 	char		**v;
 	size_t		 i, k;
 
-	a = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster/jobs", NULL);
-	if (json) {
-		json_print(a, stdout);
-		json_decref(a);
+	if ((a = cl_list("/v1/cluster/jobs", json)) == NULL)
 		return (0);
-	}
 	t = table_create(hdr, nitems(hdr));
 	json_array_foreach(a, i, j) {
 		argv = json_object_get(json_object_get(j, "req"), "argv");
@@ -266,12 +274,8 @@ cluster_queue(int json)
 	char		 pos[16], prio[16], *age;
 	size_t		 i;
 
-	a = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster/queue", NULL);
-	if (json) {
-		json_print(a, stdout);
-		json_decref(a);
+	if ((a = cl_list("/v1/cluster/queue", json)) == NULL)
 		return (0);
-	}
 	t = table_create(hdr, nitems(hdr));
 	json_array_foreach(a, i, j) {
 		snprintf(pos, sizeof pos, "%lld", (long long)
