@@ -53,6 +53,8 @@ int		 fence_rule_port(const struct fence_rule *, uint16_t);
 int		 fence_match_addr(const struct fence *, int, const u_char *,
 		     uint16_t);
 int		 fence_loopback(int, const u_char *);
+#define FENCE_UNIX_DGRAM	"dgram"	/* --allow unix:dgram */
+int		 fence_unix_dgram(const struct fence *);
 
 /* fence-names.c: allowed names, resolved outside the job */
 #define FENCE_NAMES_REFRESH_MS	(60 * 1000)

@@ -265,19 +265,25 @@ split_spec(char *s, char **host, char **port, int *bracket, char **cause)
 
 /*
  * An --allow unix:PATH: the one socket file a job may connect to besides
- * those it bound, named by an absolute path (sun_path's bound).
+ * those it bound, named by an absolute path (sun_path's bound).  Or
+ * unix:dgram: the job may make AF_UNIX datagram sockets, whose sendmsg()
+ * addresses no filter can read (a rule with no path).
  */
 static int
 parse_unix(const char *spec, struct fence_rule *r, char **cause)
 {
 	const char	*path = spec + 5;
 
+	r->family = AF_UNIX;
+	if (strcmp(path, FENCE_UNIX_DGRAM) == 0) {
+		xasprintf(&r->text, "unix:%s", path);
+		return (0);
+	}
 	if (*path != '/' || strlen(path) >= FENCE_UNIX_PATH_MAX) {
-		xasprintf(cause, "'%s': unix: takes an absolute path shorter "
-		    "than %d bytes", spec, FENCE_UNIX_PATH_MAX);
+		xasprintf(cause, "'%s': unix: takes dgram or an absolute path "
+		    "shorter than %d bytes", spec, FENCE_UNIX_PATH_MAX);
 		return (-1);
 	}
-	r->family = AF_UNIX;
 	r->path = xstrdup(path);
 	xasprintf(&r->text, "unix:%s", path);
 	return (0);
@@ -427,7 +433,7 @@ fence_check(const struct fence *f, char **cause)
 	u_int	 i;
 
 	for (i = 0; f->deny_net && i < f->nrules; i++) {
-		if (f->rules[i].path == NULL) {
+		if (f->rules[i].family != AF_UNIX) {
 			xasprintf(cause, "allow: only unix: rules can be "
 			    "combined with deny_net");
 			return (-1);
@@ -443,14 +449,27 @@ fence_check(const struct fence *f, char **cause)
 	return (0);
 }
 
-/* Whether the policy names a socket file (a host's, never a remote job's). */
+/* Whether the policy has a unix: rule (a host job's, never a remote one). */
 int
 fence_has_unix(const struct fence *f)
 {
 	u_int	 i;
 
 	for (i = 0; f != NULL && i < f->nrules; i++) {
-		if (f->rules[i].path != NULL)
+		if (f->rules[i].family == AF_UNIX)
+			return (1);
+	}
+	return (0);
+}
+
+/* Whether the policy lets the job make AF_UNIX datagram sockets. */
+int
+fence_unix_dgram(const struct fence *f)
+{
+	u_int	 i;
+
+	for (i = 0; f != NULL && i < f->nrules; i++) {
+		if (f->rules[i].family == AF_UNIX && f->rules[i].path == NULL)
 			return (1);
 	}
 	return (0);

@@ -66,6 +66,41 @@ struct fence_job {
 
 #define LOW32(i, v)	SCMP_CMP((i), SCMP_CMP_MASKED_EQ, 0xffffffffULL, (v))
 
+/* A filter's variant: which of these it is made for. */
+#define FILTER_OPEN	0x1	/* the open fence */
+#define FILTER_BYPASS	0x2	/* tests: no connect rule */
+#define FILTER_JAILED	0x4	/* a remote job's */
+#define FILTER_DGRAM	0x8	/* --allow unix:dgram */
+#define FILTER_VARIANTS	0x10
+
+/*
+ * AF_UNIX datagram sockets, made by socket() or socketpair(): sendmsg()
+ * takes its address from a msghdr, which a filter cannot read, so such a
+ * socket could send to any pathname socket the job can name (a relay of
+ * the user's moved into its directory, journald), past the rule connect()
+ * is held to.  Only the stream and seqpacket types are left (seqpacket
+ * ignores sendmsg's address); SOCK_RAW is refused too, since the kernel
+ * makes it a datagram socket.
+ */
+static int
+filter_unix_dgram(scmp_filter_ctx ctx)
+{
+	uint32_t	 no = SCMP_ACT_ERRNO(EPERM);
+	int		 rc = 0, t;
+
+	for (t = 0; t < 16; t++) {
+		struct scmp_arg_cmp a0 = LOW32(0, AF_UNIX);
+		struct scmp_arg_cmp a1 = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, t);
+
+		if (t == SOCK_STREAM || t == SOCK_SEQPACKET)
+			continue;
+		rc |= seccomp_rule_add(ctx, no, SCMP_SYS(socket), 2, a0, a1);
+		rc |= seccomp_rule_add(ctx, no, SCMP_SYS(socketpair), 2, a0,
+		    a1);
+	}
+	return (rc);
+}
+
 /*
  * socket(): UNIX, INET and INET6 only; TCP streams as they are; UDP goes
  * to the supervisor (which hands back a stand-in); raw, packet, netlink,
@@ -218,16 +253,16 @@ filter_jail(scmp_filter_ctx ctx)
 }
 
 /*
- * The filters made so far, one per variant (open or not, bypass for the
- * tests, jailed or not): libseccomp takes about a millisecond to make one,
- * and every job of a variant gets the same.  The daemon makes a job's
+ * The filters made so far, one per variant (FILTER_*): libseccomp takes
+ * about a millisecond to make one, and every job of a variant gets the
+ * same.  The daemon makes a job's
  * variant before it forks the job's keeper (fence_prepare), which finds
  * it made.  They live as long as the process; jobs point at them.
  */
 static struct filter_made {
 	struct sock_filter	*prog;
 	u_short			 len;
-} filter_made[2][2][2];
+} filter_made[FILTER_VARIANTS];
 
 /*
  * Builds a filter (foreign architectures and x32 are killed: libseccomp
@@ -235,11 +270,11 @@ static struct filter_made {
  * with flags libseccomp does not know.
  */
 static int
-filter_build(struct filter_made *fm, int open, int bypass, int jailed,
-    char **cause)
+filter_build(struct filter_made *fm, int variant, char **cause)
 {
 	scmp_filter_ctx		 ctx;
 	off_t			 size;
+	int			 open = (variant & FILTER_OPEN) != 0;
 	int			 fd = -1, rc = -1;
 
 	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL) {
@@ -249,8 +284,10 @@ filter_build(struct filter_made *fm, int open, int bypass, int jailed,
 	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
 	    SCMP_ACT_KILL_PROCESS) != 0 ||
 	    filter_socket(ctx, open) != 0 ||
-	    filter_rest(ctx, bypass, open) != 0 ||
-	    (jailed && filter_jail(ctx) != 0)) {
+	    (!open && !(variant & FILTER_DGRAM) &&
+	    filter_unix_dgram(ctx) != 0) ||
+	    filter_rest(ctx, (variant & FILTER_BYPASS) != 0, open) != 0 ||
+	    ((variant & FILTER_JAILED) && filter_jail(ctx) != 0)) {
 		xasprintf(cause, "seccomp: cannot build the filter");
 		goto out;
 	}
@@ -278,16 +315,33 @@ out:
 	return (rc);
 }
 
+/* The variant of the filter a job with this fence gets (NULL: open). */
+static int
+filter_variant(const struct fence *policy, int jailed, int bypass)
+{
+	int	 v = 0;
+
+	if (policy == NULL || policy->open)
+		v |= FILTER_OPEN;
+	if (fence_unix_dgram(policy))
+		v |= FILTER_DGRAM;
+	if (jailed)
+		v |= FILTER_JAILED;
+	if (bypass)
+		v |= FILTER_BYPASS;
+	return (v);
+}
+
 /* Points fj at its variant's filter, made now if not yet. */
 static int
 filter_get(struct fence_job *fj, char **cause)
 {
 	struct filter_made	*fm;
-	int			 open = fj->policy->open != 0;
+	int			 v;
 
-	fm = &filter_made[open][fj->bypass != 0][fj->jail != NULL];
-	if (fm->prog == NULL &&
-	    filter_build(fm, open, fj->bypass, fj->jail != NULL, cause) != 0)
+	v = filter_variant(fj->policy, fj->jail != NULL, fj->bypass);
+	fm = &filter_made[v];
+	if (fm->prog == NULL && filter_build(fm, v, cause) != 0)
 		return (-1);
 	fj->filter = fm;
 	return (0);
@@ -302,11 +356,11 @@ void
 fence_prepare(const struct fence *policy, int jailed)
 {
 	struct filter_made	*fm;
-	int			 open = policy == NULL || policy->open;
+	int			 v = filter_variant(policy, jailed, 0);
 	char			*cause = NULL;
 
-	fm = &filter_made[open][0][jailed != 0];
-	if (fm->prog == NULL && filter_build(fm, open, 0, jailed, &cause) != 0)
+	fm = &filter_made[v];
+	if (fm->prog == NULL && filter_build(fm, v, &cause) != 0)
 		log_debug("%s: %s", __func__, cause);
 	free(cause);
 }

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from fencelib import (PY, VIA_GMUX, Listener, UdpListener, UnixListener,
-                      allow, as_job_user, fenced, job_py, make_jobdir, rmtree,
-                      tool)
+from fencelib import (PY, VIA_GMUX, Listener, UdpListener, UnixDgramRelay,
+                      UnixListener, allow, as_job_user, fenced, job_py,
+                      make_jobdir, rmtree, tool)
 from fencelib import jobdir_fixture  # noqa: F401 (the jobdir fixture)
 
 CONNECT = '''
@@ -310,6 +310,70 @@ print(json.dumps("ok"))'''
         policy = ["--deny-net", "--allow", f"unix:{relay.path}"]
         assert job_py(policy, named, jobdir) == "ok"
         assert relay.count() == 2
+    finally:
+        rmtree(outside)
+
+
+DGRAM_MOVED_IN = '''
+import errno, json, os, socket
+S = socket
+def err(e):
+    return errno.errorcode.get(e.errno, str(e))
+def send(make):
+    try:
+        s = make()
+    except OSError as e:
+        return "socket: " + err(e)
+    try:
+        s.sendmsg([b"x"], [], 0, "moved.sock")
+        return "sent"
+    except OSError as e:
+        return err(e)
+    finally:
+        s.close()
+def pair(t):
+    a, b = S.socketpair(S.AF_UNIX, t)
+    b.close()
+    return a
+os.rename(RELAY, "moved.sock")
+try:
+    r = [send(lambda: S.socket(S.AF_UNIX, S.SOCK_DGRAM)),
+         send(lambda: S.socket(S.AF_UNIX, S.SOCK_DGRAM | S.SOCK_CLOEXEC)),
+         send(lambda: S.socket(S.AF_UNIX, S.SOCK_RAW)),
+         send(lambda: pair(S.SOCK_DGRAM))]
+finally:
+    os.rename("moved.sock", RELAY)
+# what stays: stream and seqpacket pairs (multiprocessing, asyncio)
+for t in (S.SOCK_STREAM, S.SOCK_SEQPACKET):
+    a, b = S.socketpair(S.AF_UNIX, t)
+    a.send(b"y")
+    r.append(b.recv(1).decode())
+print(json.dumps(r))'''
+
+
+def test_unix_datagram_to_a_socket_moved_in(jobdir, listeners):
+    """sendmsg() carries its address in a msghdr no filter can read, so a
+    fenced job may not make an AF_UNIX datagram socket at all (SOCK_RAW is
+    one too) unless --allow unix:dgram says so: otherwise a datagram to a
+    relay of the user's, moved into the job's directory, went out."""
+    outside = make_jobdir()
+    try:
+        net = listeners()
+        relay = listeners(UnixDgramRelay, str(outside / "relay.sock"),
+                          net.port)
+        code = f"RELAY = {relay.path!r}" + DGRAM_MOVED_IN
+        for policy in (["--deny-net"], allow("127.0.0.1:1"),
+                       ["--deny-net", "--allow", f"unix:{relay.path}"]):
+            res = job_py(policy, code, jobdir)
+            assert res == ["socket: EPERM"] * 4 + ["y", "y"], policy
+        assert relay.count() == 0 and net.count() == 0
+        assert job_py(None, code, jobdir) == ["sent"] * 4 + ["y", "y"]
+        assert relay.count() == 4 and net.count() == 4
+        # The way to let a job have them (NCCL passes its handles over
+        # them): it may then reach any datagram socket it can name.
+        res = job_py(["--deny-net", "--allow", "unix:dgram"], code, jobdir)
+        assert res == ["sent"] * 4 + ["y", "y"]
+        assert relay.count() == 8
     finally:
         rmtree(outside)
 

@@ -434,6 +434,9 @@ def test_a_remote_job_may_not_name_a_hosts_socket(make_daemon, make_client):
     r = c.gmux("run", "--allow", "unix:%s" % os.path.join(d.home,
                "gmux.sock"), "--", "true")
     assert r.returncode != 0 and b"a remote job may not reach" in r.stderr, r
+    # nor may it make datagram sockets, which reach any the host has
+    r = c.gmux("run", "--allow", "unix:dgram", "--", "true")
+    assert r.returncode != 0 and b"a remote job may not reach" in r.stderr, r
     assert c.json("ps", "-a", "--json") == []
 
 

@@ -51,6 +51,7 @@ test_allow_forms(void)
 	CHECK_STR(canon("localhost"), "localhost");
 	CHECK_STR(canon("unix:/run/x.sock"), "unix:/run/x.sock");
 	CHECK_STR(canon("UNIX:/run/x.sock"), "unix:/run/x.sock");
+	CHECK_STR(canon("unix:dgram"), "unix:dgram");
 }
 
 static void
@@ -63,7 +64,7 @@ test_allow_errors(void)
 		"a-.com", "[::1", "[::1]x", "[::1]:", "foo bar", "host/8",
 		"[host]:80", "::1/129", "a.b:1:2", ".", "x/8:80",
 		"01.2.3.4", "fe80::1%eth0", "12345", "unix:", "unix:rel.sock",
-		"uNix:572",
+		"uNix:572", "unix:dgrams", "unix:DGRAM",
 		"unix:/0123456789012345678901234567890123456789012345678901234"
 		    "5678901234567890123456789012345678901234567890123456789",
 	};
@@ -225,6 +226,12 @@ test_json(void)
 	s = fence_text(f);
 	CHECK_STR(s, "deny-net, allow unix:/a");
 	free(s);
+	CHECK(!fence_unix_dgram(f));
+	fence_free(f);
+	/* Datagram sockets are asked for, and are the host's too. */
+	f = from("{\"deny_net\":true,\"allow\":[\"unix:dgram\"]}", &cause);
+	CHECK(f != NULL && f != (struct fence *)-1 && fence_unix_dgram(f) &&
+	    fence_has_unix(f));
 	fence_free(f);
 	CHECK(from("{\"allow\":null}", &cause) == NULL);
 	f = from("{\"deny_net\":true}", &cause);
