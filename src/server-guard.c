@@ -21,11 +21,14 @@
  * Slots: at most TCP_CONNECTIONS_MAX (256) connections are open at once,
  * and one source (an IPv4 address, an IPv6 /64) may hold at most
  * TCP_ANON_PER_SOURCE (8) of them that have not shown a good token.  When
- * either bound is passed, the oldest connection without a token goes (of
- * that source, or of all), never one with a token: a peer that opens
- * hundreds of idle connections holds a handful of slots, and a client
- * with a token, whose handshake takes milliseconds, still gets in.  Only
- * when every slot holds a token is a new connection cut at once.
+ * either bound is passed, a connection without a token goes (of that
+ * source, or of all), never one with a token: one already closed by its
+ * peer, else the oldest once it has had TCP_ANON_GRACE_MS (200) to show
+ * a token, else the newcomer.  A peer that opens hundreds of idle
+ * connections holds a handful of slots, a peer that opens and closes them
+ * faster than a handshake cannot push out a client still in its own, and
+ * a client with a token, whose handshake takes milliseconds, still gets
+ * in.  Only when every slot holds a token is a new connection cut at once.
  */
 
 #include <sys/queue.h>
@@ -34,6 +37,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,6 +51,7 @@
 #define GUARD_HEAD_MAX		(64 * 1024)
 #define GUARD_BODY_MAX		(64 * 1024)
 #define GUARD_CHUNK		4096
+#define GUARD_SCAN		64	/* looked at for one already closed */
 
 enum guard_state {
 	GUARD_HEAD,		/* the first head is on its way */
@@ -62,6 +67,7 @@ struct guard {
 	size_t			 body;	/* bytes after the head, anonymous */
 	enum guard_state	 state;
 	int			 admitted;	/* its fd known: checked */
+	int64_t			 since;		/* admitted then */
 	int			 listed;	/* in guard_anon */
 	char			 source[64];	/* ratelimit_key()'s */
 	TAILQ_ENTRY(guard)	 entry;
@@ -70,9 +76,11 @@ struct guard {
 static TAILQ_HEAD(, guard) guard_anon =	/* no token yet, oldest first */
     TAILQ_HEAD_INITIALIZER(guard_anon);
 static u_int	guard_live;		/* connections now, less those cut */
+static u_int	guard_waiting;		/* of which not admitted yet */
 static u_int	guard_max;
 static u_int	guard_per_source;
 static u_int	guard_secs;
+static u_int	guard_grace_ms;		/* to show a token before it may go */
 
 /* Takes g off the list of connections without a token. */
 static void
@@ -124,21 +132,84 @@ guard_source(struct guard *g)
 	ratelimit_key(a, g->source, sizeof g->source);
 }
 
-/* The oldest connection without a token, of source (NULL: of any). */
-static struct guard *
-guard_oldest(const char *source, u_int *n)
+/* How many connections without a token source has (NULL: all). */
+static u_int
+guard_count(const char *source)
 {
-	struct guard	*g, *first = NULL;
+	struct guard	*g;
+	u_int		 n = 0;
 
-	*n = 0;
+	TAILQ_FOREACH(g, &guard_anon, entry) {
+		if (source == NULL || strcmp(g->source, source) == 0)
+			n++;
+	}
+	return (n);
+}
+
+/*
+ * Of the GUARD_SCAN oldest connections without a token of source (NULL:
+ * of any), one whose peer has closed or reset it already, or NULL.  A
+ * peer that opens and closes connections faster than the loop reads
+ * their ends leaves dead ones counted as live; cutting one costs no one
+ * anything.  One poll(), not a read: their bytes stay for TLS.  Sets
+ * *oldest to the oldest (NULL if none).
+ */
+static struct guard *
+guard_dead(const char *source, struct guard **oldest)
+{
+	struct pollfd	 pfd[GUARD_SCAN];
+	struct guard	*g, *seen[GUARD_SCAN];
+	u_int		 n = 0, i;
+
 	TAILQ_FOREACH(g, &guard_anon, entry) {
 		if (source != NULL && strcmp(g->source, source) != 0)
 			continue;
-		if (first == NULL)
-			first = g;
-		(*n)++;
+		seen[n] = g;
+		pfd[n].fd = bufferevent_getfd(g->bev);
+		pfd[n].events = POLLRDHUP;
+		pfd[n].revents = 0;
+		if (++n == GUARD_SCAN)
+			break;
 	}
-	return (first);
+	*oldest = n == 0 ? NULL : seen[0];
+	if (n == 0 || poll(pfd, n, 0) <= 0)
+		return (NULL);
+	for (i = 0; i < n; i++) {
+		if (pfd[i].revents & (POLLRDHUP|POLLHUP|POLLERR))
+			return (seen[i]);
+	}
+	return (NULL);
+}
+
+/*
+ * Which connection without a token goes to make room for g, for its
+ * source's bound or (global) for all of them: a dead one; else the
+ * oldest, once it has had TCP_ANON_GRACE_MS to show a token (a peer holding
+ * idle connections loses them to new ones); else g, the newest, yields.
+ * A churning peer's connections come by the hundred between two turns of
+ * the loop: cutting the oldest then would cut a good client still in its
+ * handshake.  Under the global bound a g alone from its source yields
+ * to no one while others wait to be admitted (they make room as they
+ * are); only when every other slot holds a token is g cut at once.
+ */
+static struct guard *
+guard_victim(struct guard *g, int global, u_int n)
+{
+	struct guard	*gone, *oldest;
+
+	gone = guard_dead(global ? NULL : g->source, &oldest);
+	if (gone != NULL)
+		return (gone);
+	if (oldest == g)
+		oldest = global ? TAILQ_NEXT(g, entry) : NULL;
+	if (oldest != NULL && (!g->listed ||
+	    clock_mono_ms() - oldest->since >= guard_grace_ms))
+		return (oldest);
+	if (!g->listed)
+		return (guard_waiting == 0 ? g : NULL);
+	if (global && n == 1 && guard_waiting > 0)
+		return (NULL);
+	return (g);
 }
 
 /*
@@ -153,21 +224,23 @@ guard_admit(struct guard *g)
 	u_int		 n;
 
 	g->admitted = 1;
+	g->since = clock_mono_ms();
+	guard_waiting--;
 	guard_source(g);
 	if (g->state != GUARD_TRUSTED) {
 		TAILQ_INSERT_TAIL(&guard_anon, g, entry);
 		g->listed = 1;
 	}
-	old = guard_oldest(g->source, &n);
-	if (n > guard_per_source)
-		guard_cut(old, "the source's oldest without a token "
-		    "(TCP_ANON_PER_SOURCE)");
-	if (guard_live > guard_max) {
-		if ((old = guard_oldest(NULL, &n)) == NULL)
-			old = g;	/* every other one has a token */
-		guard_cut(old, "the oldest without a token, for room "
-		    "(TCP_CONNECTIONS_MAX)");
+	n = guard_count(g->source);
+	if (n > guard_per_source) {
+		guard_cut(guard_victim(g, 0, n), "without a token, its "
+		    "source over TCP_ANON_PER_SOURCE");
+		n--;
 	}
+	if (guard_live > guard_max && g->state != GUARD_CUT &&
+	    (old = guard_victim(g, 1, n)) != NULL)
+		guard_cut(old, "without a token, for room "
+		    "(TCP_CONNECTIONS_MAX)");
 	if (g->state != GUARD_CUT && g->state != GUARD_TRUSTED)
 		evtimer_add(g->timer, &tv);
 }
@@ -267,6 +340,8 @@ guard_free(void *arg)
 
 	if (g->state != GUARD_CUT)
 		guard_live--;
+	if (!g->admitted)
+		guard_waiting--;
 	guard_unlist(g);
 	event_free(g->timer);
 	http_head_clear(&g->head);
@@ -280,6 +355,7 @@ server_guard_init(void)
 	guard_max = config_uint("TCP_CONNECTIONS_MAX", 256, 1, 65536);
 	guard_per_source = config_uint("TCP_ANON_PER_SOURCE", 8, 1, 65536);
 	guard_secs = config_uint("AUTH_TIMEOUT", 10, 1, 3600);
+	guard_grace_ms = config_uint("TCP_ANON_GRACE_MS", 200, 0, 3600000);
 	tls_server_data_free(guard_free);
 }
 
@@ -300,6 +376,7 @@ server_guard_bev(struct event_base *base, void *ctx)
 		fatalx("%s: evtimer_new", __func__);
 	g->bev = tls_server_bev(base, ctx, g);	/* now g goes with it */
 	guard_live++;
+	guard_waiting++;
 	if (evbuffer_add_cb(bufferevent_get_input(g->bev), guard_input, g) ==
 	    NULL)
 		fatalx("%s: evbuffer_add_cb", __func__);

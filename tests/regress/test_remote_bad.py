@@ -9,6 +9,8 @@ import os
 import re
 import socket
 import ssl
+import struct
+import threading
 import time
 
 from conftest import wait_for
@@ -433,6 +435,124 @@ def test_a_tokenless_peer_cannot_fill_the_tls_port(make_daemon, make_client):
         finally:
             for s in held:
                 s.close()
+    assert serving(d)
+
+
+class Churn:
+    """Threads that open TCP connections to port from source, send a few
+    bytes of a TLS record (or nothing) and close them at once, in a loop,
+    until stopped: a peer with no token opening connections faster than
+    any handshake completes.  Half the threads open a burst of 32 before
+    closing them (more at once than TCP_ANON_PER_SOURCE), half close with
+    a reset.  made counts the connections opened."""
+
+    def __init__(self, port, source, threads=8):
+        self.port, self.source = port, source
+        self.stop = threading.Event()
+        self.made = 0
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._run, args=(i,),
+                                         daemon=True)
+                        for i in range(threads)]
+        for t in self.threads:
+            t.start()
+
+    def _open(self, i):
+        s = socket.socket()
+        try:
+            s.bind((self.source, 0))
+            if i % 2:                           # close with a reset
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                             struct.pack("ii", 1, 0))
+            s.settimeout(5)
+            s.connect(("127.0.0.1", self.port))
+        except OSError:
+            pass
+        with self.lock:
+            self.made += 1
+        return s
+
+    def _run(self, i):
+        burst = 32 if i % 4 < 2 else 1
+        while not self.stop.is_set():
+            held = [self._open(i) for _ in range(burst)]
+            for s in held:
+                if i % 3 == 0:
+                    try:
+                        s.send(b"\x16\x03\x01\x02\x00\x01")
+                    except OSError:
+                        pass
+                s.close()
+
+    def alive(self):
+        return all(t.is_alive() for t in self.threads)
+
+    def end(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(10)
+
+
+def test_a_peer_churning_connections_cannot_starve_a_good_client(
+        make_daemon, make_client):
+    """One peer opens and closes tokenless connections in a loop, faster
+    than a handshake: a client with a token (from another address) still
+    gets every run through, and the host keeps serving."""
+    d = make_daemon()
+    target = d.serve_tls()
+    c = make_client()
+    assert c.add("gpu1", target).returncode == 0
+    churn = Churn(d.port, "127.0.0.2", threads=4)
+    try:
+        wait_for(lambda: churn.made >= 1000, timeout=30)
+        before = churn.made
+        for _ in range(10):
+            r = c.gmux("run", "--", "true", timeout=30)
+            assert r.returncode == 0, r
+        assert c.gmux("ps").returncode == 0
+        wait_for(lambda: churn.made > before + 100, what="the churn going on")
+        assert churn.alive()
+    finally:
+        churn.end()
+    assert serving(d)
+
+
+def test_a_burst_of_tokenless_connections_cannot_cut_a_handshake(
+        make_daemon):
+    """More connections without a token than TCP_CONNECTIONS_MAX arrive
+    at once, from several addresses, while a good client is in the middle
+    of its handshake: they used to make room by cutting the oldest
+    connection without a token, which was the client's.  Now the newest
+    of a busy source yields, and a connection has TCP_ANON_GRACE_MS (long
+    here, so that the test does not race it) before newer ones may push
+    it out."""
+    d = make_daemon()
+    d.env["GMUX_TCP_CONNECTIONS_MAX"] = "16"
+    d.env["GMUX_TCP_ANON_GRACE_MS"] = "600000"
+    token = d.serve_tls("-v").split("@")[0]
+    log = os.path.join(d.home, "gmux.log")
+    good = socket.create_connection(("127.0.0.1", d.port), timeout=10)
+    held = []
+    try:
+        for k in range(8):                       # 32 > 16, 4 < 8 each
+            held += hold_connections(d.port, 4, "127.0.0.%d" % (10 + k))
+        wait_for(lambda: open(log).read().count(
+            "for room (TCP_CONNECTIONS_MAX)") >= 17, what="room made")
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        with ctx.wrap_socket(good) as t:
+            t.sendall(b"GET /v1/version HTTP/1.1\r\nHost: x\r\n"
+                      b"Connection: close\r\nAuthorization: Bearer " +
+                      token.encode() + b"\r\n\r\n")
+            assert t.recv(12) == b"HTTP/1.1 200"
+        cuts = [l for l in open(log) if "guard_cut" in l]
+        assert not [l for l in cuts if "(127.0.0.1)" in l], cuts
+        assert still_open(held) >= 8            # a first of each source
+    finally:
+        for s in held:
+            s.close()
+        good.close()
     assert serving(d)
 
 
