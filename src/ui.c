@@ -175,6 +175,28 @@ ui_origin_ok(struct evhttp_request *req)
 }
 
 /*
+ * Does a change made with the cookie's token tok carry its CSRF value and
+ * come from this origin?  Returns 0, or -1 with *cause (a 403).
+ */
+static int
+ui_csrf_check(struct evhttp_request *req, const char *tok, char **cause)
+{
+	const char	*sent = ui_header(req, UI_CSRF_HEADER);
+	char		 csrf[UI_CSRF_LEN + 1];
+	int		 rc = 0;
+
+	ui_csrf_of(tok, csrf);
+	if (sent == NULL || strlen(sent) != UI_CSRF_LEN ||
+	    !ui_equal(sent, csrf, UI_CSRF_LEN) || !ui_origin_ok(req)) {
+		xasprintf(cause, "%s: the dashboard's CSRF check failed "
+		    "(reload the page)", UI_CSRF_HEADER);
+		rc = -1;
+	}
+	explicit_bzero(csrf, sizeof csrf);
+	return (rc);
+}
+
+/*
  * A TCP request with the dashboard's cookie and no Authorization header
  * gets the header from the cookie; one that is not a GET must carry the
  * CSRF value too and come from this origin.  Returns 0, or -1 with *cause
@@ -185,8 +207,8 @@ ui_tls_cookie(struct evhttp_request *req, char **cause)
 {
 	struct evkeyvalq	*h = evhttp_request_get_input_headers(req);
 	enum evhttp_cmd_type	 m = evhttp_request_get_command(req);
-	const char		*cookie, *sent;
-	char			 tok[300], csrf[UI_CSRF_LEN + 1], *auth;
+	const char		*cookie;
+	char			 tok[300], *auth;
 	int			 rc = 0;
 
 	if (evhttp_find_header(h, "Authorization") != NULL ||
@@ -194,18 +216,8 @@ ui_tls_cookie(struct evhttp_request *req, char **cause)
 	    ui_cookie_get(cookie, UI_COOKIE, tok, sizeof tok) != 0 ||
 	    *tok == '\0')
 		return (0);
-	if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD) {
-		ui_csrf_of(tok, csrf);
-		sent = evhttp_find_header(h, UI_CSRF_HEADER);
-		if (sent == NULL || strlen(sent) != UI_CSRF_LEN ||
-		    !ui_equal(sent, csrf, UI_CSRF_LEN) ||
-		    !ui_origin_ok(req)) {
-			xasprintf(cause, "%s: the dashboard's CSRF check "
-			    "failed (reload the page)", UI_CSRF_HEADER);
-			rc = -1;
-		}
-		explicit_bzero(csrf, sizeof csrf);
-	}
+	if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD)
+		rc = ui_csrf_check(req, tok, cause);
 	if (rc == 0) {
 		xasprintf(&auth, "Bearer %s", tok);
 		evhttp_add_header(h, "Authorization", auth);
@@ -360,11 +372,31 @@ ui_login(struct evhttp_request *req, const char *id,
 	json_decref(o);
 }
 
-/* POST /ui/logout: the cookie is cleared (nothing else to undo). */
+/*
+ * POST /ui/logout: the cookie is cleared (nothing else to undo).  A
+ * request that carries the cookie must carry its CSRF value too, as any
+ * change: another site's form must not log the page out.  One without a
+ * cookie has nothing to clear, and is answered as done.
+ */
 void
 ui_logout(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {
+	const char	*cookie = ui_header(req, "Cookie");
+	char		 tok[300], *cause = NULL;
+	int		 rc = 0;
+
+	if (cookie != NULL &&
+	    ui_cookie_get(cookie, UI_COOKIE, tok, sizeof tok) == 0) {
+		if (*tok != '\0')
+			rc = ui_csrf_check(req, tok, &cause);
+		explicit_bzero(tok, sizeof tok);
+	}
+	if (rc != 0) {
+		api_error(req, 403, "%s", cause);
+		free(cause);
+		return;
+	}
 	ui_set_cookie(req, "", 1);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Connection", "close");

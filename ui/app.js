@@ -321,9 +321,8 @@ function renderPlot(by) {
 
 async function loadUsage() {
   const w = $('window').value;
-  const bys = G.session && G.session.admin ? ['owner', 'card'] : ['owner'];
-  $('plot-card').hidden = bys.length === 1;
-  for (const by of bys) {
+  // a tenant's plots are its own use, by card too (docs/ui.md)
+  for (const by of ['owner', 'card']) {
     try {
       G.series[by] = await api('GET',
         `/v1/usage/series?window=${encodeURIComponent(w)}&by=${by}&points=60`);

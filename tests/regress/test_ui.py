@@ -233,14 +233,21 @@ def test_tenant_sees_only_its_own(host, page):
     assert running_ids(page) == []
     # the cards' totals are the host's: they count root's share
     assert bar(page, "guaranteed") == 0.2
-    assert page.js("document.getElementById('plot-card').hidden") is True
+    # its own use, by card too (bob has none: root's job is not in it)
+    assert page.js("document.getElementById('plot-card').hidden") is False
     assert page.errors == []
     # the cookie stands for the token on every route, with its rules
     assert page.js("fetch('/v1/jobs').then(r => r.json())") == []
     assert fetch_status(page, "GET", "/v1/jobs/%s" % root_job) == 403
     series = page.js("fetch('/v1/usage/series').then(r => r.json())")
     assert list(series["share_seconds"]) in ([], ["bob"])
-    assert fetch_status(page, "GET", "/v1/usage/series?by=card") == 403
+    series = page.js("fetch('/v1/usage/series?by=card')"
+                     ".then(r => r.json())")
+    assert series["by"] == "card"
+    assert all(v == 0 for a in series["share_seconds"].values() for v in a)
+    wait_for(lambda: any(v > 0 for a in json.loads(https(
+        host.port, "GET", "/v1/usage/series?by=card", token=host.token)[2])
+        ["share_seconds"].values() for v in a), what="root's use by card")
     assert fetch_status(page, "POST", "/v1/jobs/%s/stop" % root_job,
                         "{'X-Gmux-Csrf': window.gmux.session.csrf}") == 403
     assert host.job(root_job)["state"] == "running"
@@ -295,6 +302,32 @@ def test_logout(host, page):
     assert not [c for c in page.cookies() if c["name"] == "gmux_token"]
     assert fetch_status(page, "GET", "/v1/session") == 401
     page.screenshot("logged-out")
+
+
+def test_logout_needs_the_csrf_value(host):
+    """Another site's form could log the page out: a logout that carries
+    the cookie must carry its CSRF value and come from this origin, as
+    every change does; one without a cookie has nothing to clear."""
+    cookie = "gmux_token=" + host.token
+    here = "127.0.0.1:%d" % host.port
+    st, hdr, body = https(host.port, "GET", "/v1/session",
+                          headers={"Cookie": cookie})
+    assert st == 200
+    csrf = json.loads(body)["csrf"]
+    for headers in ({"Cookie": cookie},
+                    {"Cookie": cookie, "X-Gmux-Csrf": "f" * len(csrf)},
+                    {"Cookie": cookie, "X-Gmux-Csrf": csrf,
+                     "Origin": "https://evil.example", "Host": here}):
+        st, hdr, body = https(host.port, "POST", "/ui/logout",
+                              headers=headers)
+        assert st == 403 and b"CSRF" in body, (headers, st, body)
+        assert "set-cookie" not in hdr
+    st, hdr, _ = https(host.port, "POST", "/ui/logout",
+                       headers={"Cookie": cookie, "X-Gmux-Csrf": csrf,
+                                "Origin": "https://" + here, "Host": here})
+    assert st == 200 and "gmux_token=;" in hdr["set-cookie"], hdr
+    st, hdr, _ = https(host.port, "POST", "/ui/logout")
+    assert st == 200
 
 
 def test_events_stream_and_owner_rules_without_a_browser(host):
