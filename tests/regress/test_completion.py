@@ -99,6 +99,90 @@ def test_zsh_and_fish_scripts():
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+# zsh runs the bash function through its own bashcompinit (as the script
+# says); zsh's compadd, which keeps the words that begin with what is being
+# typed, is the one piece stood in for: it works only inside a widget.
+ZSH_DRIVER = r"""
+autoload -U compinit && compinit -u -D
+source "$1"; shift
+compadd() {
+	local a
+	while (( $# )); do
+		case $1 in
+		-a) shift; for a in ${(P)1}; [[ $a == ${words[CURRENT]}* ]] &&
+			print -r -- $a ;;
+		-S|-V|-J|-X) shift ;;
+		-) shift; for a in "$@"; [[ $a == ${words[CURRENT]}* ]] &&
+			print -r -- $a; return 0 ;;
+		esac
+		shift
+	done
+}
+_default() { return 1 }
+compset() { return 1 }
+words=("$@")
+CURRENT=$#
+eval "${_comps[gmux]}"
+"""
+
+
+@pytest.fixture(scope="module")
+def zsh_script(tmp_path_factory):
+    path = tmp_path_factory.mktemp("z") / "_gmux"
+    path.write_text(out("completion", "zsh"))
+    return str(path)
+
+
+def zsh_complete(script, words):
+    """What zsh offers for `words` with gmux's zsh completion loaded."""
+    r = subprocess.run(["zsh", "-f", "-c", ZSH_DRIVER, "zsh", script] +
+                       words, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == "", r
+    return [w for w in r.stdout.splitlines() if w]
+
+
+def fish_complete(script, line):
+    """What fish's own `complete -C` offers for the command line."""
+    r = subprocess.run(["fish", "--no-config", "-c",
+                        "source $argv[1]; complete -C $argv[2]",
+                        script, line], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == "", r
+    return [w.split("\t")[0] for w in r.stdout.splitlines() if w]
+
+
+@pytest.fixture(scope="module")
+def fish_script(tmp_path_factory):
+    path = tmp_path_factory.mktemp("f") / "gmux.fish"
+    path.write_text(out("completion", "fish"))
+    return str(path)
+
+
+def test_zsh_completes_commands_options_and_subcommands(zsh_script):
+    cmds = commands()
+    assert set(zsh_complete(zsh_script, ["gmux", ""])) == set(cmds)
+    for c in cmds:
+        assert c in zsh_complete(zsh_script, ["gmux", c[:2]]), c
+        offered = zsh_complete(zsh_script, ["gmux", c, "-"])
+        for f in options(c):
+            assert f in offered, (c, f)
+    assert zsh_complete(zsh_script, ["gmux", "remote", ""]) == \
+        ["add", "ls", "default", "rm"]
+    assert zsh_complete(zsh_script, ["gmux", "run", "--sh"]) == ["--share"]
+
+
+def test_fish_completes_commands_options_and_subcommands(fish_script):
+    cmds = commands()
+    assert set(fish_complete(fish_script, "gmux ")) >= set(cmds)
+    for c in cmds:
+        assert c in fish_complete(fish_script, "gmux " + c[:2]), c
+        offered = fish_complete(fish_script, "gmux %s -" % c)
+        for f in options(c):
+            assert f in offered, (c, f)
+    assert fish_complete(fish_script, "gmux run --sh") == ["--share"]
+    assert set(fish_complete(fish_script, "gmux remote ")) >= \
+        {"add", "ls", "default", "rm"}
+
+
 def test_man_page_renders(tmp_path):
     page = tmp_path / "gmux.1"
     page.write_text(out("help", "--man"))
