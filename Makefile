@@ -259,6 +259,9 @@ install-extras: $(O)/gmux $(O)/gmux.1
 	    $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/gmux.fish
 .PHONY: install-extras
 
+# -- discovery (issue 12): serve --announce, remote discover
+SRCS += src/announce.c src/server-announce.c src/cmd-discover.c
+
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)
 LIB = $(O)/libgmuxcore.a

@@ -27,6 +27,20 @@ const char	*cmd_notes(const struct cmd_entry *);
 /* cmd-completion.c */
 int		 completion_write(FILE *, const char *);
 
+/* cmd-remote.c */
+int		 remote_add_text(const char *, const char *, int, int);
+char		*remote_read_target(void);
+
+/* cmd-discover.c: gmux remote discover */
+struct discover {
+	int64_t		 wait_ms;
+	int		 first;
+	const char	*add;		/* --add NAME */
+	const char	*host;		/* --host HOST */
+};
+int		 discover_option(struct discover *, int, const char *);
+int		 remote_discover(const struct discover *, int);
+
 /* manpage.c */
 void		 manpage_write(FILE *);
 

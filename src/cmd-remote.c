@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "cmd-int.h"
 
 #define REMOTE_CHECK_MS	3000
 #define REMOTE_LINE_MAX	2048
@@ -21,12 +22,20 @@ static int	cmd_remote_exec(int, char **);
 const struct cmd_entry cmd_remote_entry = {
 	.name = "remote",
 	.args = "[add [--no-check] NAME [TARGET|-] | ls [--json] | "
-	    "default NAME | rm NAME]",
+	    "default NAME | rm NAME |\n"
+	    "             discover [--wait DURATION] [--first] [--json] "
+	    "[--add NAME [--host HOST]]]",
 	.help = "the GPU hosts this machine runs jobs on",
 	.options =
 	    "  --no-check           add without asking the host (it may be "
 	    "down)\n"
-	    "  --json               ls as a JSON array\n"
+	    "  --json               ls or discover as a JSON array\n"
+	    "  --wait DURATION      discover: listen this long (default "
+	    "3s)\n"
+	    "  --first              discover: stop at the first host heard\n"
+	    "  --add NAME           discover: add the host heard as NAME, "
+	    "its invite on stdin\n"
+	    "  --host HOST          discover --add: the one of that name\n"
 	    "\nls asks every host at once what is free there (cards, share "
 	    "and memory free,\nrunning jobs), its version and the round "
 	    "trip.\n"
@@ -38,16 +47,25 @@ const struct cmd_entry cmd_remote_entry = {
 	    "command line it would be visible to other users (ps).\nThe "
 	    "first remote added is the default; with several, gmux run "
 	    "picks the one\nwith the most room and the default breaks "
-	    "ties.\n",
+	    "ties.\n"
+	    "\ndiscover lists the hosts that gmux serve --announce makes "
+	    "known on this\nLAN (name, address, pin), each announcement "
+	    "checked against its own pin's\nkey; --add still checks the pin "
+	    "on the TLS handshake.  Compare the pin with\nthe one the host "
+	    "printed before adding it.\n",
 	.exec = cmd_remote_exec,
 	.here = 1,
 };
 
-enum { OPT_JSON = 256, OPT_NOCHECK };
+enum { OPT_JSON = 256, OPT_NOCHECK, OPT_WAIT, OPT_FIRST, OPT_ADD, OPT_HOST };
 
 static const struct option remote_opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "no-check", no_argument, NULL, OPT_NOCHECK },
+	{ "wait", required_argument, NULL, OPT_WAIT },
+	{ "first", no_argument, NULL, OPT_FIRST },
+	{ "add", required_argument, NULL, OPT_ADD },
+	{ "host", required_argument, NULL, OPT_HOST },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -76,8 +94,11 @@ remote_save(struct remotes *rs)
 	}
 }
 
-/* Reads the target from stdin: a prompt without echo on a terminal. */
-static char *
+/*
+ * Reads the target from stdin: a prompt without echo on a terminal.  The
+ * caller frees it (NULL: none).
+ */
+char *
 remote_read_target(void)
 {
 	struct termios	 old, quiet;
@@ -239,15 +260,32 @@ remote_add_keep(struct remotes *rs, const char *name, struct target *t,
 static int
 remote_add(int argc, char **argv, int check)
 {
-	struct remotes	 rs;
-	struct target	 t;
-	char		*text, *cause = NULL, *token = NULL;
-	int		 rc = 1, in_argv, joined = 0;
+	char	*text;
+	int	 rc, in_argv;
 
 	if (argc < 1 || argc > 2)
 		cmd_usage_error(&cmd_remote_entry, "add needs NAME [TARGET|-]");
 	if ((text = remote_add_target(argc, argv, &in_argv)) == NULL)
 		return (1);
+	rc = remote_add_text(argv[0], text, in_argv, check);
+	explicit_bzero(text, strlen(text));
+	free(text);
+	return (rc);
+}
+
+/*
+ * Adds the host of target text as name: checks its pin, trades an invite
+ * for a token, keeps it.  in_argv: the text came on the command line.
+ * Returns 0 or 1 (said on stderr).
+ */
+int
+remote_add_text(const char *name, const char *text, int in_argv, int check)
+{
+	struct remotes	 rs;
+	struct target	 t;
+	char		*cause = NULL, *token = NULL;
+	int		 rc = 1, joined = 0;
+
 	remote_load(&rs);
 	memset(&t, 0, sizeof t);
 	if (target_parse(text, &t, &cause) != 0) {
@@ -266,12 +304,10 @@ remote_add(int argc, char **argv, int check)
 		    "command line, where other users can see it (ps) and the "
 		    "shell keeps it; next time give it on stdin (gmux remote "
 		    "add %s), or paste the line of an invite (gmux token "
-		    "add)\n", argv[0]);
-	rc = remote_add_keep(&rs, argv[0], &t, check);
+		    "add)\n", name);
+	rc = remote_add_keep(&rs, name, &t, check);
 out:
 	target_clear(&t);
-	explicit_bzero(text, strlen(text));
-	free(text);
 	remotes_clear(&rs);
 	return (rc);
 }
@@ -412,6 +448,7 @@ remote_change(const char *sub, int argc, char **argv)
 static int
 cmd_remote_exec(int argc, char **argv)
 {
+	struct discover	 d;
 	const char	*sub;
 	int		 ch, json = 0, check = 1;
 
@@ -421,20 +458,32 @@ cmd_remote_exec(int argc, char **argv)
 		while ((ch = cmd_getopt(&cmd_remote_entry, argc, argv, "h",
 		    remote_opts)) != -1)
 			;
-		cmd_usage_error(&cmd_remote_entry, "add, ls, default or rm?");
+		cmd_usage_error(&cmd_remote_entry, "add, ls, default, rm or "
+		    "discover?");
 	}
 	sub = argv[1];
 	argc--;
 	argv++;
+	memset(&d, 0, sizeof d);
+	d.wait_ms = 3000;
 	while ((ch = cmd_getopt(&cmd_remote_entry, argc, argv, "h",
 	    remote_opts)) != -1) {
 		if (ch == OPT_JSON)
 			json = 1;
 		else if (ch == OPT_NOCHECK)
 			check = 0;
+		else if (discover_option(&d, ch - OPT_WAIT, optarg) != 0)
+			cmd_usage_error(&cmd_remote_entry, "--wait: a duration "
+			    "(like 5s)");
 	}
 	argc -= optind;
 	argv += optind;
+	if (strcmp(sub, "discover") == 0) {
+		if (argc != 0)
+			cmd_usage_error(&cmd_remote_entry, "discover takes no "
+			    "argument (--add NAME names the remote)");
+		return (remote_discover(&d, json));
+	}
 	if (strcmp(sub, "add") == 0)
 		return (remote_add(argc, argv, check));
 	if (strcmp(sub, "ls") == 0) {

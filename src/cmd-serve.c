@@ -9,7 +9,8 @@ static int	cmd_serve_exec(int, char **);
 
 const struct cmd_entry cmd_serve_entry = {
 	.name = "serve",
-	.args = "[--fake SPEC] [--addr [HOST]:PORT] [--ui] [-d] [-v]",
+	.args = "[--fake SPEC] [--addr [HOST]:PORT] [--ui] [--announce] [-d] "
+	    "[-v]",
 	.help = "run the daemon that shares this host's cards",
 	.options =
 	    "  --fake SPEC          add fake cards, e.g. "
@@ -23,6 +24,10 @@ const struct cmd_entry cmd_serve_entry = {
 	    "  --ui                 serve the dashboard under /ui (also UI=1 "
 	    "in the config;\n"
 	    "                       see gmux ui and docs/ui.md)\n"
+	    "  --announce           tell the LAN (UDP broadcast, signed, no "
+	    "token) where\n"
+	    "                       --addr serves and its pin: gmux remote "
+	    "discover\n"
 	    "  -d, --detach         run in the background once it serves\n"
 	    "  -v, --verbose        log every request and job change\n"
 	    "  --audit-report-only  report a job's GPU processes that escaped "
@@ -36,6 +41,7 @@ static const struct option serve_opts[] = {
 	{ "fake", required_argument, NULL, 'f' },
 	{ "addr", required_argument, NULL, 'a' },
 	{ "ui", no_argument, NULL, 'u' },
+	{ "announce", no_argument, NULL, 'n' },
 	{ "detach", no_argument, NULL, 'd' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "audit-report-only", no_argument, NULL, 'A' },
@@ -60,6 +66,9 @@ cmd_serve_exec(int argc, char **argv)
 			break;
 		case 'u':
 			ui_on = 1;
+			break;
+		case 'n':
+			server_announce_on = 1;
 			break;
 		case 'd':
 			detach = 1;

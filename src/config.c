@@ -28,6 +28,8 @@ static const char *config_keys[] = {
 	"REMOTE_WORK_RETENTION",
 	"AUTH_TIMEOUT",
 	"TCP_CONNECTIONS_MAX",
+	"TCP_ANON_PER_SOURCE",
+	"TCP_ANON_GRACE_MS",
 	"CLUSTER_MODE",		/* clusters (docs/cluster.md) */
 	"CLUSTER_ID",
 	"ETCD",
@@ -35,6 +37,9 @@ static const char *config_keys[] = {
 	"ADDR",
 	"CLUSTER_LEASE",
 	"UI",			/* the dashboard (issue 12) */
+	"ANNOUNCE",		/* discovery (docs/remote.md) */
+	"ANNOUNCE_PORT",
+	"ANNOUNCE_INTERVAL",
 };
 
 static struct config_entry	*config_entries;

@@ -1160,6 +1160,11 @@ struct tls_identity *tls_identity_load(const char *, int, char **);
 int		 tls_identity_reissue(struct tls_identity *, char **);
 void		 tls_identity_free(struct tls_identity *);
 const char	*tls_identity_pin(const struct tls_identity *);
+u_char		*tls_identity_spki(const struct tls_identity *, size_t *);
+u_char		*tls_identity_sign(const struct tls_identity *, const void *,
+		     size_t, size_t *);
+int		 tls_spki_verify(const u_char *, size_t, const void *, size_t,
+		     const u_char *, size_t, char *);
 void		*tls_server_create(const struct tls_identity *, char **);
 void		 tls_server_free(void *);
 struct bufferevent *tls_server_bev(struct event_base *, void *, void *);
@@ -1397,6 +1402,24 @@ struct remote_net {
 	u_int		 requests;
 };
 void		 remote_net_io(struct remote_net *, struct remote_io *);
+
+/* announce.c: serve --announce's datagram, made and checked */
+#define ANNOUNCE_MAX		1024	/* bytes */
+#define ANNOUNCE_NAME_MAX	64
+#define ANNOUNCE_ADDRS_MAX	8
+#define ANNOUNCE_PORT		7071
+struct announce {
+	char		 name[ANNOUNCE_NAME_MAX];
+	uint16_t	 port;
+	char		 addrs[ANNOUNCE_ADDRS_MAX][16];	/* dotted IPv4 */
+	u_int		 naddrs;
+	char		 pin[DIGEST_HEX];
+	int64_t		 time;		/* the sender's, ms */
+};
+char		*announce_format(const struct announce *,
+		     const struct tls_identity *, size_t *);
+int		 announce_parse(const char *, size_t, struct announce *,
+		     char **);
 
 /* remotes.c: the client's hosts */
 #define REMOTES_MAX	64
@@ -1644,6 +1667,12 @@ int		 server_tls_where(char **, const char **);
 void		 server_tls_stop(void);
 u_int		 server_tls_port(void);
 const char	*server_tls_host(void);
+const struct tls_identity *server_tls_identity(void);
+
+/* server-announce.c: serve --announce (docs/remote.md, "Discovery") */
+extern int	 server_announce_on;
+int		 server_announce_start(char **);
+void		 server_announce_stop(void);
 
 /* server-guard.c: a TCP connection's limits before its token */
 void		 server_guard_init(void);

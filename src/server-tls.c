@@ -413,6 +413,13 @@ server_tls_start(char **cause)
 	return (0);
 }
 
+/* The host's TLS identity (NULL: not serving TCP). */
+const struct tls_identity *
+server_tls_identity(void)
+{
+	return (tls_id);
+}
+
 /* The port the listener has (0: none), and its --addr host (NULL: any). */
 u_int
 server_tls_port(void)

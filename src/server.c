@@ -354,6 +354,8 @@ server_setup(const char *fake, char **cause)
 		if (server_tls_start(cause) != 0)
 			return (-1);
 	}
+	if (server_announce_start(cause) != 0)
+		return (-1);
 	if (cluster_init(server_base, cause) != 0)
 		return (-1);
 	ui_start();
@@ -463,6 +465,7 @@ server_main(const char *fake, int detach)
 	event_base_dispatch(server_base);
 	cluster_shutdown();
 	evhttp_free(server_http);
+	server_announce_stop();
 	server_tls_stop();
 	api_remote_close();
 	unlink(path_socket());

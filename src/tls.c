@@ -286,6 +286,87 @@ tls_identity_pin(const struct tls_identity *id)
 }
 
 /*
+ * The identity's key as DER SubjectPublicKeyInfo (what the pin hashes).
+ * The caller frees it; NULL on failure.
+ */
+u_char *
+tls_identity_spki(const struct tls_identity *id, size_t *len)
+{
+	u_char	*der = NULL, *out;
+	int	 n;
+
+	if ((n = i2d_PUBKEY(id->key, &der)) <= 0) {
+		ERR_clear_error();
+		return (NULL);
+	}
+	out = xmalloc((size_t)n);
+	memcpy(out, der, (size_t)n);
+	*len = (size_t)n;
+	OPENSSL_free(der);
+	return (out);
+}
+
+/*
+ * A signature (ECDSA over SHA-256, DER) of data with the identity's key:
+ * an announcement proves its sender holds the pinned key.  The caller
+ * frees it; NULL on failure.
+ */
+u_char *
+tls_identity_sign(const struct tls_identity *id, const void *data,
+    size_t len, size_t *siglen)
+{
+	EVP_MD_CTX	*md;
+	u_char		*sig = NULL;
+
+	if ((md = EVP_MD_CTX_new()) == NULL)
+		return (NULL);
+	if (EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, id->key) == 1 &&
+	    EVP_DigestSign(md, NULL, siglen, data, len) == 1) {
+		sig = xmalloc(*siglen);
+		if (EVP_DigestSign(md, sig, siglen, data, len) != 1) {
+			free(sig);
+			sig = NULL;
+		}
+	}
+	EVP_MD_CTX_free(md);
+	ERR_clear_error();
+	return (sig);
+}
+
+/*
+ * Whether sig is spki's signature of data (ECDSA P-256, SHA-256); fills
+ * pin with spki's pin.  Returns 0 if it is, -1 if not or if spki is not
+ * a P-256 key.
+ */
+int
+tls_spki_verify(const u_char *spki, size_t spkilen, const void *data,
+    size_t len, const u_char *sig, size_t siglen, char *pin)
+{
+	const u_char	*p = spki;
+	EVP_PKEY	*key;
+	EVP_MD_CTX	*md = NULL;
+	int		 rc = -1;
+
+	if (spkilen > 1024 || (key = d2i_PUBKEY(NULL, &p, (long)spkilen)) ==
+	    NULL || p != spki + spkilen) {
+		ERR_clear_error();
+		return (-1);
+	}
+	if (!EVP_PKEY_is_a(key, "EC") || EVP_PKEY_get_bits(key) != 256)
+		goto out;
+	digest_buf(spki, spkilen, pin);
+	if ((md = EVP_MD_CTX_new()) != NULL &&
+	    EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, key) == 1 &&
+	    EVP_DigestVerify(md, sig, siglen, data, len) == 1)
+		rc = 0;
+out:
+	EVP_MD_CTX_free(md);
+	EVP_PKEY_free(key);
+	ERR_clear_error();
+	return (rc);
+}
+
+/*
  * Returns a server context (an SSL_CTX, opaque to callers) for the
  * identity, TLS 1.2 or later; free it with tls_server_free.
  */
