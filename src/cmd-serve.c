@@ -84,6 +84,9 @@ cmd_serve_exec(int argc, char **argv)
 	if (optind != argc)
 		cmd_usage_error(&cmd_serve_entry, "unexpected argument '%s'",
 		    argv[optind]);
+	if (server_announce_on && server_tls_addr == NULL)
+		cmd_usage_error(&cmd_serve_entry, "--announce needs --addr (it "
+		    "announces the TLS port)");
 	if (fake != NULL) {
 		struct cards	 check = { NULL, 0 };
 		char		*cause;

@@ -184,3 +184,16 @@ def test_forged_announcements_are_dropped(sides):
     assert [h["addrs"] for h in heard] == [["%s.1" % net]]
     assert heard[0]["pin"] == pin.decode()
     assert b"dropped: its signature or key does not match its pin" in err
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    env = dict(os.environ, GMUX_HOME=str(tmp_path), GMUX_NO_DETECT="1")
+    for args, word in ((["remote", "discover", "--wait", "x"], "--wait"),
+                       (["remote", "discover", "--host", "a"], "--host"),
+                       (["remote", "discover", "gpu1"], "argument"),
+                       (["serve", "--announce"], "--addr")):
+        r = subprocess.run([GMUX] + args, env=env, capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 2 and word in r.stderr, (args, r)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not os.path.exists(tmp_path / "gmux.sock")
