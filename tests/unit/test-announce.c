@@ -75,7 +75,8 @@ test_round_trip(void)
 static void
 test_tampering(void)
 {
-	struct tls_identity	*id = identity("two"), *other = identity("three");
+	struct tls_identity	*id = identity("two");
+	struct tls_identity	*other = identity("three");
 	char			*d, *o, *p, *copy;
 	size_t			 len, olen, i;
 
