@@ -35,11 +35,16 @@ def options(cmd):
     return flags
 
 
+def saved(tmp_path_factory, shell, name):
+    """gmux completion SHELL, saved as a file named name."""
+    path = tmp_path_factory.mktemp(shell) / name
+    path.write_text(out("completion", shell))
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def script(tmp_path_factory):
-    path = tmp_path_factory.mktemp("c") / "gmux.bash"
-    path.write_text(out("completion", "bash"))
-    return str(path)
+    return saved(tmp_path_factory, "bash", "gmux.bash")
 
 
 def complete(script, words):
@@ -128,9 +133,7 @@ eval "${_comps[gmux]}"
 
 @pytest.fixture(scope="module")
 def zsh_script(tmp_path_factory):
-    path = tmp_path_factory.mktemp("z") / "_gmux"
-    path.write_text(out("completion", "zsh"))
-    return str(path)
+    return saved(tmp_path_factory, "zsh", "_gmux")
 
 
 def zsh_complete(script, words):
@@ -152,9 +155,7 @@ def fish_complete(script, line):
 
 @pytest.fixture(scope="module")
 def fish_script(tmp_path_factory):
-    path = tmp_path_factory.mktemp("f") / "gmux.fish"
-    path.write_text(out("completion", "fish"))
-    return str(path)
+    return saved(tmp_path_factory, "fish", "gmux.fish")
 
 
 def test_zsh_completes_commands_options_and_subcommands(zsh_script):
