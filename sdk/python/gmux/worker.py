@@ -72,21 +72,54 @@ class Child:
         self.status: Optional[int] = None
 
 
+def _noop() -> None:
+    """The warm-up's call (see _warm)."""
+
+
+_WARM = wire.dump_call(wire.dump_function(_noop), (), {})
+
+
 def _child_main(task_r: int, out_w: int, fns: Dict[bytes, Any],
                 spool: str, sock: Optional[socket.socket],
                 fresh: bool) -> None:
-    """Runs in the child: a task; its outcome straight to the daemon (one
-    hop less on a call's path), then a byte to the parent that says so,
-    then exit (or, not fresh, the next task).  A child that dies before
-    that byte lost its task."""
+    """Runs in the child: a warm-up, then a task; its outcome straight to
+    the daemon (one hop less on a call's path), then a byte to the parent
+    that says so, then exit (or, not fresh, the next task).  A child that
+    dies before that byte lost its task."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if _prctl is not None:
         _prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG: die with the server
+    _warm(fns)
     while True:
         _child_task(task_r, fns, spool, sock)
         _write_all(out_w, b"S")
         if fresh:
             os._exit(0)
+
+
+def _warm(fns: Dict[bytes, Any]) -> None:
+    """Runs a call of nothing through a task's whole path, so that the
+    pages that path writes (reference counts, caches) are copied now,
+    while the child waits, not when its task has come: a fresh child's
+    first call costs what a reused one's does."""
+    wire.frame(wire.DONE, {"task": 0}, _execute(_WARM, fns))
+
+
+def _execute(body: bytes, fns: Dict[bytes, Any]) -> bytes:
+    """The outcome of the call in body, whatever it does."""
+    try:
+        fnb, argb = wire.split_call(body)
+        fn = fns.get(fnb)
+        if fn is None:
+            fn = fns[fnb] = cloudpickle.loads(fnb)
+        args, kwargs = pickle.loads(argb)
+        del body
+        return wire.dump_outcome(True, fn(*args, **kwargs))
+    except BaseException as e:          # the caller gets it, whatever it is
+        try:
+            return wire.dump_outcome(False, e)
+        except BaseException as e2:
+            return wire.dump_outcome(False, RuntimeError(repr(e2)))
 
 
 def _child_task(task_r: int, fns: Dict[bytes, Any], spool: str,
@@ -100,19 +133,8 @@ def _child_task(task_r: int, fns: Dict[bytes, Any], spool: str,
     if hdr[:1] == b"F":
         with open(body.decode(), "rb") as f:
             body = f.read()
-    try:
-        fnb, argb = wire.split_call(body)
-        fn = fns.get(fnb)
-        if fn is None:
-            fn = fns[fnb] = cloudpickle.loads(fnb)
-        args, kwargs = pickle.loads(argb)
-        del body
-        outcome = wire.dump_outcome(True, fn(*args, **kwargs))
-    except BaseException as e:          # the caller gets it, whatever it is
-        try:
-            outcome = wire.dump_outcome(False, e)
-        except BaseException as e2:
-            outcome = wire.dump_outcome(False, RuntimeError(repr(e2)))
+    outcome = _execute(body, fns)
+    del body
     hdr_out: Dict[str, Any] = {"task": task}
     if len(outcome) > wire.INLINE_MAX:
         name = "r%d-%d" % (os.getpid(), time.monotonic_ns())
@@ -325,20 +347,30 @@ class Server:
         gc.freeze()
         self.spares.append(self.fork())
         while True:
-            for key, _ in self.sel.select(timeout=1.0):
+            # A fork only when nothing waits: a lease that comes while
+            # one forks waits for it.
+            short = self.spares_short()
+            events = self.sel.select(timeout=0 if short else 1.0)
+            for key, _ in events:
                 if key.data == "daemon" and not self.daemon_readable():
                     self.disconnect()
                     if not self.connect(time.monotonic() + self.idle):
                         return self.exit()
                 elif key.data == "child" and self.busy is not None:
                     self.child_readable()
-            while len(self.spares) < (SPARES if self.fresh else 1) and \
-                    (self.fresh or self.busy is None):
+            if short and not events:
                 self.spares.append(self.fork())
             self.reap_zombies()
             if (self.busy is None and
                     time.monotonic() - self.last > self.idle):
                 return self.exit()
+
+    def spares_short(self) -> bool:
+        """Whether a child should be forked now: fresh, SPARES waiting;
+        not fresh, one, once the busy one is gone."""
+        if self.fresh:
+            return len(self.spares) < SPARES
+        return not self.spares and self.busy is None
 
     def reap_zombies(self) -> None:
         left = []
