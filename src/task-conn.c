@@ -640,6 +640,7 @@ conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 	c->bev = bufferevent_socket_new(server_base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->owner = xstrdup(j->owner);
 	c->job = j->id;
+	c->tcp = j->req.confined;	/* a remote job's: no spool files */
 	bufferevent_setcb(c->bev, conn_worker_read, NULL, conn_worker_event, c);
 	bufferevent_enable(c->bev, EV_READ|EV_WRITE);
 }

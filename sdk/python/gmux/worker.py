@@ -2,9 +2,11 @@
 
 It is started as an ordinary gmux job (its share, memory cap, fence,
 books and owner are the job's) by the first caller that needs one, with
-its working directory the daemon's workers' directory, where it connects
-to ``worker.sock``; then it moves to the caller's directory and path, so
-the caller's own modules import.  It keeps one child forked and waiting,
+``"task_worker"``: the daemon names its broker's socket in the job's fence
+and in ``GMUX_WORKER_SOCK``, where it connects; then, started by a local
+caller, it moves to the caller's directory and path, so the caller's own
+modules import (a remote host's worker stays in its job's tree, its code
+carried in its argv: docs/tasks.md).  It keeps one child forked and waiting,
 so neither an interpreter start nor a fork is on a call's path, and a task
 that crashes its process or calls ``os._exit`` loses only that child: the
 daemon hears ``lost`` and leases the task again (docs/tasks.md).  Idle for
@@ -136,6 +138,10 @@ def _child_task(task_r: int, fns: Dict[bytes, Any], spool: str,
     outcome = _execute(body, fns)
     del body
     hdr_out: Dict[str, Any] = {"task": task}
+    if len(outcome) > wire.INLINE_MAX and not spool:
+        outcome = wire.dump_outcome(False, ValueError(
+            "the result is %d bytes, over the %d a remote host sends back"
+            % (len(outcome), wire.INLINE_MAX)))
     if len(outcome) > wire.INLINE_MAX:
         name = "r%d-%d" % (os.getpid(), time.monotonic_ns())
         path = os.path.join(spool, name)
@@ -157,7 +163,7 @@ class Server:
     def __init__(self) -> None:
         self.pool = os.environ["GMUX_TASK_POOL"]
         self.sock_path = os.environ.get("GMUX_WORKER_SOCK", "worker.sock")
-        self.spool = os.environ.get("GMUX_TASK_SPOOL", ".")
+        self.spool = os.environ.get("GMUX_TASK_SPOOL", "")
         self.idle = float(os.environ.get("GMUX_WORKER_IDLE", "60"))
         self.fresh = os.environ.get("GMUX_WORKER_FRESH", "1") != "0"
         self.sock: Optional[socket.socket] = None

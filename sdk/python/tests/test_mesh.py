@@ -112,8 +112,9 @@ def _pid_task(path):
     """Writes its pid, then waits for the file to go (a test kills it)."""
     import os
     import time
-    with open(path + ".pid", "w") as f:
+    with open(path + ".tmp", "w") as f:
         f.write(str(os.getpid()))
+    os.rename(path + ".tmp", path + ".pid")    # whole, or not there
     while os.path.exists(path):
         time.sleep(0.05)
     return os.getpid()
