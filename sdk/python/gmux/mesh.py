@@ -365,7 +365,8 @@ class Session:
         if card is not None:
             spec["card"] = card
         if opts.cpus:
-            spec["cpus"] = opts.cpus       # in the key only (not capped)
+            spec["cpus"] = opts.cpus       # checked by the job, pinned by
+                                           # the worker
         if not opts.fresh:
             spec["fresh"] = False          # the worker's, not the job's
         return spec
@@ -437,8 +438,9 @@ class Session:
                "GMUX_WORKER_FRESH": "1" if opts.fresh else "0",
                "GMUX_CARD_MODELS": ",".join("%d=%s" % (c.index, c.model)
                                             for c in self.cards)}
-        fields = {k: v for k, v in spec.items()
-                  if k not in ("cpus", "fresh")}
+        fields = {k: v for k, v in spec.items() if k != "fresh"}
+        if "cpus" in spec:
+            env["GMUX_WORKER_CPUS"] = str(spec["cpus"])
         if self.remote:
             # Jailed there: the host's python3 (Debian's, with its
             # python3-cloudpickle; GMUX_REMOTE_PYTHON names another), the

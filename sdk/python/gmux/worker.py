@@ -431,8 +431,28 @@ def _score() -> "tuple[float, str]":
     return round(0.02 / (time.perf_counter() - t), 3), "cpu"
 
 
+def _pin_cpus() -> None:
+    """With GMUX_WORKER_CPUS=N, the worker and its children on N of the
+    CPUs it may use, from an offset its job's number gives (workers of one
+    host spread over them).  The job's cpus= was checked against the host
+    when it was started."""
+    n = int(os.environ.get("GMUX_WORKER_CPUS", "0") or 0)
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return
+    if n <= 0 or n >= len(cpus):
+        return
+    digits = "".join(ch for ch in os.environ.get("GMUX_JOB_ID", "")
+                     if ch.isdigit())
+    start = int(digits or 0) * n
+    os.sched_setaffinity(0, {cpus[(start + i) % len(cpus)]
+                             for i in range(n)})
+
+
 def main() -> None:
     os.environ["GMUX_LOCAL"] = "1"     # a task's own @mesh calls run here
+    _pin_cpus()
     Server().run()
 
 

@@ -58,6 +58,53 @@ def test_big_values_go_by_file_both_ways(daemon):
     wait_for(lambda: os.listdir(spool) == [], 5, what="the spool emptied")
 
 
+def _available():
+    """(bytes of memory available, bytes free where the spool is)."""
+    with open("/proc/meminfo") as f:
+        mem = next(int(x.split()[1]) * 1024 for x in f
+                   if x.startswith("MemAvailable:"))
+    st = os.statvfs("/tmp")
+    return mem, st.f_bavail * st.f_frsize
+
+
+GIB = 1 << 30
+
+
+def test_a_gib_value_goes_there_and_back(daemon):
+    """1 GiB each way: by file through the spool, never through the
+    daemon (its peak RSS stays small).  The caller holds the value, its
+    pickle and the result's (3 GiB at the peak), the worker as much."""
+    mem, disk = _available()
+    if mem < 10 * GIB or disk < 4 * GIB:
+        pytest.skip("a 1 GiB round trip needs 10 GiB of memory available "
+                    "and 4 GiB free in /tmp (%.1f GiB and %.1f GiB here)"
+                    % (mem / GIB, disk / GIB))
+    blob = bytes(range(256)) * (GIB // 256)
+    out = gmux.mesh(lambda b: (len(b), b))(blob)
+    assert out[0] == GIB and out[1] == blob
+    del out
+    with open("/proc/%d/status" % daemon.pid()) as f:
+        hwm = next(int(x.split()[1]) * 1024 for x in f
+                   if x.startswith("VmHWM:"))
+    assert hwm < 256 << 20, "the daemon's peak RSS: %d MB" % (hwm >> 20)
+    spool = os.path.join(daemon.home, "tasks", "spool")
+    wait_for(lambda: os.listdir(spool) == [], 30, what="the spool emptied")
+
+
+def test_cpus_pins_the_worker_and_its_tasks(daemon):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU here: nothing to pin to fewer")
+    one = gmux.mesh(lambda: sorted(os.sched_getaffinity(0)), cpus=1)
+    assert len(one()) == 1
+    assert all(len(c) == 1 for c in one.map([()] * 4))
+    anyn = gmux.mesh(lambda: sorted(os.sched_getaffinity(0)))
+    assert anyn() == sorted(os.sched_getaffinity(0))
+    many = gmux.mesh(lambda: 1, cpus=100000)
+    with pytest.raises(gmux.APIError) as ei:
+        many()
+    assert ei.value.status == 400 and "cpus" in ei.value.message
+
+
 def test_exception_is_reraised_with_the_remote_traceback(daemon):
     f = gmux.mesh(boom)
     with pytest.raises(ValueError, match="bad value 3") as ei:
