@@ -63,3 +63,39 @@ api_workers_list(struct evhttp_request *req, const char *id,
 	api_reply(req, 200, a);
 	json_decref(a);
 }
+
+/*
+ * For POST /v1/jobs with "task_worker": a @mesh worker, which must reach
+ * the broker's socket, whoever asked and whatever its fence.  A fenced
+ * job (a remote one always is: an open fence if it asked for none) gets
+ * that socket in its allow list, the one socket of the host's a jailed
+ * job may then reach (fence-unix.c); GMUX_WORKER_SOCK says where it is.
+ * The broker serves a worker only its own job's owner's tasks.
+ */
+int
+task_worker_job(struct jobreq *r, char **cause)
+{
+	char	*rule;
+	size_t	 n = 0, i, len = strlen("GMUX_WORKER_SOCK=");
+	int	 rc = 0;
+
+	if (r->confined && r->fence == NULL)
+		r->fence = fence_open();
+	if (r->fence != NULL) {
+		xasprintf(&rule, "unix:%s", path_task_socket());
+		rc = fence_allow(r->fence, rule, cause);
+		free(rule);
+		if (rc != 0)
+			return (-1);
+	}
+	for (i = 0; r->env != NULL && r->env[i] != NULL; i++) {
+		if (strncmp(r->env[i], "GMUX_WORKER_SOCK=", len) != 0)
+			r->env[n++] = r->env[i];
+		else
+			free(r->env[i]);
+	}
+	r->env = xreallocarray(r->env, n + 2, sizeof *r->env);
+	xasprintf(&r->env[n], "GMUX_WORKER_SOCK=%s", path_task_socket());
+	r->env[n + 1] = NULL;
+	return (0);
+}

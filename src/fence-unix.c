@@ -97,14 +97,21 @@ add_dir(struct fence_unix *fu, const char *dir)
 	fu->dirs[fu->ndirs++] = real;
 }
 
-/* Takes the policy's unix:PATH rules (a jailed job gets none). */
+/*
+ * Takes the policy's unix:PATH rules; a jailed job's, only the task
+ * broker's socket (which the daemon names for a task worker: a remote
+ * request's unix: rules are refused).
+ */
 static void
-add_allowed(struct fence_unix *fu, const struct fence *policy)
+add_allowed(struct fence_unix *fu, const struct fence *policy, int jailed)
 {
 	u_int	 i;
 
 	for (i = 0; policy != NULL && i < policy->nrules; i++) {
 		if (policy->rules[i].path == NULL)
+			continue;
+		if (jailed &&
+		    strcmp(policy->rules[i].path, path_task_socket()) != 0)
 			continue;
 		fu->allow = xreallocarray(fu->allow, fu->nallow + 1,
 		    sizeof *fu->allow);
@@ -128,8 +135,7 @@ fence_unix_create(const char *workdir, char *const *dirs,
 
 	fu = xcalloc(1, sizeof *fu);
 	fu->flags = flags;
-	if (!(flags & FENCE_UNIX_OWNDIRS))
-		add_allowed(fu, policy);
+	add_allowed(fu, policy, flags & FENCE_UNIX_OWNDIRS);
 	add_dir(fu, workdir);
 	for (i = 0; dirs != NULL && dirs[i] != NULL; i++)
 		add_dir(fu, dirs[i]);

@@ -111,6 +111,7 @@ const char	*path_socket(void);
 const char	*path_db(void);
 const char	*path_jobs(void);
 const char	*path_config(void);
+const char	*path_task_socket(void);
 char		*path_job(u_int);
 char		*path_job_file(u_int, const char *);
 int		 path_under(const char *, const char *);
@@ -289,6 +290,7 @@ int		 jobspec_time(const char *, int64_t *, char **);
 #define JOB_REQUEUE	0x4
 #define JOB_NOWAIT	0x8
 #define JOB_PULL	0x10	/* the client will pull (a remote job) */
+#define JOB_TASK_WORKER	0x20	/* a @mesh worker: reaches the broker */
 struct jobreq {
 	char		**argv;
 	char		**env;
@@ -1711,6 +1713,7 @@ void		 api_tasks_connect(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_workers_list(struct evhttp_request *, const char *,
 		     const struct api_who *);
+int		 task_worker_job(struct jobreq *, char **);
 
 /* ui.c, ui-events.c, ui-usage.c: the dashboard's routes (docs/ui.md) */
 extern int	 ui_on;

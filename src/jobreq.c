@@ -285,6 +285,9 @@ field_from_json(const char *k, json_t *v, struct jobreq *r, char **cause)
 		return (flag_from_json(v, k, JOB_NOWAIT, &r->flags, cause));
 	if (strcmp(k, "pull") == 0)
 		return (flag_from_json(v, k, JOB_PULL, &r->flags, cause));
+	if (strcmp(k, "task_worker") == 0)
+		return (flag_from_json(v, k, JOB_TASK_WORKER, &r->flags,
+		    cause));
 	if (strcmp(k, "umask") == 0) {
 		if (int_from_json(v, k, 0, 0777, &n, cause) != 0)
 			return (-1);
@@ -453,6 +456,8 @@ jobreq_to_json(const struct jobreq *r)
 	json_object_set_new(o, "no_wait", json_boolean(r->flags & JOB_NOWAIT));
 	if (r->flags & JOB_PULL)
 		json_object_set_new(o, "pull", json_true());
+	if (r->flags & JOB_TASK_WORKER)
+		json_object_set_new(o, "task_worker", json_true());
 	if (r->umask >= 0)
 		json_object_set_new(o, "umask", json_integer(r->umask));
 	fence_to_json(r->fence, o);

@@ -92,6 +92,20 @@ path_config(void)
 	return (config);
 }
 
+/*
+ * The task broker's socket for workers (docs/tasks.md): the one socket of
+ * the host's a jailed job may reach, when it is a task worker.
+ */
+const char *
+path_task_socket(void)
+{
+	static char	*s;
+
+	if (s == NULL)
+		xasprintf(&s, "%s/tasks/w/worker.sock", path_home());
+	return (s);
+}
+
 /* Returns the job's directory; the caller frees it. */
 char *
 path_job(u_int id)

@@ -91,6 +91,7 @@ task_broker_create(void)
 	TAILQ_INIT(&b->tasks);
 	TAILQ_INIT(&b->pools);
 	TAILQ_INIT(&b->workers);
+	TAILQ_INIT(&b->idle);
 	b->bykey = hmap_create();
 	return (b);
 }
@@ -260,6 +261,7 @@ task_worker_add(struct task_broker *b, const char *owner, const char *pool)
 	w->pool = task_pool_find(b, owner, pool, 1);
 	w->pool->nworkers++;
 	TAILQ_INSERT_TAIL(&b->workers, w, entry);
+	TAILQ_INSERT_TAIL(&b->idle, w, ientry);
 	return (w);
 }
 
@@ -276,6 +278,7 @@ task_worker_remove(struct task_broker *b, struct task_worker *w,
 
 	if (t != NULL && task_lose(b, t, reason))
 		failed = t;
+	TAILQ_REMOVE(&b->idle, w, ientry);	/* idle now, if not before */
 	w->pool->nworkers--;
 	TAILQ_REMOVE(&b->workers, w, entry);
 	free(w->owner);
@@ -299,14 +302,22 @@ task_lease(struct task_broker *b, struct task_worker *w, int64_t now)
 	t->deadline = t->timeout_ms > 0 ? now + t->timeout_ms : 0;
 	snprintf(t->wname, sizeof t->wname, "%s", w->name);
 	w->task = t;
+	TAILQ_REMOVE(&b->idle, w, ientry);
 	return (t);
 }
 
+/*
+ * A task leaves its worker, which goes to the idle list's tail: the next
+ * lease goes to the worker idle longest, which has had the most time to
+ * get ready (a fork-server has forked its next child).
+ */
 static void
-task_detach(struct task *t)
+task_detach(struct task_broker *b, struct task *t)
 {
-	if (t->worker != NULL && t->worker->task == t)
+	if (t->worker != NULL && t->worker->task == t) {
 		t->worker->task = NULL;
+		TAILQ_INSERT_TAIL(&b->idle, t->worker, ientry);
+	}
 	t->worker = NULL;
 	t->deadline = 0;
 }
@@ -319,7 +330,7 @@ task_complete(struct task_broker *b, struct task_worker *w, uint64_t id)
 
 	if (t == NULL || t->id != id)
 		return (NULL);
-	task_detach(t);
+	task_detach(b, t);
 	t->state = TASK_DONE;
 	t->ended = clock_mono_ms();
 	w->done++;
@@ -333,7 +344,7 @@ task_complete(struct task_broker *b, struct task_worker *w, uint64_t id)
 int
 task_lose(struct task_broker *b, struct task *t, const char *reason)
 {
-	task_detach(t);
+	task_detach(b, t);
 	free(t->lost);
 	t->lost = xstrdup(reason);
 	if (t->attempts >= TASK_ATTEMPTS) {
@@ -350,7 +361,7 @@ task_fail(struct task_broker *b, struct task *t, const char *fmt, ...)
 	va_list	 ap;
 
 	task_dequeue(b, t);
-	task_detach(t);
+	task_detach(b, t);
 	free(t->error);
 	va_start(ap, fmt);
 	xvasprintf(&t->error, fmt, ap);
@@ -378,7 +389,7 @@ void
 task_drop(struct task_broker *b, struct task *t)
 {
 	task_dequeue(b, t);
-	task_detach(t);
+	task_detach(b, t);
 	hmap_del(b->bykey, t->key);
 	TAILQ_REMOVE(&b->tasks, t, entry);
 	task_free(t);

@@ -135,19 +135,19 @@ conn_lease(struct conn *c, struct task *t)
 	    c->worker->name, t->attempts);
 }
 
-/* Leases queued tasks of p to its idle workers. */
+/* Leases queued tasks of p to its idle workers, longest idle first. */
 static void
 conn_dispatch(struct task_pool *p)
 {
-	struct task_worker	*w;
+	struct task_worker	*w, *w1;
 	struct task		*t;
 	int64_t			 now;
 
 	if (p->nqueued == 0 || p->nworkers == 0)
 		return;
 	now = clock_mono_ms();
-	TAILQ_FOREACH(w, &broker->workers, entry) {
-		if (w->pool != p || w->task != NULL)
+	TAILQ_FOREACH_SAFE(w, &broker->idle, ientry, w1) {
+		if (w->pool != p)
 			continue;
 		if ((t = task_lease(broker, w, now)) == NULL)
 			break;
@@ -640,6 +640,7 @@ conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 	c->bev = bufferevent_socket_new(server_base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->owner = xstrdup(j->owner);
 	c->job = j->id;
+	c->tcp = j->req.confined;	/* a remote job's: no spool files */
 	bufferevent_setcb(c->bev, conn_worker_read, NULL, conn_worker_event, c);
 	bufferevent_enable(c->bev, EV_READ|EV_WRITE);
 }

@@ -89,6 +89,7 @@ struct task_worker {
 	int64_t			 since;		/* wall ms */
 	void			*conn;		/* task-conn.c's */
 	TAILQ_ENTRY(task_worker) entry;
+	TAILQ_ENTRY(task_worker) ientry;	/* while idle */
 };
 
 struct task_broker {
@@ -98,6 +99,7 @@ struct task_broker {
 	struct hmap		*bykey;
 	TAILQ_HEAD(, task_pool)	 pools;
 	TAILQ_HEAD(, task_worker) workers;
+	TAILQ_HEAD(, task_worker) idle;		/* longest idle first */
 };
 
 /* task-broker.c: the pure part: queues, leases, attempts, deadlines */

@@ -52,6 +52,36 @@ test_order_and_dedup(void)
 	task_broker_free(b);
 }
 
+/* The idle list hands the next lease to the worker idle longest. */
+static void
+test_longest_idle_first(void)
+{
+	struct task_broker	*b = task_broker_create();
+	struct task_worker	*w1, *w2;
+	struct task		*t1, *t2;
+	int			 isnew;
+
+	w1 = task_worker_add(b, "alice", "p");
+	w2 = task_worker_add(b, "alice", "p");
+	CHECK(TAILQ_FIRST(&b->idle) == w1);
+	t1 = task_submit(b, "alice", S1, 1, "p", 0, &isnew);
+	t2 = task_submit(b, "alice", S1, 2, "p", 0, &isnew);
+	CHECK(task_lease(b, w1, 0) == t1);
+	CHECK(TAILQ_FIRST(&b->idle) == w2 && TAILQ_NEXT(w2, ientry) == NULL);
+	CHECK(task_complete(b, w1, t1->id) == t1);
+	CHECK(TAILQ_FIRST(&b->idle) == w2);	/* w1 went behind it */
+	CHECK(TAILQ_NEXT(w2, ientry) == w1);
+	CHECK(task_lease(b, w2, 0) == t2);
+	CHECK(task_lose(b, t2, "killed") == 0);	/* back, and w2 idle */
+	CHECK(TAILQ_FIRST(&b->idle) == w1 && TAILQ_NEXT(w1, ientry) == w2);
+	CHECK(task_lease(b, w1, 0) == t2);
+	CHECK(task_worker_remove(b, w1, "gone") == NULL);
+	CHECK(TAILQ_FIRST(&b->idle) == w2 && TAILQ_NEXT(w2, ientry) == NULL);
+	CHECK(task_worker_remove(b, w2, "gone") == NULL);
+	CHECK(TAILQ_EMPTY(&b->idle));
+	task_broker_free(b);
+}
+
 static void
 test_owner_and_pool(void)
 {
@@ -119,6 +149,7 @@ main(void)
 {
 	RUN(test_names);
 	RUN(test_order_and_dedup);
+	RUN(test_longest_idle_first);
 	RUN(test_owner_and_pool);
 	RUN(test_lost_three_times);
 	RUN(test_deadline);

@@ -152,11 +152,7 @@ class Session:
         self.closed = False
         self.sock: Optional[socket.socket] = None
         self._open()
-        if self.api.target is not None:
-            raise NotImplementedError(
-                "@mesh tasks on a remote host are not supported yet: "
-                "remote jobs are jailed away from the workers' socket; "
-                "use gmux.Client(%r).run(...) for jobs there" % target)
+        self.remote = self.api.target is not None
         self.cards = self.api.cards()
         self.thread = threading.Thread(target=self._read, name="gmux-tasks",
                                        daemon=True)
@@ -176,6 +172,8 @@ class Session:
     def submit(self, opts: Options, fn: Callable,
                calls: Sequence[Tuple[tuple, dict]]) -> List[cf.Future]:
         pool = self.pool(opts, len(calls))
+        if self.remote:
+            _by_value(fn)
         fnb = wire.dump_function(fn)
         timeout = int(opts.timeout * 1000) if opts.timeout else 0
         futs: List[cf.Future] = []
@@ -367,7 +365,8 @@ class Session:
         if card is not None:
             spec["card"] = card
         if opts.cpus:
-            spec["cpus"] = opts.cpus       # in the key only (not capped)
+            spec["cpus"] = opts.cpus       # checked by the job, pinned by
+                                           # the worker
         if not opts.fresh:
             spec["fresh"] = False          # the worker's, not the job's
         return spec
@@ -431,33 +430,43 @@ class Session:
             log.warning("gmux: cannot start a worker: %s", e)
 
     def _spawn(self, key: str) -> str:
+        """Starts a worker for key: a job that runs the fork-server, which
+        the daemon lets reach its broker ("task_worker")."""
         opts, spec = self.specs[key]
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        boot = ("import sys; sys.path.insert(0, %r); "
-                "from gmux.worker import main; main()" % here)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-               "HOME": os.environ.get("HOME", "/"),
-               "LANG": os.environ.get("LANG", "C.UTF-8"),
-               "GMUX_TASK_POOL": key,
-               "GMUX_WORKER_SOCK": os.path.join(self.worker_dir or ".",
-                                                "worker.sock"),
-               "GMUX_TASK_SPOOL": self.spool or "",
-               "GMUX_WORKER_CWD": os.getcwd(),
-               "GMUX_WORKER_PATH": os.pathsep.join(p for p in sys.path if p),
+        env = {"GMUX_TASK_POOL": key,
                "GMUX_WORKER_IDLE": str(opts.idle),
                "GMUX_WORKER_FRESH": "1" if opts.fresh else "0",
                "GMUX_CARD_MODELS": ",".join("%d=%s" % (c.index, c.model)
                                             for c in self.cards)}
-        fields = {k: v for k, v in spec.items()
-                  if k not in ("cpus", "fresh")}
-        if fields.get("deny_net") or fields.get("allow"):
-            # A fenced job reaches only the Unix sockets it bound itself
-            # or that its allow list names: name the broker's.
-            fields["allow"] = list(fields.get("allow", ())) + [
-                "unix:" + env["GMUX_WORKER_SOCK"]]
+        fields = {k: v for k, v in spec.items() if k != "fresh"}
+        if "cpus" in spec:
+            env["GMUX_WORKER_CPUS"] = str(spec["cpus"])
+        if self.remote:
+            # Jailed there: the host's python3 (Debian's, with its
+            # python3-cloudpickle; GMUX_REMOTE_PYTHON names another), the
+            # worker's code in its argv, its own tree for a directory;
+            # values inline only.
+            argv = [os.environ.get("GMUX_REMOTE_PYTHON", "/usr/bin/python3"),
+                    "-c", _remote_boot()]
+            cwd = None
+        else:
+            here = os.path.dirname(os.path.dirname(os.path.abspath(
+                __file__)))
+            argv = [sys.executable, "-c",
+                    "import sys; sys.path.insert(0, %r); "
+                    "from gmux.worker import main; main()" % here]
+            cwd = self.worker_dir
+            env.update({
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "HOME": os.environ.get("HOME", "/"),
+                "LANG": os.environ.get("LANG", "C.UTF-8"),
+                "GMUX_TASK_SPOOL": self.spool or "",
+                "GMUX_WORKER_CWD": os.getcwd(),
+                "GMUX_WORKER_PATH": os.pathsep.join(p for p in sys.path
+                                                    if p)})
         with self.api_lock:
-            job = self.api.run([sys.executable, "-c", boot],
-                               cwd=self.worker_dir, env=env, **fields)
+            job = self.api.run(argv, cwd=cwd, env=env, task_worker=True,
+                               **fields)
         self.spawned.setdefault(key, []).append((job.id, time.monotonic()))
         log.debug("gmux: started worker %s for %s", job.id, key)
         return job.id
@@ -479,6 +488,54 @@ class Session:
                 self.sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+_boot: Optional[str] = None
+_SYSTEM = tuple(os.path.realpath(p) + os.sep for p in
+                {sys.prefix, sys.base_prefix, sys.exec_prefix} | {
+                    p for p in sys.path if "-packages" in p})
+
+
+def _by_value(fn: Callable) -> None:
+    """A remote host has none of the caller's own modules: the module that
+    defines fn (not the system's or an installed package's) goes by value,
+    as __main__'s functions do.  What that module imports of the caller's
+    own must be there, or the call fails with ModuleNotFoundError."""
+    mod = sys.modules.get(getattr(fn, "__module__", None) or "")
+    if mod is None or not getattr(mod, "__file__", None):
+        return
+    path = os.path.realpath(mod.__file__)
+    if mod.__name__ in ("__main__", "gmux") or \
+            mod.__name__.startswith("gmux.") or path.startswith(_SYSTEM):
+        return
+    import cloudpickle
+    cloudpickle.register_pickle_by_value(mod)
+
+
+def _remote_boot() -> str:
+    """A program that runs the worker from its own source (wire.py and
+    worker.py, carried in it): a remote host has no copy of this package,
+    only python3 and python3-cloudpickle."""
+    global _boot
+    if _boot is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        src = {}
+        for name in ("wire", "worker"):
+            with open(os.path.join(here, name + ".py")) as f:
+                src["gmux." + name] = f.read()
+        _boot = ("import sys, types\n"
+                 "src = %r\n"
+                 "pkg = types.ModuleType('gmux')\n"
+                 "pkg.__path__ = []\n"
+                 "sys.modules['gmux'] = pkg\n"
+                 "for name in ('gmux.wire', 'gmux.worker'):\n"
+                 "    m = types.ModuleType(name)\n"
+                 "    m.__package__ = 'gmux'\n"
+                 "    sys.modules[name] = m\n"
+                 "    setattr(pkg, name[5:], m)\n"
+                 "    exec(compile(src[name], name, 'exec'), m.__dict__)\n"
+                 "sys.modules['gmux.worker'].main()\n" % src)
+    return _boot
 
 
 _sessions: Dict[Optional[str], Optional[Session]] = {}

@@ -2,9 +2,11 @@
 
 It is started as an ordinary gmux job (its share, memory cap, fence,
 books and owner are the job's) by the first caller that needs one, with
-its working directory the daemon's workers' directory, where it connects
-to ``worker.sock``; then it moves to the caller's directory and path, so
-the caller's own modules import.  It keeps one child forked and waiting,
+``"task_worker"``: the daemon names its broker's socket in the job's fence
+and in ``GMUX_WORKER_SOCK``, where it connects; then, started by a local
+caller, it moves to the caller's directory and path, so the caller's own
+modules import (a remote host's worker stays in its job's tree, its code
+carried in its argv: docs/tasks.md).  It keeps one child forked and waiting,
 so neither an interpreter start nor a fork is on a call's path, and a task
 that crashes its process or calls ``os._exit`` loses only that child: the
 daemon hears ``lost`` and leases the task again (docs/tasks.md).  Idle for
@@ -72,21 +74,54 @@ class Child:
         self.status: Optional[int] = None
 
 
+def _noop() -> None:
+    """The warm-up's call (see _warm)."""
+
+
+_WARM = wire.dump_call(wire.dump_function(_noop), (), {})
+
+
 def _child_main(task_r: int, out_w: int, fns: Dict[bytes, Any],
                 spool: str, sock: Optional[socket.socket],
                 fresh: bool) -> None:
-    """Runs in the child: a task; its outcome straight to the daemon (one
-    hop less on a call's path), then a byte to the parent that says so,
-    then exit (or, not fresh, the next task).  A child that dies before
-    that byte lost its task."""
+    """Runs in the child: a warm-up, then a task; its outcome straight to
+    the daemon (one hop less on a call's path), then a byte to the parent
+    that says so, then exit (or, not fresh, the next task).  A child that
+    dies before that byte lost its task."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if _prctl is not None:
         _prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG: die with the server
+    _warm(fns)
     while True:
         _child_task(task_r, fns, spool, sock)
         _write_all(out_w, b"S")
         if fresh:
             os._exit(0)
+
+
+def _warm(fns: Dict[bytes, Any]) -> None:
+    """Runs a call of nothing through a task's whole path, so that the
+    pages that path writes (reference counts, caches) are copied now,
+    while the child waits, not when its task has come: a fresh child's
+    first call costs what a reused one's does."""
+    wire.frame(wire.DONE, {"task": 0}, _execute(_WARM, fns))
+
+
+def _execute(body: bytes, fns: Dict[bytes, Any]) -> bytes:
+    """The outcome of the call in body, whatever it does."""
+    try:
+        fnb, argb = wire.split_call(body)
+        fn = fns.get(fnb)
+        if fn is None:
+            fn = fns[fnb] = cloudpickle.loads(fnb)
+        args, kwargs = pickle.loads(argb)
+        del body
+        return wire.dump_outcome(True, fn(*args, **kwargs))
+    except BaseException as e:          # the caller gets it, whatever it is
+        try:
+            return wire.dump_outcome(False, e)
+        except BaseException as e2:
+            return wire.dump_outcome(False, RuntimeError(repr(e2)))
 
 
 def _child_task(task_r: int, fns: Dict[bytes, Any], spool: str,
@@ -100,20 +135,13 @@ def _child_task(task_r: int, fns: Dict[bytes, Any], spool: str,
     if hdr[:1] == b"F":
         with open(body.decode(), "rb") as f:
             body = f.read()
-    try:
-        fnb, argb = wire.split_call(body)
-        fn = fns.get(fnb)
-        if fn is None:
-            fn = fns[fnb] = cloudpickle.loads(fnb)
-        args, kwargs = pickle.loads(argb)
-        del body
-        outcome = wire.dump_outcome(True, fn(*args, **kwargs))
-    except BaseException as e:          # the caller gets it, whatever it is
-        try:
-            outcome = wire.dump_outcome(False, e)
-        except BaseException as e2:
-            outcome = wire.dump_outcome(False, RuntimeError(repr(e2)))
+    outcome = _execute(body, fns)
+    del body
     hdr_out: Dict[str, Any] = {"task": task}
+    if len(outcome) > wire.INLINE_MAX and not spool:
+        outcome = wire.dump_outcome(False, ValueError(
+            "the result is %d bytes, over the %d a remote host sends back"
+            % (len(outcome), wire.INLINE_MAX)))
     if len(outcome) > wire.INLINE_MAX:
         name = "r%d-%d" % (os.getpid(), time.monotonic_ns())
         path = os.path.join(spool, name)
@@ -135,7 +163,7 @@ class Server:
     def __init__(self) -> None:
         self.pool = os.environ["GMUX_TASK_POOL"]
         self.sock_path = os.environ.get("GMUX_WORKER_SOCK", "worker.sock")
-        self.spool = os.environ.get("GMUX_TASK_SPOOL", ".")
+        self.spool = os.environ.get("GMUX_TASK_SPOOL", "")
         self.idle = float(os.environ.get("GMUX_WORKER_IDLE", "60"))
         self.fresh = os.environ.get("GMUX_WORKER_FRESH", "1") != "0"
         self.sock: Optional[socket.socket] = None
@@ -325,20 +353,30 @@ class Server:
         gc.freeze()
         self.spares.append(self.fork())
         while True:
-            for key, _ in self.sel.select(timeout=1.0):
+            # A fork only when nothing waits: a lease that comes while
+            # one forks waits for it.
+            short = self.spares_short()
+            events = self.sel.select(timeout=0 if short else 1.0)
+            for key, _ in events:
                 if key.data == "daemon" and not self.daemon_readable():
                     self.disconnect()
                     if not self.connect(time.monotonic() + self.idle):
                         return self.exit()
                 elif key.data == "child" and self.busy is not None:
                     self.child_readable()
-            while len(self.spares) < (SPARES if self.fresh else 1) and \
-                    (self.fresh or self.busy is None):
+            if short and not events:
                 self.spares.append(self.fork())
             self.reap_zombies()
             if (self.busy is None and
                     time.monotonic() - self.last > self.idle):
                 return self.exit()
+
+    def spares_short(self) -> bool:
+        """Whether a child should be forked now: fresh, SPARES waiting;
+        not fresh, one, once the busy one is gone."""
+        if self.fresh:
+            return len(self.spares) < SPARES
+        return not self.spares and self.busy is None
 
     def reap_zombies(self) -> None:
         left = []
@@ -393,8 +431,28 @@ def _score() -> "tuple[float, str]":
     return round(0.02 / (time.perf_counter() - t), 3), "cpu"
 
 
+def _pin_cpus() -> None:
+    """With GMUX_WORKER_CPUS=N, the worker and its children on N of the
+    CPUs it may use, from an offset its job's number gives (workers of one
+    host spread over them).  The job's cpus= was checked against the host
+    when it was started."""
+    n = int(os.environ.get("GMUX_WORKER_CPUS", "0") or 0)
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return
+    if n <= 0 or n >= len(cpus):
+        return
+    digits = "".join(ch for ch in os.environ.get("GMUX_JOB_ID", "")
+                     if ch.isdigit())
+    start = int(digits or 0) * n
+    os.sched_setaffinity(0, {cpus[(start + i) % len(cpus)]
+                             for i in range(n)})
+
+
 def main() -> None:
     os.environ["GMUX_LOCAL"] = "1"     # a task's own @mesh calls run here
+    _pin_cpus()
     Server().run()
 
 

@@ -48,6 +48,10 @@ def test_no_daemon_is_a_clear_error(home, monkeypatch):
         gmux.Client("nowhere")
 
 
+def boom(x):
+    raise ValueError("bad value %r" % (x,))
+
+
 def _remote(monkeypatch, tmp_path, target, name="gpu1", fresh=True):
     client = tmp_path / "client"
     client.mkdir()
@@ -118,12 +122,67 @@ def test_a_wrong_pin_sends_nothing(monkeypatch, tmp_path):
     assert spki_pin(der) == hashlib.sha256(spki).hexdigest()
 
 
-def test_a_remote_mesh_call_says_it_is_not_supported(make_daemon,
-                                                      monkeypatch, tmp_path):
+def test_remote_mesh_calls_run_on_the_host_s_jailed_workers(
+        make_daemon, monkeypatch, tmp_path):
+    """A second daemon over loopback TLS: its workers are confined remote
+    jobs of the token's owner that reach only its broker; calls, maps,
+    exceptions, a crashing task, and values over a frame refused."""
     d = make_daemon(tls=True)
     _remote(monkeypatch, tmp_path, d.target)
-    with pytest.raises(NotImplementedError, match="remote host"):
-        gmux.mesh(lambda: 1, target="gpu1")()
+    base = 10
+    f = gmux.mesh(lambda x: (x + base, os.getpid()), target="gpu1")
+    assert f(1)[0] == 11
+    assert [v for v, _ in f.map(range(20))] == list(range(10, 30))
+    ws = d.json("workers", "--json")
+    assert ws and len({w["owner"] for w in ws}) == 1
+    for w in ws:
+        job = d.job(w["job"])
+        assert job["confined"] and job["owner"] == ws[0]["owner"]
+    with pytest.raises(ValueError, match="bad value 3"):
+        gmux.mesh(lambda x: boom(x), target="gpu1")(3)
+    with pytest.raises(gmux.TaskError, match="lost 3 times"):
+        gmux.mesh(lambda: os._exit(1), target="gpu1")()
+    assert f(2)[0] == 12                             # the worker lives
+    big = gmux.mesh(lambda n: b"x" * n, target="gpu1")
+    with pytest.raises(ValueError, match="over the"):
+        big(2 << 20)
+    with pytest.raises(ValueError, match="a remote host takes"):
+        f(b"y" * (2 << 20))
+
+
+def test_a_remote_worker_reaches_the_broker_and_nothing_else(
+        make_daemon, monkeypatch, tmp_path):
+    """The socket the daemon lets a remote worker reach is its broker's
+    alone: the daemon's own socket stays refused from the same task."""
+    d = make_daemon(tls=True)
+    _remote(monkeypatch, tmp_path, d.target)
+    gmux_sock = d.socket
+
+    def reach(path):
+        import socket as so
+        s = so.socket(so.AF_UNIX)
+        try:
+            s.connect(path)
+            return "connected"
+        except OSError as e:
+            return e.__class__.__name__
+        finally:
+            s.close()
+    probe = gmux.mesh(reach, target="gpu1")
+    assert probe(gmux_sock) == "ConnectionRefusedError"
+    code, body = _tcp_post(d, {"argv": ["true"], "task_worker": True,
+                               "allow": ["unix:" + gmux_sock]})
+    assert code == 400 and "unix:" in json.loads(body)["error"]
+
+
+def _tcp_post(d, body):
+    """POST /v1/jobs over the daemon's TLS port with the client's token."""
+    c = gmux.Client("gpu1")
+    try:
+        c.call("POST", "/v1/jobs", body)
+    except gmux.APIError as e:
+        return e.status, json.dumps({"error": e.message})
+    return 200, "{}"
 
 
 def test_gmux_workers_lists_them(daemon):
