@@ -835,6 +835,7 @@ void		 job_set_state(struct job *, enum job_state, int);
 void		 job_save(const struct job *);
 void		 job_tell(struct job *);
 void		 job_restore_state(struct job *, const char *);
+extern void	(*job_state_hook)(struct job *, enum job_state);
 
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {
@@ -1526,6 +1527,8 @@ int		 server_sched_where(const struct job *, u_int *, char **);
 /* jobspec-host.c: what this host makes of a job's directives */
 int		 jobspec_host_check(struct job *, int *, char **);
 uint64_t	 jobspec_host_cards(const struct jobspec *);
+int		 jobspec_type_is(const char *, const char *, const char *);
+int		 jobspec_tagged(const char *, const char *);
 void		 jobspec_host_env(const struct job *, char ***);
 int		 jobspec_host_paths(const struct job *, char **, char **,
 		     char **);

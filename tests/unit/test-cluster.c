@@ -198,6 +198,47 @@ test_refusal(void)
 	s.seats = 0;
 	s.ncards = 0;
 	CHECK(cluster_refusal(m, 1, &s) == NULL);	/* CPU only */
+	m[0].ncards = 1;
+	s.seats = 50;
+	s.ncards = 1;
+	snprintf(s.type, sizeof s.type, "rtx4090");
+	why = cluster_refusal(m, 1, &s);
+	CHECK_STR(why, "no member has a GPU of type rtx4090");
+	free(why);
+	snprintf(s.type, sizeof s.type, "nvidia");
+	CHECK(cluster_refusal(m, 1, &s) == NULL);
+	s.ncards = 2;
+	why = cluster_refusal(m, 1, &s);
+	CHECK_STR(why, "no member has 2 GPUs of type nvidia");
+	free(why);
+	s.ncards = 1;
+	snprintf(s.server, sizeof s.server, "y");
+	why = cluster_refusal(m, 1, &s);
+	CHECK_STR(why, "no member is named y");
+	free(why);
+	s.server[0] = '\0';
+	m[0].cpus = 8;
+	s.cpus = 9;
+	why = cluster_refusal(m, 1, &s);
+	CHECK_STR(why, "no member has 9 CPUs");
+	free(why);
+	s.cpus = 8;
+	m[0].ram = 1ULL << 30;
+	s.ram = 2ULL << 30;
+	why = cluster_refusal(m, 1, &s);
+	CHECK(why != NULL && strstr(why, "of RAM") != NULL);
+	free(why);
+	s.ram = 0;
+	snprintf(s.tag, sizeof s.tag, "fast");
+	why = cluster_refusal(m, 1, &s);
+	CHECK_STR(why, "no member has the tag fast");
+	free(why);
+	m[0].tags = "slow,fast";
+	CHECK(cluster_refusal(m, 1, &s) == NULL);
+	s.mode = JOBSPEC_OVERCOMMIT;
+	why = cluster_refusal(m, 1, &s);
+	CHECK(why != NULL && strncmp(why, "mode: overcommit", 16) == 0);
+	free(why);
 }
 
 int
