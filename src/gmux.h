@@ -1898,6 +1898,7 @@ extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_queue_entry;
 extern const struct cmd_entry cmd_workers_entry;
 extern const struct cmd_entry cmd_ui_entry;
+int		 cmd_cluster_queue(int);	/* gmux queue on a member */
 extern const struct cmd_entry cmd_completion_entry;
 extern const struct cmd_entry cmd_doctor_entry;
 extern const struct cmd_entry cmd_setup_entry;

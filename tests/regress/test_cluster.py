@@ -75,6 +75,11 @@ def test_queue_order_and_listing(members, tmp):
     assert [x["position"] for x in q] == [1, 2]
     text = a.gmux("cluster", "queue", check=0).stdout.decode()
     assert "POS" in text and high.stdout.decode().strip() in text
+    # gmux queue on a member is the cluster's queue (cluster queue: alias)
+    q2 = json.loads(a.gmux("queue", "--json", check=0).stdout)
+    assert [x["id"] for x in q2] == [x["id"] for x in q]
+    text = a.gmux("queue", check=0).stdout.decode()
+    assert "POS" in text and high.stdout.decode().strip() in text
 
 
 def test_name_taken_and_local_jobs_served(members, tmp):
