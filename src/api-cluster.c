@@ -579,18 +579,52 @@ ac_find(struct ac *a, struct etcd_reply *r, const char *want,
 	return (NULL);
 }
 
+/* A placed gang stops whole: a stop for each of its parts not ended. */
+static void
+ac_stop_gang(struct ac *a, json_t *g)
+{
+	json_t		*ops = json_array(), *p;
+	size_t		 i;
+	char		*text;
+
+	if (strcmp(json_string_value(json_object_get(g, "state")),
+	    "running") != 0) {
+		api_error(a->req, 409, "job %s has ended",
+		    json_string_value(json_object_get(g, "id")));
+		json_decref(g);
+		json_decref(ops);
+		ac_free(a);
+		return;
+	}
+	text = cluster_stop_value(json_object_get(g, "owner"));
+	json_array_foreach(json_object_get(g, "parts"), i, p) {
+		if (json_object_get(p, "ended") == NULL)
+			json_array_append_new(ops, etcd_op_put(cluster_key(
+			    "s/%s", json_string_value(json_object_get(p, "id"))),
+			    text, 0));
+	}
+	free(text);
+	json_object_set_new(g, "stop", json_true());
+	a->out = g;
+	etcd_txn(cluster->etcd, json_array(), ops, NULL, ac_stop_done, a);
+}
+
 static void
 ac_stop_cb(struct etcd_reply *r, const char *err, void *arg)
 {
 	struct ac		*a = arg;
 	const char		*want = json_string_value(a->body);
-	const struct etcd_kv	*kv;
+	const struct etcd_kv	*kv = NULL;
 	json_t			*o;
 
 	if (ac_failed(a, err))
 		return;
-	if ((o = ac_find(a, r, want, &kv, 0)) == NULL) {
+	if ((o = ac_find(a, r, want, &kv, 1)) == NULL) {
 		ac_free(a);
+		return;
+	}
+	if (kv == NULL) {		/* a placed gang: its parts */
+		ac_stop_gang(a, o);
 		return;
 	}
 	if (kv->key[strlen(cluster->prefix)] == 'e') {

@@ -158,4 +158,16 @@ def test_gang_whole_or_none(members, tmp):
     assert g["exit_code"] == 3
     states = sorted(p["state"] for p in g["parts"])
     assert states == ["exited", "stopped"], g["parts"]
+    # a placed gang is stopped whole, from any member
+    gid = _id(submit(ds[1], tmp, "sleep", "60", flags=("--share", "0.5",
+                                                       "--nodes", "2")))
+    wait_for(lambda: [p["state"] for p in
+                      _gang(ds[1], gid).get("parts", [])] ==
+             ["running", "running"], 30, 0.1, what="the gang to run")
+    r = ds[2].gmux("cluster", "stop", gid, check=0)
+    assert r.stdout.decode().strip() == "%s: stopping" % gid
+    g = _gang(ds[0], gid, "stopped")
+    assert [p["state"] for p in g["parts"]] == ["stopped", "stopped"]
+    r = ds[2].gmux("cluster", "stop", gid)
+    assert r.returncode == 1 and b"has ended" in r.stderr
     ds[0].gmux("cluster", "stop", blk)
