@@ -586,6 +586,7 @@ ac_stop_gang(struct ac *a, json_t *g)
 	json_t		*ops = json_array(), *p;
 	size_t		 i;
 	char		*text;
+	const char	*id;
 
 	if (strcmp(json_string_value(json_object_get(g, "state")),
 	    "running") != 0) {
@@ -598,10 +599,10 @@ ac_stop_gang(struct ac *a, json_t *g)
 	}
 	text = cluster_stop_value(json_object_get(g, "owner"));
 	json_array_foreach(json_object_get(g, "parts"), i, p) {
+		id = json_string_value(json_object_get(p, "id"));
 		if (json_object_get(p, "ended") == NULL)
 			json_array_append_new(ops, etcd_op_put(cluster_key(
-			    "s/%s", json_string_value(json_object_get(p, "id"))),
-			    text, 0));
+			    "s/%s", id), text, 0));
 	}
 	free(text);
 	json_object_set_new(g, "stop", json_true());

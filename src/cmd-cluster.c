@@ -23,11 +23,11 @@ const struct cmd_entry cmd_cluster_entry = {
 	    "\nls lists the live members: cards, CPUs, RAM, measured use, "
 	    "jobs, the leader.\nleader says who schedules, since when, and "
 	    "at what etcd revision.\nps lists the cluster's jobs in every "
-	    "state and where they run.\nqueue lists the cluster's queue in the "
-	    "leader's order (gmux queue on a member too).\nsubmit queues a job for the cluster "
-	    "with gmux run's flags; it prints its id.\nstop ID stops a "
-	    "cluster job wherever it is (queued: at once; placed: by its "
-	    "member).\nlogs ID "
+	    "state and where they run.\nqueue lists the cluster's queue in "
+	    "the leader's order (gmux queue on a member\ntoo).\nsubmit "
+	    "queues a job for the cluster with gmux run's flags; it prints "
+	    "its id.\nstop ID stops a cluster job wherever it is (queued: at "
+	    "once; placed: by its member;\na gang: every part).\nlogs ID "
 	    "shows the output of a cluster job that runs on this member (of "
 	    "one on\nanother member, it says where to read it).\n",
 	.exec = cmd_cluster_exec,
