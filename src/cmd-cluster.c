@@ -27,7 +27,7 @@ const struct cmd_entry cmd_cluster_entry = {
 	    "the leader's order (gmux queue on a member\ntoo).\nsubmit "
 	    "queues a job for the cluster with gmux run's flags; it prints "
 	    "its id.\nstop ID stops a cluster job wherever it is (queued: at "
-	    "once; placed: by its member;\na gang: every part).\nlogs ID "
+	    "once; placed: by its\nmember; a gang: every part).\nlogs ID "
 	    "shows the output of a cluster job that runs on this member (of "
 	    "one on\nanother member, it says where to read it).\n",
 	.exec = cmd_cluster_exec,
