@@ -73,9 +73,20 @@ class Etcd:
         return {unb64(kv["key"]): unb64(kv.get("value", ""))
                 for kv in r.get("kvs", [])}
 
+    def kill_leader(self):
+        """kill -9 of etcd's raft leader; returns its index."""
+        for i, port in enumerate(self.clients):
+            st = self.call("/v3/maintenance/status", {}, port)
+            if st.get("leader") == st["header"]["member_id"]:
+                self.procs[i].kill()
+                self.procs[i].wait()
+                return i
+        raise AssertionError("etcd has no leader")
+
     def stop(self):
         for p in self.procs:
-            p.kill()
+            if p.poll() is None:
+                p.kill()
             p.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
 
