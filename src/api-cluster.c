@@ -495,10 +495,72 @@ ac_stop_found(struct ac *a, const struct etcd_kv *kv, json_t *o)
 		free(text);
 		return;
 	}
-	text = json_dumps(json_object_get(o, "owner"), JSON_ENCODE_ANY);
+	text = cluster_stop_value(json_object_get(o, "owner"));
 	etcd_txn(cluster->etcd, json_array(), json_pack("[o]", etcd_op_put(
 	    cluster_key("s/%s", id), text, 0)), NULL, ac_stop_done, a);
 	free(text);
+}
+
+/* Whether part o ended before the first failure f so far. */
+static int
+ac_gang_first(json_t *o, json_t *f)
+{
+	const char	*st = json_string_value(json_object_get(o, "state"));
+	json_int_t	 code = json_integer_value(json_object_get(o,
+			     "exit_code"));
+
+	if (st == NULL || (strcmp(st, "exited") == 0 && code == 0) ||
+	    json_object_get(o, "ended") == NULL)
+		return (0);	/* not ended, or not a failure */
+	return (f == NULL || json_integer_value(json_object_get(o, "ended")) <
+	    json_integer_value(json_object_get(f, "ended")));
+}
+
+/*
+ * A gang's record, made of its parts' (gang.id = want): ended when all
+ * are, with the first failure's state and exit code; NULL if none.
+ */
+static json_t *
+ac_gang(struct ac *a, struct etcd_reply *r, const char *want)
+{
+	json_t		*o, *g = NULL, *parts = json_array(), *first = NULL;
+	const char	*gid;
+	u_int		 i, ended = 0;
+
+	for (i = 0; i < r->nkvs; i++) {
+		if ((o = ac_job(&r->kvs[i])) == NULL)
+			continue;
+		gid = json_string_value(json_object_get(json_object_get(o,
+		    "gang"), "id"));
+		if (gid == NULL || strcmp(gid, want) != 0 || !ac_owned(a, o)) {
+			json_decref(o);
+			continue;
+		}
+		if (g == NULL)
+			g = json_pack("{s:s,s:O,s:O}", "id", want, "owner",
+			    json_object_get(o, "owner"), "req",
+			    json_object_get(o, "req"));
+		ended += json_object_get(o, "ended") != NULL;
+		if (ac_gang_first(o, first)) {
+			json_decref(first);
+			first = json_incref(o);
+		}
+		json_array_append_new(parts, o);
+	}
+	if (g == NULL) {
+		json_decref(parts);
+		return (NULL);
+	}
+	json_object_set_new(g, "state", json_string(ended <
+	    json_array_size(parts) ? "running" : first != NULL ?
+	    json_string_value(json_object_get(first, "state")) : "exited"));
+	if (ended == json_array_size(parts))
+		json_object_set_new(g, "exit_code", json_integer(first != NULL ?
+		    json_integer_value(json_object_get(first, "exit_code")) :
+		    0));
+	json_object_set_new(g, "parts", parts);
+	json_decref(first);
+	return (g);
 }
 
 /*
@@ -507,7 +569,7 @@ ac_stop_found(struct ac *a, const struct etcd_kv *kv, json_t *o)
  */
 static json_t *
 ac_find(struct ac *a, struct etcd_reply *r, const char *want,
-    const struct etcd_kv **kvp)
+    const struct etcd_kv **kvp, int gang)
 {
 	const char	*id;
 	json_t		*o;
@@ -523,8 +585,41 @@ ac_find(struct ac *a, struct etcd_reply *r, const char *want,
 		}
 		json_decref(o);
 	}
+	if (gang && (o = ac_gang(a, r, want)) != NULL)
+		return (o);
 	api_error(a->req, 404, "no cluster job %s", want);
 	return (NULL);
+}
+
+/* A placed gang stops whole: a stop for each of its parts not ended. */
+static void
+ac_stop_gang(struct ac *a, json_t *g)
+{
+	json_t		*ops = json_array(), *p;
+	size_t		 i;
+	char		*text;
+	const char	*id;
+
+	if (strcmp(json_string_value(json_object_get(g, "state")),
+	    "running") != 0) {
+		api_error(a->req, 409, "job %s has ended",
+		    json_string_value(json_object_get(g, "id")));
+		json_decref(g);
+		json_decref(ops);
+		ac_free(a);
+		return;
+	}
+	text = cluster_stop_value(json_object_get(g, "owner"));
+	json_array_foreach(json_object_get(g, "parts"), i, p) {
+		id = json_string_value(json_object_get(p, "id"));
+		if (json_object_get(p, "ended") == NULL)
+			json_array_append_new(ops, etcd_op_put(cluster_key(
+			    "s/%s", id), text, 0));
+	}
+	free(text);
+	json_object_set_new(g, "stop", json_true());
+	a->out = g;
+	etcd_txn(cluster->etcd, json_array(), ops, NULL, ac_stop_done, a);
 }
 
 static void
@@ -532,13 +627,17 @@ ac_stop_cb(struct etcd_reply *r, const char *err, void *arg)
 {
 	struct ac		*a = arg;
 	const char		*want = json_string_value(a->body);
-	const struct etcd_kv	*kv;
+	const struct etcd_kv	*kv = NULL;
 	json_t			*o;
 
 	if (ac_failed(a, err))
 		return;
-	if ((o = ac_find(a, r, want, &kv)) == NULL) {
+	if ((o = ac_find(a, r, want, &kv, 1)) == NULL) {
 		ac_free(a);
+		return;
+	}
+	if (kv == NULL) {		/* a placed gang: its parts */
+		ac_stop_gang(a, o);
 		return;
 	}
 	if (kv->key[strlen(cluster->prefix)] == 'e') {
@@ -562,7 +661,7 @@ ac_get_cb(struct etcd_reply *r, const char *err, void *arg)
 
 	if (ac_failed(a, err))
 		return;
-	if ((o = ac_find(a, r, json_string_value(a->body), &kv)) != NULL) {
+	if ((o = ac_find(a, r, json_string_value(a->body), &kv, 1)) != NULL) {
 		/* the member that runs it knows its local job */
 		member = json_string_value(json_object_get(o, "member"));
 		if (member != NULL && strcmp(member, cluster->name) == 0 &&

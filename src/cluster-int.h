@@ -116,6 +116,7 @@ struct cluster_member {			/* a member's record, parsed */
 	uint64_t	 gpumem;	/* all its cards together */
 	u_int		 cpus;
 	uint64_t	 ram;
+	char		*tags;		/* TAGS in its config; NULL: none */
 };
 struct cluster {
 	struct event_base *base;
@@ -156,8 +157,13 @@ int		 cluster_member_parse(json_t *, struct cluster_member *,
 void		 cluster_member_clear(struct cluster_member *);
 void		 cluster_deposed(void);
 json_t		*cluster_fence(json_t *);
+char		*cluster_stop_value(json_t *);
 
 /* cluster-sched.c: the leader's placement */
+#define CLUSTER_GANG_MAX	32	/* a gang's members, at most */
+#define CLUSTER_GANG_PORT	29500	/* MASTER_PORT: from here, */
+#define CLUSTER_GANG_PORTS	500	/* ... one of these, by its id */
+#define CLUSTER_WORD	64		/* a type's, a name's, a tag's room */
 struct cluster_shape {			/* what a job asks of one member */
 	u_int		 seats;		/* per card */
 	uint64_t	 mem;		/* per card; 0: share x memory */
@@ -165,6 +171,14 @@ struct cluster_shape {			/* what a job asks of one member */
 	u_int		 prio;
 	int		 flags;
 	int64_t		 submitted;
+	u_int		 cpus;		/* reserved on the member; 0: none */
+	uint64_t	 ram;		/* reserved on the member; 0: none */
+	uint64_t	 vram;		/* free on each card; 0: any */
+	enum jobspec_mode mode;
+	u_int		 nodes;		/* a gang's members; 1 */
+	char		 type[CLUSTER_WORD];	/* --gpus TYPE; "": any */
+	char		 server[CLUSTER_WORD];	/* --server; "": any */
+	char		 tag[CLUSTER_WORD];	/* --partition; "": any */
 };
 int		 cluster_shape_parse(json_t *, struct cluster_shape *,
 		     char **);

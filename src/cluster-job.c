@@ -2,8 +2,9 @@
  * cluster-job.c: the jobs a member claims and runs (docs/cluster.md).  It
  * mirrors its assignments (a/NAME/), claims each by a compare-and-swap
  * (a/NAME/ID -> r/NAME/ID) and only then starts it as a local job, through
- * the same scheduler, keeper, ledger and fence as any other; once the
- * local job has ended, it moves r/NAME/ID to e/ID, again by CAS.  The
+ * the same scheduler, keeper, ledger and fence as any other; the moment
+ * the local job ends (job_set_state tells it), it moves r/NAME/ID to e/ID,
+ * again by CAS, and retries on the tick only what etcd refused.  The
  * local job carries its cluster id in GMUX_CLUSTER_JOB and in its
  * directory, so a restarted daemon finds what it was running.  A stop
  * asked on any member is a key, s/ID, that the member holding the job
@@ -21,22 +22,39 @@
 struct cj {
 	char		*id;		/* the cluster's job id */
 	u_int		 local;		/* the local job, 0: none */
+	char		 lkey[16];	/* local, as cj.byloc's key */
 	int64_t		 mod;		/* r/NAME/ID as we wrote it */
 	json_t		*rec;
 	int		 busy;		/* a Txn in flight */
 	int		 cutoff;	/* stopped when cut off: requeue */
 	int		 unstarted;	/* claimed, never started: requeue */
+	int		 ended;		/* its end is to be written */
 };
 
 static struct {
 	struct mirror	*a;
 	struct mirror	*s;		/* stop requests: s/ID */
 	struct hmap	*jobs;		/* id -> struct cj (ours) */
+	struct hmap	*byloc;		/* local job id -> struct cj */
+	u_int		 nretry;	/* ends etcd did not take yet */
 	struct hmap	*claims;	/* a/ keys being claimed -> key */
 	struct hmap	*locals;	/* cluster id -> u_int * local id */
 	int		 loaded;	/* r/NAME/ read after a start */
 	int		 loading;
 } cj;
+
+/* Which local job runs c (0: none yet), found again by its end. */
+static void
+cj_set_local(struct cj *c, u_int local)
+{
+	if (c->local != 0)
+		hmap_del(cj.byloc, c->lkey);
+	c->local = local;
+	if (local == 0)
+		return;
+	snprintf(c->lkey, sizeof c->lkey, "%u", local);
+	hmap_put(cj.byloc, c->lkey, c);
+}
 
 static struct cj *
 cj_add(const char *id, u_int local, int64_t mod, json_t *rec)
@@ -44,16 +62,17 @@ cj_add(const char *id, u_int local, int64_t mod, json_t *rec)
 	struct cj	*c = xcalloc(1, sizeof *c);
 
 	c->id = xstrdup(id);
-	c->local = local;
 	c->mod = mod;
 	c->rec = rec;
 	hmap_put(cj.jobs, c->id, c);
+	cj_set_local(c, local);
 	return (c);
 }
 
 static void
 cj_free(struct cj *c)
 {
+	cj_set_local(c, 0);
 	hmap_del(cj.jobs, c->id);
 	json_decref(c->rec);
 	free(c->id);
@@ -141,8 +160,10 @@ cj_end_cb(struct etcd_reply *r, const char *err, void *arg)
 	if (c == NULL)
 		return;
 	c->busy = 0;
-	if (err != NULL)
-		return;		/* again next tick */
+	if (err != NULL) {
+		cj.nretry++;	/* again next tick */
+		return;
+	}
 	if (r->succeeded)
 		cluster->nwrites++;
 	else
@@ -151,11 +172,37 @@ cj_end_cb(struct etcd_reply *r, const char *err, void *arg)
 	cj_free(c);
 }
 
+/*
+ * A gang's part that failed ends its gang: the stops of its other parts
+ * go in the Txn of its end (their members stop them, or end them unstarted).
+ */
+static void
+cj_gang_stops(json_t *rec, json_t *ops)
+{
+	json_t		*g = json_object_get(rec, "gang");
+	const char	*gid = json_string_value(json_object_get(g, "id"));
+	json_int_t	 rank, size, k;
+	char		*owner;
+
+	if (gid == NULL)
+		return;
+	rank = json_integer_value(json_object_get(g, "rank"));
+	size = json_integer_value(json_object_get(g, "size"));
+	owner = cluster_stop_value(json_object_get(rec, "owner"));
+	for (k = 0; k < size && k < CLUSTER_GANG_MAX; k++) {
+		if (k != rank)
+			json_array_append_new(ops, etcd_op_put(cluster_key(
+			    "s/%s-%lld", gid, (long long)k), owner, 0));
+	}
+	free(owner);
+}
+
 static void
 cj_end(struct cj *c, struct job *j)
 {
-	json_t		*o = json_deep_copy(c->rec);
+	json_t		*o = json_deep_copy(c->rec), *ops;
 	char		*text, *to, *from;
+	int		 failed;
 
 	if (c->unstarted || (c->cutoff && j != NULL &&
 	    j->state == JOB_STOPPED)) {
@@ -176,14 +223,17 @@ cj_end(struct cj *c, struct job *j)
 			    json_string(j->reason));
 		json_object_set_new(o, "ended", json_integer(clock_ms()));
 	}
+	failed = j == NULL || j->state != JOB_EXITED || j->exit_code != 0;
 	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
-	c->busy = 1;
+	c->busy = c->ended = 1;
 	xasprintf(&from, "%sr/%s/%s", cluster->prefix, cluster->name, c->id);
+	ops = json_pack("[ooo]", etcd_op_delete(from), etcd_op_put(to, text,
+	    0), etcd_op_delete(cluster_key("s/%s", c->id)));
+	if (failed && !c->unstarted && !c->cutoff)
+		cj_gang_stops(c->rec, ops);
 	etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(from, "MOD",
-	    c->mod)), json_pack("[ooo]", etcd_op_delete(from), etcd_op_put(to,
-	    text, 0), etcd_op_delete(cluster_key("s/%s", c->id))), NULL,
-	    cj_end_cb, xstrdup(c->id));
+	    c->mod)), ops, NULL, cj_end_cb, xstrdup(c->id));
 	free(from);
 	free(to);
 	free(text);
@@ -191,6 +241,35 @@ cj_end(struct cj *c, struct job *j)
 
 /* ------------------------------------------------------------------ */
 /* Claiming: a/NAME/ID -> r/NAME/ID, then the local job. */
+
+/*
+ * A gang's part learns its place: the names torch.distributed's env://
+ * and torchrun read, and gmux's own.  It is one part here (nodes 1).
+ */
+static void
+cj_gang_env(json_t *g, struct jobreq *r)
+{
+	const char	*gid = json_string_value(json_object_get(g, "id"));
+	const char	*master;
+	json_int_t	 rank, size, port;
+
+	master = json_string_value(json_object_get(g, "master"));
+	if (gid == NULL || master == NULL)
+		return;
+	rank = json_integer_value(json_object_get(g, "rank"));
+	size = json_integer_value(json_object_get(g, "size"));
+	port = json_integer_value(json_object_get(g, "port"));
+	job_env_set(&r->env, "RANK=%lld", (long long)rank);
+	job_env_set(&r->env, "NODE_RANK=%lld", (long long)rank);
+	job_env_set(&r->env, "LOCAL_RANK=0");
+	job_env_set(&r->env, "WORLD_SIZE=%lld", (long long)size);
+	job_env_set(&r->env, "MASTER_ADDR=%s", master);
+	job_env_set(&r->env, "MASTER_PORT=%lld", (long long)port);
+	job_env_set(&r->env, "GMUX_GANG_ID=%s", gid);
+	job_env_set(&r->env, "GMUX_GANG_RANK=%lld", (long long)rank);
+	job_env_set(&r->env, "GMUX_GANG_SIZE=%lld", (long long)size);
+	r->spec.nodes = 1;
+}
 
 static int
 cj_run(struct cj *c, char **cause)
@@ -207,6 +286,7 @@ cj_run(struct cj *c, char **cause)
 	xasprintf(&env, "%s%s", CLUSTER_ENV, c->id);
 	strv_add(&r.env, env);
 	free(env);
+	cj_gang_env(json_object_get(c->rec, "gang"), &r);
 	owner = json_string_value(json_object_get(c->rec, "owner"));
 	/*
 	 * Which local job it is, said before it can start: a daemon killed
@@ -220,8 +300,10 @@ cj_run(struct cj *c, char **cause)
 		goto fail;
 	}
 	state_next_id();
-	c->local = j->id;
+	cj_set_local(c, j->id);
 	log_info("cluster: job %s runs here as %s", c->id, j->name);
+	if (job_ended(j))
+		cj_end(c, j);	/* ended before it was known as c's */
 	return (0);
 fail:
 	jobreq_clear(&r);
@@ -307,8 +389,12 @@ cj_load_cb(struct etcd_reply *r, const char *err, void *arg)
 		j = cj_local_find(r->kvs[i].key + plen);
 		c = cj_add(r->kvs[i].key + plen, j != NULL ? j->id : 0,
 		    r->kvs[i].mod_rev, rec);
-		if (j != NULL)
+		if (j != NULL) {
+			/* it ended while this daemon was away */
+			if (job_ended(j))
+				cj_end(c, j);
 			continue;
+		}
 		/* claimed, then the daemon died: did it start? */
 		c->unstarted = hmap_get(cj.locals, c->id) == NULL;
 		cj_end(c, NULL);
@@ -370,16 +456,51 @@ cj_stops(void)
 	}
 }
 
+/*
+ * A local job changed state (job_set_state): if it ran a cluster job and
+ * has ended, its end goes to etcd now.
+ */
+static void
+cj_local_changed(struct job *j, enum job_state was)
+{
+	char		 lkey[16];
+	struct cj	*c;
+
+	if (!job_ended(j) || cluster == NULL)
+		return;
+	snprintf(lkey, sizeof lkey, "%u", j->id);
+	if ((c = hmap_get(cj.byloc, lkey)) != NULL && !c->busy)
+		cj_end(c, j);
+}
+
+/* The ends etcd did not take (it was away): tried again. */
+static void
+cj_retry(void)
+{
+	size_t		 it = 0;
+	const char	*k;
+	void		*v;
+	struct cj	**ended = NULL, *c;
+	u_int		 n = 0, i;
+
+	while (hmap_next(cj.jobs, &it, &k, &v)) {
+		c = v;
+		if (c->ended && !c->busy) {
+			ended = xreallocarray(ended, n + 1, sizeof *ended);
+			ended[n++] = c;
+		}
+	}
+	cj.nretry = 0;
+	for (i = 0; i < n; i++)
+		cj_end(ended[i], job_find_id(ended[i]->local));
+	free(ended);
+}
+
 void
 cluster_job_tick(int64_t now)
 {
 	struct mirror_entry		*me;
 	size_t				 it = 0;
-	const char			*k;
-	void				*v;
-	struct cj			**ended = NULL, *c;
-	struct job			*j;
-	u_int				 n = 0, i;
 
 	if (!cj.loaded) {
 		if (!cj.loading) {
@@ -394,18 +515,8 @@ cluster_job_tick(int64_t now)
 	cj_stops();
 	while (mirror_ready(cj.a) && mirror_next(cj.a, &it, &me))
 		cj_claim(me);
-	it = 0;
-	while (hmap_next(cj.jobs, &it, &k, &v)) {
-		c = v;
-		j = c->local != 0 ? job_find_id(c->local) : NULL;
-		if (c->busy || c->local == 0 || (j != NULL && !job_ended(j)))
-			continue;
-		ended = xreallocarray(ended, n + 1, sizeof *ended);
-		ended[n++] = c;
-	}
-	for (i = 0; i < n; i++)
-		cj_end(ended[i], job_find_id(ended[i]->local));
-	free(ended);
+	if (cj.nretry > 0)
+		cj_retry();
 }
 
 /*
@@ -437,12 +548,15 @@ void
 cluster_job_start(void)
 {
 	cj.jobs = hmap_create();
+	cj.byloc = hmap_create();
+	cj.nretry = 0;
 	cj.claims = hmap_create();
 	cj.locals = hmap_create();
 	cj_locals_load();
 	cj.a = mirror_create(cluster->etcd, cluster_key("a/%s/",
 	    cluster->name), NULL, NULL);
 	cj.s = mirror_create(cluster->etcd, cluster_key("s/"), NULL, NULL);
+	job_state_hook = cj_local_changed;
 }
 
 void
@@ -462,6 +576,9 @@ cluster_job_stop(void)
 	}
 	hmap_free(cj.jobs);
 	cj.jobs = NULL;
+	hmap_free(cj.byloc);
+	cj.byloc = NULL;
+	job_state_hook = NULL;
 	it = 0;
 	while (cj.claims != NULL && hmap_next(cj.claims, &it, &k, &v)) {
 		free((char *)k);

@@ -21,8 +21,11 @@ struct cs_member {
 	struct cluster_member m;
 	u_int		 used[CLUSTER_CARDS];	/* seats committed per card */
 	uint64_t	 mused[CLUSTER_CARDS];
+	u_int		 cpus;		/* CPUs and RAM committed */
+	uint64_t	 ram;
 	u_int		 njobs;
 	int64_t		 seen;		/* mono ms it was first seen */
+	int		 picked;	/* a part of this gang is on it */
 };
 
 struct cs_job {
@@ -57,6 +60,37 @@ cs_changed(void *arg)
 	cs.dirty = 1;
 }
 
+/* Copies a directive's word into a shape's room for it. */
+static int
+cs_word(char *to, const char *from, const char *what, char **cause)
+{
+	if (from == NULL)
+		return (0);
+	if (strlen(from) >= CLUSTER_WORD) {
+		xasprintf(cause, "%s: longer than %d characters", what,
+		    CLUSTER_WORD - 1);
+		return (-1);
+	}
+	snprintf(to, CLUSTER_WORD, "%s", from);
+	return (0);
+}
+
+/* The directives that place it (docs/cluster.md, "Placement"). */
+static int
+cs_spec(const struct jobspec *j, struct cluster_shape *s, char **cause)
+{
+	s->cpus = j->cpus;
+	s->ram = j->ram;
+	s->vram = j->vram;
+	s->mode = j->mode;
+	s->nodes = j->nodes > 0 ? j->nodes : 1;
+	if (cs_word(s->type, j->gpu_type, "gpus", cause) != 0 ||
+	    cs_word(s->server, j->server, "server", cause) != 0 ||
+	    cs_word(s->tag, j->partition, "partition", cause) != 0)
+		return (-1);
+	return (0);
+}
+
 /* Parses the request of a job record into s. */
 int
 cluster_shape_parse(json_t *rec, struct cluster_shape *s, char **cause)
@@ -77,6 +111,7 @@ cluster_shape_parse(json_t *rec, struct cluster_shape *s, char **cause)
 		s->ncards = r.ncards;
 		s->prio = r.priority;
 		s->flags = r.flags;
+		rc = cs_spec(&r.spec, s, cause);
 	}
 	jobreq_clear(&r);
 	if ((x = json_object_get(rec, "submitted")) != NULL &&
@@ -94,6 +129,67 @@ cs_need(const struct cluster_shape *s, uint64_t memory)
 	return (memory / SEATS_PER_CARD * s->seats);
 }
 
+/* Whether card c could ever hold a part of s: its type, its memory. */
+static int
+cs_card_could(const struct cluster_card *c, const struct cluster_shape *s)
+{
+	if (s->type[0] != '\0' && !jobspec_type_is(c->vendor, c->model,
+	    s->type))
+		return (0);
+	return (cs_need(s, c->memory) <= c->memory && c->memory >= s->vram);
+}
+
+/* Whether member m could ever hold s, its cards aside. */
+static int
+cs_member_could(const struct cluster_member *m, const struct cluster_shape *s)
+{
+	if (s->server[0] != '\0' && strcmp(m->name, s->server) != 0)
+		return (0);
+	if (s->tag[0] != '\0' && !jobspec_tagged(m->tags, s->tag))
+		return (0);
+	if (s->cpus > m->cpus || s->ram > m->ram)
+		return (0);
+	return (1);
+}
+
+/* The members of v that could hold s's member-wide asks (cpus, ram...). */
+static char *
+cs_refuse_member(const struct cluster_member *v, u_int n,
+    const struct cluster_shape *s)
+{
+	struct cluster_shape	 t;
+	char			*why, *size;
+	u_int			 i;
+
+	memset(&t, 0, sizeof t);
+	snprintf(t.server, sizeof t.server, "%s", s->server);
+	for (i = 0; i < n && !cs_member_could(&v[i], &t); i++)
+		;
+	if (i == n) {
+		xasprintf(&why, "no member is named %s", s->server);
+		return (why);
+	}
+	snprintf(t.tag, sizeof t.tag, "%s", s->tag);
+	for (i = 0; i < n && !cs_member_could(&v[i], &t); i++)
+		;
+	if (i == n) {
+		xasprintf(&why, "no member%s%s has the tag %s", *s->server ?
+		    " named " : "", s->server, s->tag);
+		return (why);
+	}
+	t.cpus = s->cpus;
+	for (i = 0; i < n && !cs_member_could(&v[i], &t); i++)
+		;
+	if (i == n) {
+		xasprintf(&why, "no member has %u CPUs", s->cpus);
+		return (why);
+	}
+	size = format_size(s->ram);
+	xasprintf(&why, "no member has %s of RAM", size);
+	free(size);
+	return (why);
+}
+
 /*
  * Why no member of v could ever hold s, or NULL if one could (the caller
  * frees the reason).
@@ -102,33 +198,54 @@ char *
 cluster_refusal(const struct cluster_member *v, u_int n,
     const struct cluster_shape *s)
 {
-	u_int		 i, c, fit, most = 0;
+	u_int		 i, c, fit, typed, most = 0, mtyped = 0, could = 0;
+	u_int		 hold = 0;
 	char		*why;
 
-	if (s->ncards == 0 || s->seats == 0)
-		return (n > 0 ? NULL : xstrdup("no member is live"));
-	for (i = 0; i < n; i++) {
-		fit = 0;
-		for (c = 0; c < v[i].ncards; c++) {
-			if (cs_need(s, v[i].cards[c].memory) <=
-			    v[i].cards[c].memory)
-				fit++;
-		}
-		if (fit >= s->ncards)
-			return (NULL);
-		if (v[i].ncards > most)
-			most = v[i].ncards;
-	}
-	if (most == 0) {
-		if (n == 0)
-			return (xstrdup("no member is live"));
-		return (xstrdup("no member has a GPU"));
-	}
-	if (most < s->ncards) {
-		xasprintf(&why, "no member has %u GPUs", s->ncards);
+	if (n == 0)
+		return (xstrdup("no member is live"));
+	if (s->mode == JOBSPEC_OVERCOMMIT)
+		return (xstrdup("mode: overcommit is not taken yet (each "
+		    "member reserves what it admits); use shared"));
+	if (s->nodes > CLUSTER_GANG_MAX) {
+		xasprintf(&why, "nodes: at most %u members in a gang",
+		    CLUSTER_GANG_MAX);
 		return (why);
 	}
-	return (xstrdup("no member has a card with that much memory"));
+	for (i = 0; i < n; i++) {
+		if (!cs_member_could(&v[i], s))
+			continue;
+		could++;
+		for (c = fit = typed = 0; c < v[i].ncards; c++) {
+			typed += s->type[0] == '\0' || jobspec_type_is(
+			    v[i].cards[c].vendor, v[i].cards[c].model, s->type);
+			fit += cs_card_could(&v[i].cards[c], s);
+		}
+		if (s->ncards == 0 || s->seats == 0 || fit >= s->ncards) {
+			if (++hold >= s->nodes)
+				return (NULL);
+			continue;
+		}
+		most = v[i].ncards > most ? v[i].ncards : most;
+		mtyped = typed > mtyped ? typed : mtyped;
+	}
+	if (hold > 0) {
+		xasprintf(&why, "nodes: a gang of %u needs %u members that "
+		    "could hold a part; %u could", s->nodes, s->nodes, hold);
+		return (why);
+	}
+	if (could == 0)
+		return (cs_refuse_member(v, n, s));
+	if (most == 0)
+		return (xstrdup("no member has a GPU"));
+	if (s->type[0] != '\0' && mtyped == 0)
+		xasprintf(&why, "no member has a GPU of type %s", s->type);
+	else if (mtyped < s->ncards)
+		xasprintf(&why, "no member has %u GPUs%s%s", s->ncards,
+		    *s->type ? " of type " : "", s->type);
+	else
+		why = xstrdup("no member has a card with that much memory");
+	return (why);
 }
 
 /* The cards of m that s fits on now, best fit first; 0 if too few. */
@@ -143,7 +260,9 @@ cs_fit(const struct cs_member *m, const struct cluster_shape *s,
 	for (c = 0; c < m->m.ncards && c < CLUSTER_CARDS; c++) {
 		need = cs_need(s, m->m.cards[c].memory);
 		if (m->used[c] + s->seats > SEATS_PER_CARD ||
-		    m->mused[c] + need > m->m.cards[c].memory)
+		    m->mused[c] + need > m->m.cards[c].memory ||
+		    m->m.cards[c].memory - m->mused[c] < s->vram ||
+		    !cs_card_could(&m->m.cards[c], s))
 			continue;
 		cards[n++] = c;
 	}
@@ -163,6 +282,14 @@ cs_fit(const struct cs_member *m, const struct cluster_shape *s,
 	return (s->ncards);
 }
 
+/* Whether m has the CPUs and RAM s reserves, and is the member it asks. */
+static int
+cs_member_room(const struct cs_member *m, const struct cluster_shape *s)
+{
+	return (cs_member_could(&m->m, s) && m->cpus + s->cpus <= m->m.cpus &&
+	    m->ram + s->ram <= m->m.ram);
+}
+
 /* The member s fits best on now (least room left), or NULL. */
 static struct cs_member *
 cs_best(const struct cluster_shape *s, u_int *cards)
@@ -172,6 +299,8 @@ cs_best(const struct cluster_shape *s, u_int *cards)
 	u_int			 tmp[CLUSTER_CARDS];
 
 	for (i = 0; i < cs.nmembers; i++) {
+		if (cs.members[i].picked || !cs_member_room(&cs.members[i], s))
+			continue;
 		if (s->ncards == 0 || s->seats == 0) {
 			left = cs.members[i].njobs;	/* CPU jobs: spread */
 			k = 0;
@@ -186,19 +315,30 @@ cs_best(const struct cluster_shape *s, u_int *cards)
 	return (best);
 }
 
+/* Commits s on m's cards (sign 1), or takes it back (-1). */
+static void
+cs_charge_by(struct cs_member *m, const struct cluster_shape *s,
+    const u_int *cards, u_int n, int sign)
+{
+	u_int	 i;
+
+	m->njobs += sign;
+	m->cpus += sign * s->cpus;
+	m->ram += sign * s->ram;
+	for (i = 0; i < n && i < s->ncards; i++) {
+		if (cards[i] >= m->m.ncards || cards[i] >= CLUSTER_CARDS)
+			continue;
+		m->used[cards[i]] += sign * s->seats;
+		m->mused[cards[i]] += sign * cs_need(s,
+		    m->m.cards[cards[i]].memory);
+	}
+}
+
 static void
 cs_charge(struct cs_member *m, const struct cluster_shape *s,
     const u_int *cards, u_int n)
 {
-	u_int	 i;
-
-	m->njobs++;
-	for (i = 0; i < n && i < s->ncards; i++) {
-		if (cards[i] >= m->m.ncards || cards[i] >= CLUSTER_CARDS)
-			continue;
-		m->used[cards[i]] += s->seats;
-		m->mused[cards[i]] += cs_need(s, m->m.cards[cards[i]].memory);
-	}
+	cs_charge_by(m, s, cards, n, 1);
 }
 
 static struct cs_member *
@@ -392,18 +532,20 @@ struct cs_batch {
 	u_int		 nassign;
 };
 
+/* A move of me's job to key to; me NULL: a put only (a gang's part). */
 static void
 cs_batch_add(struct cs_batch *b, struct mirror_entry *me,
     const char *to, json_t *val)
 {
 	struct cs_op	*op = &b->op[b->n++];
 
-	op->from = xstrdup(me->key);
+	op->from = me != NULL ? xstrdup(me->key) : NULL;
 	op->to = xstrdup(to);
 	op->val = val;
-	op->mod = me->mod_rev;
+	op->mod = me != NULL ? me->mod_rev : 0;
 	op->member = NULL;
-	me->held = 1;		/* not again until the Txn has answered */
+	if (me != NULL)
+		me->held = 1;	/* not again until the Txn has answered */
 }
 
 static void
@@ -481,8 +623,8 @@ cs_batch_cb(struct etcd_reply *r, const char *err, void *arg)
 	if (cs_landed(b) != 0)
 		goto out;	/* from before the last stop */
 	for (i = 0; i < b->n; i++) {
-		if ((me = mirror_get(cs_mirror_of(b->op[i].from),
-		    b->op[i].from)) != NULL)
+		if (b->op[i].from != NULL && (me = mirror_get(cs_mirror_of(
+		    b->op[i].from), b->op[i].from)) != NULL)
 			me->held = 0;
 	}
 	if (err != NULL || cluster == NULL || !cluster->leading) {
@@ -497,6 +639,8 @@ cs_batch_cb(struct etcd_reply *r, const char *err, void *arg)
 		}
 		/* a job moved under us: the mirror learns it, next pass */
 		for (i = 0; i < b->n; i++) {
+			if (b->op[i].from == NULL)
+				continue;
 			mr = cs_mirror_of(b->op[i].from);
 			if ((kv = etcd_reply_find(r, b->op[i].from)) == NULL)
 				mirror_delete(mr, b->op[i].from, r->rev);
@@ -511,8 +655,9 @@ cs_batch_cb(struct etcd_reply *r, const char *err, void *arg)
 	cluster->nwrites++;
 	cs.placed += b->nassign;
 	for (i = 0; i < b->n; i++) {
-		mirror_delete(cs_mirror_of(b->op[i].from), b->op[i].from,
-		    r->rev);
+		if (b->op[i].from != NULL)
+			mirror_delete(cs_mirror_of(b->op[i].from),
+			    b->op[i].from, r->rev);
 		if ((mr = cs_mirror_of(b->op[i].to)) != NULL)
 			mirror_put(mr, b->op[i].to, json_incref(b->op[i].val),
 			    r->rev, 0);
@@ -531,12 +676,14 @@ cs_batch_send(struct cs_batch *b)
 
 	json_array_append_new(fail, etcd_op_range(cluster->lkey.key, 0));
 	for (i = 0; i < b->n; i++) {
-		json_array_append_new(cmp, etcd_cmp(b->op[i].from, "MOD",
-		    b->op[i].mod));
-		json_array_append_new(ok, etcd_op_delete(b->op[i].from));
 		text = json_dumps(b->op[i].val, JSON_COMPACT);
 		json_array_append_new(ok, etcd_op_put(b->op[i].to, text, 0));
 		free(text);
+		if (b->op[i].from == NULL)
+			continue;	/* a gang's part: its first moves */
+		json_array_append_new(cmp, etcd_cmp(b->op[i].from, "MOD",
+		    b->op[i].mod));
+		json_array_append_new(ok, etcd_op_delete(b->op[i].from));
 		json_array_append_new(fail, etcd_op_range(b->op[i].from, 0));
 	}
 	cs.flying[cs.nflying++] = b;
@@ -563,6 +710,101 @@ cs_assigned(const struct mirror_entry *me, const struct cs_member *m,
 	return (o);
 }
 
+/*
+ * Adds the assignment of j (or of its gang's part id) to m to the batch,
+ * charged; move: it is the one that takes j off the queue.
+ */
+static void
+cs_assign(struct cs_batch *b, const struct cs_job *j, struct cs_member *m,
+    const u_int *cards, json_t *o, const char *id, int move)
+{
+	struct cs_op	*op;
+
+	cs_charge(m, &j->s, cards, j->s.ncards);
+	cs_batch_add(b, move ? j->me : NULL, cluster_key("a/%s/%s",
+	    m->m.name, id), o);
+	op = &b->op[b->n - 1];
+	op->member = xstrdup(m->m.name);
+	op->s = j->s;
+	memcpy(op->cards, cards, j->s.ncards * sizeof *cards);
+}
+
+/*
+ * MASTER_ADDR of a gang whose rank 0 is on m: the host of the address it
+ * serves, else its name (a host name, by default).
+ */
+static char *
+cs_master(const struct cs_member *m)
+{
+	const char	*a = m->m.addr, *colon;
+
+	if (a == NULL || *a == '\0' || *a == ':' || strncmp(a, "0.0.0.0:",
+	    8) == 0 || (colon = strrchr(a, ':')) == NULL)
+		return (xstrdup(m->m.name));
+	if (*a == '[' && colon > a + 1 && colon[-1] == ']')
+		return (xstrndup(a + 1, (size_t)(colon - a - 2)));
+	return (xstrndup(a, (size_t)(colon - a)));
+}
+
+/* A gang's part k on m: the job's record, its part's id and its ranks. */
+static json_t *
+cs_part(const struct cs_job *j, struct cs_member *m, const u_int *cards,
+    u_int k, const char *master, char **id)
+{
+	json_t		*o = cs_assigned(j->me, m, cards, j->s.ncards);
+	uint32_t	 h = 2166136261u;
+	const char	*p;
+
+	for (p = j->id; *p != '\0'; p++)
+		h = (h ^ (u_char)*p) * 16777619u;
+	xasprintf(id, "%s-%u", j->id, k);
+	json_object_set_new(o, "id", json_string(*id));
+	json_object_set_new(o, "gang", json_pack("{s:s,s:i,s:i,s:s,s:i}",
+	    "id", j->id, "rank", k, "size", j->s.nodes, "master", master,
+	    "port", CLUSTER_GANG_PORT + h % CLUSTER_GANG_PORTS));
+	return (o);
+}
+
+/*
+ * Places a gang whole or not at all: its parts on as many members, best
+ * fit each, all in this batch (one Txn).  0 if it waits.
+ */
+static int
+cs_place_gang(struct cs_batch *b, const struct cs_job *j)
+{
+	struct cs_member	*m[CLUSTER_GANG_MAX];
+	u_int			 cards[CLUSTER_GANG_MAX][CLUSTER_CARDS];
+	u_int			 k, n = j->s.nodes;
+	char			*master, *id;
+	json_t			*o;
+
+	if (n > CLUSTER_GANG_MAX || b->n + n > CLUSTER_BATCH)
+		return (0);
+	for (k = 0; k < n; k++) {
+		if ((m[k] = cs_best(&j->s, cards[k])) == NULL)
+			break;
+		m[k]->picked = 1;
+		cs_charge(m[k], &j->s, cards[k], j->s.ncards);
+	}
+	for (; k > 0 && k < n; k--) {	/* too few: taken back */
+		m[k - 1]->picked = 0;
+		cs_charge_by(m[k - 1], &j->s, cards[k - 1], j->s.ncards, -1);
+	}
+	if (k == 0)
+		return (0);
+	master = cs_master(m[0]);
+	for (k = 0; k < n; k++) {
+		m[k]->picked = 0;
+		cs_charge_by(m[k], &j->s, cards[k], j->s.ncards, -1);
+		o = cs_part(j, m[k], cards[k], k, master, &id);
+		cs_assign(b, j, m[k], cards[k], o, id, k == 0);
+		free(id);
+	}
+	free(master);
+	b->nassign++;
+	return (1);
+}
+
 /* Places what fits, in queue order (a job that does not fit is passed). */
 static void
 cs_place(struct cs_batch *b, int64_t nowms)
@@ -573,15 +815,13 @@ cs_place(struct cs_batch *b, int64_t nowms)
 
 	v = cs_queue(nowms, &n);
 	for (i = 0; i < n && b->n < CLUSTER_BATCH; i++) {
+		if (v[i].s.nodes > 1) {
+			cs_place_gang(b, &v[i]);
+			continue;
+		}
 		if ((m = cs_best(&v[i].s, cards)) != NULL) {
-			cs_charge(m, &v[i].s, cards, v[i].s.ncards);
-			cs_batch_add(b, v[i].me, cluster_key("a/%s/%s",
-			    m->m.name, v[i].id), cs_assigned(v[i].me, m, cards,
-			    v[i].s.ncards));
-			b->op[b->n - 1].member = xstrdup(m->m.name);
-			b->op[b->n - 1].s = v[i].s;
-			memcpy(b->op[b->n - 1].cards, cards, v[i].s.ncards *
-			    sizeof *cards);
+			cs_assign(b, &v[i], m, cards, cs_assigned(v[i].me, m,
+			    cards, v[i].s.ncards), v[i].id, 1);
 			b->nassign++;
 			continue;
 		}
@@ -631,6 +871,8 @@ cs_reap(struct cs_batch *b, struct mirror *mr, size_t plen, int64_t now,
 			continue;
 		if (requeue_only && !(p->s.flags & JOB_REQUEUE))
 			continue;
+		if (json_object_get(me->val, "gang") != NULL)
+			continue;	/* a part waits for its member */
 		o = json_deep_copy(me->val);
 		json_object_del(o, "member");
 		json_object_del(o, "cards");

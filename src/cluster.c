@@ -77,6 +77,17 @@ cluster_name_ok(const char *s, size_t max)
 	    "abcdefghijklmnopqrstuvwxyz0123456789_-") == n);
 }
 
+/* A stop's value, s/ID: who asked, {"owner": ...} (the caller frees it). */
+char *
+cluster_stop_value(json_t *owner)
+{
+	json_t	*o = json_pack("{s:O?}", "owner", owner);
+	char	*text = json_dumps(o, JSON_COMPACT);
+
+	json_decref(o);
+	return (text);
+}
+
 /* ------------------------------------------------------------------ */
 /* Member records. */
 
@@ -93,6 +104,7 @@ cluster_member_clear(struct cluster_member *m)
 	free(m->name);
 	free(m->addr);
 	free(m->pin);
+	free(m->tags);
 	memset(m, 0, sizeof *m);
 }
 
@@ -145,6 +157,8 @@ cluster_member_parse(json_t *o, struct cluster_member *m, char **cause)
 		m->addr = xstrdup(json_string_value(x));
 	if ((x = json_object_get(o, "pin")) != NULL && json_is_string(x))
 		m->pin = xstrdup(json_string_value(x));
+	if ((x = json_object_get(o, "tags")) != NULL && json_is_string(x))
+		m->tags = xstrdup(json_string_value(x));
 	return (0);
 }
 
@@ -213,13 +227,13 @@ cluster_record(void)
 	}
 	if (server_tls_where(&addr, &pin) != 0)
 		addr = xstrdup("");
-	o = json_pack("{s:s,s:s,s:s,s:o,s:I,s:I,s:o,s:I,s:s,s:s}",
+	o = json_pack("{s:s,s:s,s:s,s:o,s:I,s:I,s:o,s:I,s:s,s:s,s:s?}",
 	    "name", cluster->name, "addr", addr, "pin", pin, "cards", cards,
 	    "cpus", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN),
 	    "ram", (json_int_t)sysconf(_SC_PHYS_PAGES) *
 	    sysconf(_SC_PAGESIZE), "use", cluster_use(),
 	    "started", (json_int_t)server_started, "version", GMUX_VERSION,
-	    "instance", cluster->instance);
+	    "instance", cluster->instance, "tags", config_get("TAGS"));
 	text = json_dumps(o, JSON_COMPACT|JSON_SORT_KEYS);
 	json_decref(o);
 	free(addr);
@@ -646,8 +660,10 @@ int
 cluster_init(struct event_base *base, char **cause)
 {
 	const char	*mode = config_get("CLUSTER_MODE");
-	struct timeval	 tv = { 0, CLUSTER_TICK_MS * 1000 };
+	struct timeval	 tv;
 	u_char		 r[8];
+	const char	*e = getenv("GMUX_TEST_CLUSTER_TICK_MS");
+	long		 tick = CLUSTER_TICK_MS;
 
 	if (mode == NULL || *mode == '\0' || strcmp(mode, "standalone") == 0)
 		return (0);
@@ -668,6 +684,11 @@ cluster_init(struct event_base *base, char **cause)
 	hex_encode(r, sizeof r, cluster->instance);
 	cluster_self();
 	cluster_job_start();
+	/* A test's slow tick shows what does not wait for it (cluster-job.c) */
+	if (e != NULL && (tick = strtol(e, NULL, 10)) < 10)
+		tick = CLUSTER_TICK_MS;
+	tv.tv_sec = tick / 1000;
+	tv.tv_usec = tick % 1000 * 1000;
 	cluster_ui_start();
 	cluster_ev = event_new(base, -1, EV_PERSIST, cluster_timer_cb, NULL);
 	event_add(cluster_ev, &tv);

@@ -23,11 +23,11 @@ const struct cmd_entry cmd_cluster_entry = {
 	    "\nls lists the live members: cards, CPUs, RAM, measured use, "
 	    "jobs, the leader.\nleader says who schedules, since when, and "
 	    "at what etcd revision.\nps lists the cluster's jobs in every "
-	    "state and where they run.\nqueue lists the cluster's queue in the "
-	    "leader's order.\nsubmit queues a job for the cluster "
-	    "with gmux run's flags; it prints its id.\nstop ID stops a "
-	    "cluster job wherever it is (queued: at once; placed: by its "
-	    "member).\nlogs ID "
+	    "state and where they run.\nqueue lists the cluster's queue in "
+	    "the leader's order (gmux queue on a member\ntoo).\nsubmit "
+	    "queues a job for the cluster with gmux run's flags; it prints "
+	    "its id.\nstop ID stops a cluster job wherever it is (queued: at "
+	    "once; placed: by its\nmember; a gang: every part).\nlogs ID "
 	    "shows the output of a cluster job that runs on this member (of "
 	    "one on\nanother member, it says where to read it).\n",
 	.exec = cmd_cluster_exec,
@@ -263,9 +263,12 @@ cluster_logs(const char *id, int follow)
 	return (rc);
 }
 
-/* cluster queue: the cluster's queue in the leader's order. */
-static int
-cluster_queue(int json)
+/*
+ * cluster queue: the cluster's queue in the leader's order; gmux queue
+ * too, on a member.
+ */
+int
+cmd_cluster_queue(int json)
 {
 	static const char *const hdr[] = { "POS", "ID", "PRIO", "AGE",
 	    "OWNER", "FROM" };
@@ -335,7 +338,7 @@ cmd_cluster_exec(int argc, char **argv)
 	if (strcmp(sub, "ps") == 0)
 		return (cluster_ps(json));
 	if (strcmp(sub, "queue") == 0)
-		return (cluster_queue(json));
+		return (cmd_cluster_queue(json));
 	if (strcmp(sub, "stop") == 0 && argc == 1)
 		cmd_usage_error(&cmd_cluster_entry, "stop: which job?");
 	cmd_usage_error(&cmd_cluster_entry, "%s: not ls, leader, ps, queue or "

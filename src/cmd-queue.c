@@ -14,6 +14,8 @@ const struct cmd_entry cmd_queue_entry = {
 	.help = "the queue: position, priority with age, what each waits for",
 	.options =
 	    "  --json               a JSON array, in queue order\n"
+	    "\nOn a cluster's member it is the cluster's queue (gmux cluster "
+	    "queue).\n"
 	    "\nPRIO is the job's priority, then what waiting has added to it "
 	    "(one level\nevery 5 minutes).  An array's elements not made yet "
 	    "wait behind its\nelements in the queue, or for its % limit.\n",
@@ -56,6 +58,19 @@ queue_row(struct table *t, json_t *e)
 	free(waited);
 }
 
+/* Whether the daemon asked is a member: its queue is then the cluster's. */
+static int
+queue_of_cluster(void)
+{
+	json_t	*o = cmd_call(&cmd_queue_entry, "GET", "/v1/cluster", NULL);
+	int	 yes;
+
+	yes = strcmp(json_string_value(json_object_get(o, "mode")) != NULL ?
+	    json_string_value(json_object_get(o, "mode")) : "", "member") == 0;
+	json_decref(o);
+	return (yes);
+}
+
 static int
 cmd_queue_exec(int argc, char **argv)
 {
@@ -73,6 +88,8 @@ cmd_queue_exec(int argc, char **argv)
 	}
 	if (optind != argc)
 		cmd_usage_error(c, "no arguments are taken");
+	if (queue_of_cluster())
+		return (cmd_cluster_queue(json));
 	a = cmd_call(c, "GET", "/v1/queue", NULL);
 	if (json) {
 		json_print(a, stdout);

@@ -837,6 +837,7 @@ void		 job_set_state(struct job *, enum job_state, int);
 void		 job_save(const struct job *);
 void		 job_tell(struct job *);
 void		 job_restore_state(struct job *, const char *);
+extern void	(*job_state_hook)(struct job *, enum job_state);
 
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {
@@ -1551,6 +1552,8 @@ int		 server_sched_where(const struct job *, u_int *, char **);
 /* jobspec-host.c: what this host makes of a job's directives */
 int		 jobspec_host_check(struct job *, int *, char **);
 uint64_t	 jobspec_host_cards(const struct jobspec *);
+int		 jobspec_type_is(const char *, const char *, const char *);
+int		 jobspec_tagged(const char *, const char *);
 void		 jobspec_host_env(const struct job *, char ***);
 int		 jobspec_host_paths(const struct job *, char **, char **,
 		     char **);
@@ -1927,6 +1930,7 @@ extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_queue_entry;
 extern const struct cmd_entry cmd_workers_entry;
 extern const struct cmd_entry cmd_ui_entry;
+int		 cmd_cluster_queue(int);	/* gmux queue on a member */
 extern const struct cmd_entry cmd_completion_entry;
 extern const struct cmd_entry cmd_doctor_entry;
 extern const struct cmd_entry cmd_setup_entry;

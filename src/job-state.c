@@ -37,6 +37,13 @@ struct job_store {
 static const struct job_store job_store_local = { "state.db", state_save_job };
 static const struct job_store *job_store = &job_store_local;
 
+/*
+ * Told of every transition once it is saved and its followers told: the
+ * cluster's member code, which writes a cluster job's end to etcd the
+ * moment its local job ends (NULL: not a member).
+ */
+void	(*job_state_hook)(struct job *, enum job_state);
+
 const char *
 job_state_name(enum job_state s)
 {
@@ -112,6 +119,8 @@ job_set_state(struct job *j, enum job_state s, int flags)
 	/* An array's element: its array counts its end (once). */
 	if (j->req.spec.array_of != 0 && job_ended(j))
 		job_array_ended(j);
+	if (job_state_hook != NULL)
+		job_state_hook(j, was);
 }
 
 /*

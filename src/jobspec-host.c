@@ -28,21 +28,22 @@ squeeze(const char *s)
 }
 
 /*
- * Whether a card is of type t: its vendor ("nvidia"), or a model that
- * contains t not followed by a digit ("rtx4090" in "NVIDIA GeForce RTX
- * 4090"; "a10" is not an "A100").
+ * Whether a card of this vendor and model is of type t: its vendor
+ * ("nvidia"), or a model that contains t not followed by a digit
+ * ("rtx4090" in "NVIDIA GeForce RTX 4090"; "a10" is not an "A100").  A
+ * cluster's leader asks it of its members' cards too.
  */
-static int
-jobspec_card_is(const struct card *c, const char *t)
+int
+jobspec_type_is(const char *vendor, const char *model, const char *t)
 {
 	char		*m, *want, *p;
 	int		 yes = 0;
 
-	if (strcmp(vendor_name(c->vendor), t) == 0)
+	if (strcmp(vendor, t) == 0)
 		return (1);
-	if (c->model == NULL)
+	if (model == NULL)
 		return (0);
-	m = squeeze(c->model);
+	m = squeeze(model);
 	want = squeeze(t);
 	for (p = m; *want != '\0' && (p = strstr(p, want)) != NULL; p++) {
 		if (!isdigit((u_char)p[strlen(want)])) {
@@ -63,7 +64,8 @@ jobspec_cards_of(const char *t, uint64_t vram)
 	u_int		 c;
 
 	for (c = 0; c < server_cards.n && c < SCHED_CARDS_MAX; c++) {
-		if (t != NULL && !jobspec_card_is(&server_cards.v[c], t))
+		if (t != NULL && !jobspec_type_is(vendor_name(
+		    server_cards.v[c].vendor), server_cards.v[c].model, t))
 			continue;
 		if (server_cards.v[c].memory < vram)
 			continue;
@@ -104,11 +106,11 @@ jobspec_host_name(void)
 	return (name);
 }
 
-/* Whether TAGS (a comma-separated list in the config) holds tag. */
-static int
-jobspec_host_tagged(const char *tag)
+/* Whether tags (a comma-separated list, TAGS in a config) holds tag. */
+int
+jobspec_tagged(const char *v, const char *tag)
 {
-	const char	*v = config_get("TAGS"), *p;
+	const char	*p;
 	size_t		 n = strlen(tag);
 
 	for (p = v; p != NULL && *p != '\0'; p += strcspn(p, ",")) {
@@ -218,7 +220,8 @@ jobspec_host_never(const struct job *j)
 	    strcmp(s->server, jobspec_host_name()) != 0)
 		xasprintf(&why, "server: no member is named %s (this host, "
 		    "standalone, is %s)", s->server, jobspec_host_name());
-	else if (s->partition != NULL && !jobspec_host_tagged(s->partition))
+	else if (s->partition != NULL && !jobspec_tagged(config_get("TAGS"),
+	    s->partition))
 		xasprintf(&why, "partition: this host has no tag %s (TAGS in "
 		    "its config: %s)", s->partition, config_get("TAGS") ?
 		    config_get("TAGS") : "none");

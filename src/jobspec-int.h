@@ -74,8 +74,10 @@ int		 runopt_apply(json_t *, int, const char *, char **);
     "  --gpus [TYPE:]N      N cards of a vendor or model (nvidia:1, " \
     "rtx4090:2);\n" \
     "                       whole cards unless --share is given\n" \
-    "  --cpus N             CPUs it needs (checked against the host)\n" \
-    "  --ram SIZE           RAM it needs (checked against the host)\n" \
+    "  --cpus N             CPUs it needs (a host checks, a cluster " \
+    "reserves)\n" \
+    "  --ram SIZE           RAM it needs (a host checks, a cluster " \
+    "reserves)\n" \
     "  --vram SIZE          free memory it needs on each card\n" \
     "  --mode MODE          exclusive (whole cards), shared (the default)" \
     "\n                       or overcommit (a cluster's)\n" \

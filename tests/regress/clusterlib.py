@@ -11,7 +11,11 @@ import tempfile
 import time
 import urllib.request
 
-from conftest import Daemon, free_port, wait_for
+import pytest
+
+from conftest import GMUX, Daemon, _kill_keepers, free_port, wait_for
+
+VERBOSE = ("-v",) if os.environ.get("GMUX_KEEP") else ()
 
 
 class Etcd:
@@ -69,9 +73,20 @@ class Etcd:
         return {unb64(kv["key"]): unb64(kv.get("value", ""))
                 for kv in r.get("kvs", [])}
 
+    def kill_leader(self):
+        """kill -9 of etcd's raft leader; returns its index."""
+        for i, port in enumerate(self.clients):
+            st = self.call("/v3/maintenance/status", {}, port)
+            if st.get("leader") == st["header"]["member_id"]:
+                self.procs[i].kill()
+                self.procs[i].wait()
+                return i
+        raise AssertionError("etcd has no leader")
+
     def stop(self):
         for p in self.procs:
-            p.kill()
+            if p.poll() is None:
+                p.kill()
             p.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -193,3 +208,45 @@ def mod_revision(etcd, key):
     r = etcd.call("/v3/kv/range", {"key": b64(key)})
     kvs = r.get("kvs", [])
     return int(kvs[0]["mod_revision"]) if kvs else None
+
+
+# The fixtures the test_cluster*.py files share (imported by name there).
+
+@pytest.fixture(scope="module")
+def etcd():
+    e = Etcd(3).start()
+    yield e
+    e.stop()
+
+
+@pytest.fixture
+def tmp():
+    d = tempfile.mkdtemp(prefix="gc", dir="/tmp")
+    yield d
+    if not os.environ.get("GMUX_KEEP"):    # to read the members' logs
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def members(tmp, etcd):
+    made = []
+
+    def make(name, cid, fake="1xH100:80G", start=True, extra="",
+             dirname=None):
+        d = member(tmp, etcd, name, cid, fake, extra, dirname)
+        made.append(d)
+        if start:
+            d.start(*VERBOSE, fake=fake)
+        return d
+    yield make
+    for d in made:
+        if d.running is not None and os.path.exists("/proc/%d" % d.running):
+            d.stop()
+        _kill_keepers(d.home)
+
+
+def submit(d, cwd, *cmd, flags=("--share", "0.25")):
+    r = subprocess.run([GMUX, "cluster", "submit"] + list(flags) + ["--"] +
+                       list(cmd), env=d.env, cwd=cwd, capture_output=True,
+                       timeout=30)
+    return r

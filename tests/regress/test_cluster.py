@@ -15,53 +15,13 @@ import time
 import pytest
 
 from conftest import GMUX, _kill_keepers, wait_for
-from clusterlib import Etcd, cluster_state, jobs, leader, member
+from clusterlib import (VERBOSE, cluster_state, etcd, jobs, leader, member,
+                        members, submit, tmp)
 
 pytestmark = pytest.mark.skipif(shutil.which("etcd") is None,
                                 reason="etcd-server is not installed")
 
 ROUNDS = int(os.environ.get("GMUX_CLUSTER_ROUNDS", "20"))
-VERBOSE = ("-v",) if os.environ.get("GMUX_KEEP") else ()
-
-
-@pytest.fixture(scope="module")
-def etcd():
-    e = Etcd(3).start()
-    yield e
-    e.stop()
-
-
-@pytest.fixture
-def tmp():
-    d = tempfile.mkdtemp(prefix="gc", dir="/tmp")
-    yield d
-    if not os.environ.get("GMUX_KEEP"):    # to read the members' logs
-        shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture
-def members(tmp, etcd):
-    made = []
-
-    def make(name, cid, fake="1xH100:80G", start=True, extra="",
-             dirname=None):
-        d = member(tmp, etcd, name, cid, fake, extra, dirname)
-        made.append(d)
-        if start:
-            d.start(*VERBOSE, fake=fake)
-        return d
-    yield make
-    for d in made:
-        if d.running is not None and os.path.exists("/proc/%d" % d.running):
-            d.stop()
-        _kill_keepers(d.home)
-
-
-def submit(d, cwd, *cmd, flags=("--share", "0.25")):
-    r = subprocess.run([GMUX, "cluster", "submit"] + list(flags) + ["--"] +
-                       list(cmd), env=d.env, cwd=cwd, capture_output=True,
-                       timeout=30)
-    return r
 
 
 def test_members_leader_and_a_job(members, tmp, etcd):
@@ -114,6 +74,11 @@ def test_queue_order_and_listing(members, tmp):
                                     low.stdout.decode().strip()]
     assert [x["position"] for x in q] == [1, 2]
     text = a.gmux("cluster", "queue", check=0).stdout.decode()
+    assert "POS" in text and high.stdout.decode().strip() in text
+    # gmux queue on a member is the cluster's queue (cluster queue: alias)
+    q2 = json.loads(a.gmux("queue", "--json", check=0).stdout)
+    assert [x["id"] for x in q2] == [x["id"] for x in q]
+    text = a.gmux("queue", check=0).stdout.decode()
     assert "POS" in text and high.stdout.decode().strip() in text
 
 
@@ -344,8 +309,10 @@ def test_clock_off_by_minutes_is_said(members, tmp, etcd):
     d.env["GMUX_TEST_CLOCK_OK"] = "1"
     d.start()
     try:
-        st = wait_for(lambda: (lambda o: o if o.get("warning") else None)(
-            _status(d)), 15, 0.1, what="a warning")
+        # the warning comes with etcd's first answer, the membership after
+        st = wait_for(lambda: (lambda o: o if o.get("warning") and
+                               o.get("member") else None)(_status(d)), 15,
+                      0.1, what="a warning, and a member")
         assert re.search(r"clock is (599|600|601) s behind etcd.s",
                          st["warning"])
         assert st["member"]             # a warning, not an error

@@ -166,6 +166,16 @@ test_best_fit_and_order(void)
 	CHECK(count(cluster_key("q/j.3")) == 1);
 }
 
+/* Checks the reason cluster_refusal gives for s on m. */
+static void
+refused(struct cluster_member *m, struct cluster_shape *s, const char *want)
+{
+	char	*why = cluster_refusal(m, 1, s);
+
+	CHECK_STR(why, want);
+	free(why);
+}
+
 static void
 test_refusal(void)
 {
@@ -181,23 +191,48 @@ test_refusal(void)
 	memset(&s, 0, sizeof s);
 	s.seats = 100;
 	s.ncards = 4;
-	why = cluster_refusal(m, 1, &s);
-	CHECK_STR(why, "no member has 4 GPUs");
-	free(why);
+	refused(m, &s, "no member has 4 GPUs");
 	s.ncards = 1;
 	s.mem = 100ULL << 30;
-	why = cluster_refusal(m, 1, &s);
-	CHECK_STR(why, "no member has a card with that much memory");
-	free(why);
+	refused(m, &s, "no member has a card with that much memory");
 	s.mem = 0;
 	CHECK(cluster_refusal(m, 1, &s) == NULL);
 	m[0].ncards = 0;
-	why = cluster_refusal(m, 1, &s);
-	CHECK_STR(why, "no member has a GPU");
-	free(why);
+	refused(m, &s, "no member has a GPU");
 	s.seats = 0;
 	s.ncards = 0;
 	CHECK(cluster_refusal(m, 1, &s) == NULL);	/* CPU only */
+	m[0].ncards = 1;
+	s.seats = 50;
+	s.ncards = 1;
+	snprintf(s.type, sizeof s.type, "rtx4090");
+	refused(m, &s, "no member has a GPU of type rtx4090");
+	snprintf(s.type, sizeof s.type, "nvidia");
+	CHECK(cluster_refusal(m, 1, &s) == NULL);
+	s.ncards = 2;
+	refused(m, &s, "no member has 2 GPUs of type nvidia");
+	s.ncards = 1;
+	snprintf(s.server, sizeof s.server, "y");
+	refused(m, &s, "no member is named y");
+	s.server[0] = '\0';
+	m[0].cpus = 8;
+	s.cpus = 9;
+	refused(m, &s, "no member has 9 CPUs");
+	s.cpus = 8;
+	m[0].ram = 1ULL << 30;
+	s.ram = 2ULL << 30;
+	why = cluster_refusal(m, 1, &s);
+	CHECK(why != NULL && strstr(why, "of RAM") != NULL);
+	free(why);
+	s.ram = 0;
+	snprintf(s.tag, sizeof s.tag, "fast");
+	refused(m, &s, "no member has the tag fast");
+	m[0].tags = "slow,fast";
+	CHECK(cluster_refusal(m, 1, &s) == NULL);
+	s.mode = JOBSPEC_OVERCOMMIT;
+	why = cluster_refusal(m, 1, &s);
+	CHECK(why != NULL && strncmp(why, "mode: overcommit", 16) == 0);
+	free(why);
 }
 
 int

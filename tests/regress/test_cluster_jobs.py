@@ -1,0 +1,208 @@
+"""Cluster jobs beyond the basics (docs/cluster.md): an end written the
+moment its local job ends, placement on a job's directives across members,
+gangs, and a job's output and terminal through any member."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import _kill_keepers, wait_for
+from clusterlib import (VERBOSE, cluster_state, etcd, jobs, leader,  # noqa
+                        members, submit, tmp)
+
+pytestmark = pytest.mark.skipif(shutil.which("etcd") is None,
+                                reason="etcd-server is not installed")
+
+
+def _ended(d, jid, state="exited"):
+    return wait_for(lambda: (lambda j: j if j.get("state") == state else
+                             None)((jobs(d) or {}).get(jid, {})), 30, 0.1,
+                    what="%s to be %s" % (jid, state))
+
+
+def test_end_written_when_the_local_job_ends(members, tmp):
+    """The cluster hears of a local job's end from job_set_state, not from
+    its tick: with the tick slowed to 4 s, the end record is written within
+    a second of the local job's end."""
+    a = members("a", "u1", start=False, extra="CLUSTER_LEASE=30\n")
+    a.env["GMUX_TEST_CLUSTER_TICK_MS"] = "4000"
+    a.start(*VERBOSE, fake=a.fake)
+    wait_for(lambda: leader(a) == "a", 30, 0.1, what="a to lead")
+    for _ in range(2):
+        jid = submit(a, tmp, "true").stdout.decode().strip()
+        rec = _ended(a, jid)
+        local = [x for x in a.json("ps", "-a", "--json")
+                 if x["state"] == "exited" and x.get("ended")]
+        end = max(x["ended"] for x in local)
+        assert 0 <= rec["ended"] - end < 1000, (rec["ended"], end)
+
+
+def _state(d, jid, state, timeout=30):
+    return wait_for(lambda: (lambda j: j if j.get("state") == state else
+                             None)((jobs(d) or {}).get(jid, {})), timeout,
+                    0.1, what="%s to be %s" % (jid, state))
+
+
+def _id(r):
+    assert r.returncode == 0, r.stderr
+    return r.stdout.decode().strip()
+
+
+def test_placement_on_directives(members, tmp):
+    """--gpus TYPE:N, --server, --partition, --cpus and --ram (reserved),
+    --mode exclusive place across members; what no member could hold is
+    refused with the reason."""
+    members("a", "u2", "1xH100:80G", extra="TAGS=big,fast\n")
+    b = members("b", "u2", "1xA10:24G")
+    wait_for(lambda: len(cluster_state(b)) == 2, 15, 0.1, what="2 members")
+    ncpu = cluster_state(b)[0]["cpus"]
+    refused = {("--gpus", "rtx4090:1"): "no member has a GPU of type rtx4090",
+               ("--gpus", "h100:2"): "no member has 2 GPUs of type h100",
+               ("--server", "zz"): "no member is named zz",
+               ("--partition", "slow"): "no member has the tag slow",
+               ("--cpus", str(ncpu + 1)): "no member has %d CPUs" % (ncpu + 1),
+               ("--ram", "64T"): "no member has 64T of RAM",
+               ("--mode", "overcommit", "--share", "0.1"):
+               "mode: overcommit is not taken"}
+    for flags, why in refused.items():
+        r = submit(b, tmp, "true", flags=flags)
+        assert r.returncode != 0 and why.encode() in r.stderr, (flags,
+                                                               r.stderr)
+    t = _id(submit(b, tmp, "true", flags=("--gpus", "a10:1")))
+    s = _id(submit(b, tmp, "true", flags=("--server", "a")))
+    p = _id(submit(b, tmp, "true", flags=("--partition", "fast")))
+    assert [_state(b, x, "exited")["member"] for x in (t, s, p)] == \
+        ["b", "a", "a"]
+    # an exclusive job waits for a's card while a shared one holds part of it
+    k = _id(submit(b, tmp, "sleep", "60", flags=("--server", "a",
+                                                 "--share", "0.1")))
+    _state(b, k, "running")
+    x = _id(submit(b, tmp, "true", flags=("--server", "a", "--mode",
+                                          "exclusive")))
+    q = json.loads(b.gmux("cluster", "queue", "--json", check=0).stdout)
+    assert [j["id"] for j in q] == [x]
+    # CPUs are reserved: two jobs of every CPU go on two members, a
+    # third waits for one of them
+    c = [_id(submit(b, tmp, "sleep", "60", flags=("--share", "0", "--cpus",
+                                                  str(ncpu))))
+         for _ in range(3)]
+    on = sorted(_state(b, y, "running")["member"] for y in c[:2])
+    assert on == ["a", "b"]
+    assert (jobs(b) or {})[c[2]]["state"] == "queued"
+    b.gmux("cluster", "stop", k)
+    assert _state(b, x, "exited")["member"] == "a"
+    b.gmux("cluster", "stop", c[0])
+    _state(b, c[2], "running")
+    for y in c[1:]:
+        b.gmux("cluster", "stop", y, check=0)
+
+
+def _gang(d, gid, state=None):
+    def get():
+        code, text = d.curl("GET", "/v1/cluster/jobs/%s" % gid)
+        if code != 200:
+            return None
+        o = json.loads(text)
+        return o if state is None or o.get("state") == state else None
+    return wait_for(get, 30, 0.1, what="gang %s %s" % (gid, state))
+
+
+def test_gang_whole_or_none(members, tmp):
+    """--nodes N: N parts on N members at once, each with its RANK,
+    WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK, NODE_RANK; placed
+    whole or not at all; a failed part ends the gang with its exit code."""
+    from conftest import free_port
+    ds = [members(n, "u3", "1xH100:80G",
+                  extra="ADDR=127.0.0.1:%d\n" % free_port()) for n in "abc"]
+    wait_for(lambda: len(cluster_state(ds[0])) == 3, 20, 0.1,
+             what="3 members")
+    r = submit(ds[0], tmp, "true", flags=("--share", "0.5", "--nodes", "4"))
+    assert r.returncode != 0
+    assert (b"nodes: a gang of 4 needs 4 members that could hold a part; "
+            b"3 could") in r.stderr
+    out = os.path.join(tmp, "ranks")
+    gid = _id(submit(ds[0], tmp, "sh", "-c", "echo $RANK $WORLD_SIZE "
+                     "$LOCAL_RANK $NODE_RANK $MASTER_ADDR $MASTER_PORT "
+                     "$GMUX_GANG_ID >> %s" % out,
+                     flags=("--share", "0.5", "--nodes", "2")))
+    g = _gang(ds[1], gid, "exited")
+    assert g["exit_code"] == 0 and len(g["parts"]) == 2
+    assert len({p["member"] for p in g["parts"]}) == 2
+    lines = sorted(x.split() for x in open(out).read().splitlines())
+    assert [x[:4] for x in lines] == [["0", "2", "0", "0"],
+                                      ["1", "2", "0", "1"]]
+    assert {x[4] for x in lines} == {"127.0.0.1"}
+    assert len({x[5] for x in lines}) == 1 and 29500 <= int(lines[0][5])
+    assert {x[6] for x in lines} == {gid}
+    # whole or none: with a's card taken, a gang of 3 waits, none of it
+    # placed, while a job queued after it runs
+    blk = _id(submit(ds[0], tmp, "sleep", "60",
+                     flags=("--share", "1", "--server", "a")))
+    _state(ds[0], blk, "running")
+    g3 = _id(submit(ds[0], tmp, "true", flags=("--share", "0.5", "--nodes",
+                                               "3")))
+    after = _id(submit(ds[0], tmp, "true", flags=("--share", "0.5")))
+    _state(ds[0], after, "exited")
+    js = jobs(ds[0])
+    assert js[g3]["state"] == "queued"
+    assert not [x for x in js if x.startswith(g3 + "-")]
+    ds[0].gmux("cluster", "stop", g3)
+    # a part that fails ends the gang: the other is stopped
+    gid = _id(submit(ds[1], tmp, "sh", "-c", "if [ $RANK = 1 ]; then exit 3;"
+                     " fi; sleep 60", flags=("--share", "0.5", "--nodes",
+                                             "2")))
+    g = _gang(ds[2], gid, "exited")
+    assert g["exit_code"] == 3
+    states = sorted(p["state"] for p in g["parts"])
+    assert states == ["exited", "stopped"], g["parts"]
+    # a placed gang is stopped whole, from any member
+    gid = _id(submit(ds[1], tmp, "sleep", "60", flags=("--share", "0.5",
+                                                       "--nodes", "2")))
+    wait_for(lambda: [p["state"] for p in
+                      _gang(ds[1], gid).get("parts", [])] ==
+             ["running", "running"], 30, 0.1, what="the gang to run")
+    r = ds[2].gmux("cluster", "stop", gid, check=0)
+    assert r.stdout.decode().strip() == "%s: stopping" % gid
+    g = _gang(ds[0], gid, "stopped")
+    assert [p["state"] for p in g["parts"]] == ["stopped", "stopped"]
+    r = ds[2].gmux("cluster", "stop", gid)
+    assert r.returncode == 1 and b"has ended" in r.stderr
+    ds[0].gmux("cluster", "stop", blk)
+
+
+def test_etcd_leader_killed(tmp):
+    """kill -9 of etcd's own raft leader while gmux members run jobs: the
+    two etcd members left keep the quorum, the gmux members go on through
+    them, and every job accepted runs exactly once."""
+    from clusterlib import Etcd, member
+    e = Etcd(3).start()
+    ds = []
+    try:
+        out = os.path.join(tmp, "ran")
+        for n, f in (("a", "1xH100:80G"), ("b", "1xA10:24G")):
+            ds.append(member(tmp, e, n, "u4", f))
+            ds[-1].start(*VERBOSE, fake=f)
+        wait_for(lambda: len(cluster_state(ds[1])) == 2 and leader(ds[1]),
+                 20, 0.1, what="2 members and a leader")
+        cmd = ("sh", "-c", "echo $GMUX_CLUSTER_JOB >> %s; sleep 0.5" % out)
+        ids = [_id(submit(ds[i % 2], tmp, *cmd)) for i in range(4)]
+        print("\nkilled etcd's leader, e%d" % e.kill_leader())
+        for i in range(4):
+            # a request that met the dead etcd member gets a 503 (it is
+            # retried on the next URL the next time): it wrote nothing
+            r = wait_for(lambda: (lambda r: r if r.returncode == 0 else
+                                  None)(submit(ds[i % 2], tmp, *cmd)), 20,
+                         0.1, what="a submission after the kill")
+            ids.append(_id(r))
+        for x in ids:
+            _state(ds[0], x, "exited", 60)
+        ran = open(out).read().split()
+        assert sorted(ran) == sorted(ids), "a job lost or run twice"
+    finally:
+        for d in ds:
+            if d.running is not None:
+                d.stop()
+            _kill_keepers(d.home)
+        e.stop()
