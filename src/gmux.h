@@ -850,11 +850,25 @@ struct keeper_spec {
 	const char	 *stdin_path;	/* NULL: /dev/null */
 	const char	 *out_path;	/* stdout copied here too; NULL */
 	const char	 *err_path;	/* stderr copied here too; NULL */
+	int		  as_account;	/* runs as uid/gid (a tenant's) */
+	uid_t		  uid;
+	gid_t		  gid;
 };
 pid_t		 keeper_spawn(const struct keeper_spec *, int *, char **);
 int		 keeper_connect(u_int);
 int		 keeper_send(int, const char *);
 json_t		*keeper_status(u_int);
+
+/* tenant*.c: tenants' accounts, quotas, homes (docs/tenants.md) */
+int		 tenant_account(const char *, uid_t *, gid_t *, char **,
+		     char **);
+int		 tenant_owner_ok(const char *, char **);
+int		 tenant_accounts_on(const char **);
+int		 tenant_give(const char *, uid_t, gid_t, char **);
+int		 tenant_check(const struct job *, int *, char **);
+int		 tenant_admit(struct job *, int *, char **);
+void		 tenant_hold(struct job *);
+void		 tenant_tick(void);
 
 /* state.c: the daemon's records in SQLite */
 int		 state_open(char **);
@@ -1512,6 +1526,8 @@ int		 server_sched_init(char **);
 void		 server_sched_apply(struct sched_out *);
 int		 server_sched_submit(struct job *, u_int, int *, char **);
 int		 server_sched_check(struct job *, u_int, int *, char **);
+int		 server_sched_enter(struct job *, int *, char **);
+void		 server_sched_hold(struct job *, const char *);
 void		 server_sched_refused(struct job *, const char *);
 int		 server_sched_gone(struct job *);
 int		 server_sched_release(struct job *, enum job_state,
@@ -1613,6 +1629,16 @@ void		 api_usage_prune(struct evhttp_request *, const char *,
 void		 api_usage_verify(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_metrics(struct evhttp_request *, const char *,
+		     const struct api_who *);
+
+/* api-tenant.c: the tenants' routes */
+void		 api_tenants_list(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_tenant_quota(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_tenant_map(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_tenant_rm(struct evhttp_request *, const char *,
 		     const struct api_who *);
 
 /* cluster.c, api-cluster.c: a member of a cluster on etcd (cluster-int.h) */
@@ -1888,6 +1914,7 @@ extern const struct cmd_entry cmd_usage_entry;
 extern const struct cmd_entry cmd_version_entry;
 extern const struct cmd_entry cmd_remote_entry;
 extern const struct cmd_entry cmd_token_entry;
+extern const struct cmd_entry cmd_tenant_entry;
 extern const struct cmd_entry cmd_cluster_entry;
 extern const struct cmd_entry cmd_help_entry;
 extern const struct cmd_entry cmd_submit_entry;

@@ -334,6 +334,46 @@ job_watch_link(struct job *j)
 }
 
 /*
+ * With accounts, the job runs as its owner's (docs/tenants.md): its
+ * keeper drops to it, its environment names it, and a remote job's
+ * directory (and those above it) crossable and its tree the account's.
+ */
+static int
+job_account_of(struct job *j, struct keeper_spec *s, struct jail_spec *js,
+    char **cause)
+{
+	char	*home, *path, *name;
+	int	 rc;
+
+	if ((rc = tenant_account(j->owner, &s->uid, &s->gid, &home,
+	    cause)) <= 0)
+		return (rc);
+	if (rc != 1)
+		return (-1);	/* its UID not there yet: it fails */
+	s->as_account = 1;
+	job_env_set(&s->env, "HOME=%s", home);
+	name = user_name(s->uid);
+	job_env_set(&s->env, "USER=%s", name);
+	job_env_set(&s->env, "LOGNAME=%s", name);
+	free(name);
+	if (j->req.confined)
+		strv_add(&js->sockets, home);	/* a dir of its own, in its jail */
+	free(home);
+	if (!j->req.confined)
+		return (0);
+	/* Crossed on the way to its tree, never listed; files stay 0600. */
+	if (chmod(path_home(), 0711) != 0 || chmod(path_jobs(), 0711) != 0 ||
+	    chmod(s->dir, 0711) != 0) {
+		xasprintf(cause, "%s: %s", s->dir, strerror(errno));
+		return (-1);
+	}
+	path = path_job_file(j->id, "work");
+	rc = tenant_give(path, s->uid, s->gid, cause);
+	free(path);
+	return (rc);
+}
+
+/*
  * Starts a job already placed (j->card, j->seats, j->mem set) under a new
  * keeper.  Returns -1 with *cause if the keeper could not be started.
  */
@@ -389,6 +429,8 @@ job_start(struct job *j, char **cause)
 		s.jail = &js;
 	}
 	if ((s.env = job_env(j, cause)) == NULL)
+		goto out;
+	if (job_account_of(j, &s, &js, cause) != 0)
 		goto out;
 	if (jobspec_host_paths(j, &out_path, &err_path, cause) != 0)
 		goto out;
