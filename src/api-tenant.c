@@ -98,6 +98,7 @@ api_tenant_field(struct tenant *t, const char *k, json_t *v, char **cause)
 {
 	const char	*s = json_string_value(v);
 	json_int_t	 n;
+	char		*why;
 
 	if (strcmp(k, "jobs") == 0) {
 		n = json_is_integer(v) ? json_integer_value(v) : -1;
@@ -108,17 +109,23 @@ api_tenant_field(struct tenant *t, const char *k, json_t *v, char **cause)
 		t->q_jobs = (u_int)n;
 		return (0);
 	}
+	if (strcmp(k, "share") != 0 && strcmp(k, "mem") != 0 &&
+	    strcmp(k, "disk") != 0) {
+		xasprintf(cause, "%.32s: no such field (share, mem, jobs, "
+		    "disk)", k);
+		return (-1);
+	}
 	if (s == NULL) {
 		xasprintf(cause, "%s: a string is needed", k);
 		return (-1);
 	}
 	if (strcmp(k, "share") == 0)
 		return (api_tenant_share(s, &t->q_share, cause));
-	if (strcmp(k, "mem") == 0)
-		return (parse_size(s, &t->q_mem, cause));
-	if (strcmp(k, "disk") == 0)
-		return (parse_size(s, &t->q_disk, cause));
-	xasprintf(cause, "%.32s: no such field (share, mem, jobs, disk)", k);
+	if (parse_size(s, strcmp(k, "mem") == 0 ? &t->q_mem : &t->q_disk,
+	    &why) == 0)
+		return (0);
+	xasprintf(cause, "%s: %s", k, why);
+	free(why);
 	return (-1);
 }
 
@@ -204,7 +211,7 @@ static void
 api_tenant_revoke(const char *owner)
 {
 	struct tokens	*tk;
-	char		*cause = NULL;
+	char		*cause = NULL, *tid;
 	u_int		 i;
 
 	if ((tk = server_tls_tokens(&cause)) == NULL ||
@@ -216,11 +223,14 @@ api_tenant_revoke(const char *owner)
 	for (i = 0; i < tk->n; i++) {
 		if (strcmp(tk->v[i].owner, owner) != 0 || tk->v[i].revoked)
 			continue;
-		if (tokens_revoke(tk, tk->v[i].id, &cause) != 0) {
+		/* (a revoke reads the file again: tk->v is made anew) */
+		tid = xstrdup(tk->v[i].id);
+		if (tokens_revoke(tk, tid, &cause) != 0) {
 			log_warnx("%s: %s", __func__, cause);
 			free(cause);
 			cause = NULL;
 		}
+		free(tid);
 	}
 }
 

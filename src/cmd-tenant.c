@@ -173,7 +173,7 @@ tenant_do(const char *method, const char *name, const char *rest,
 static int
 cmd_tenant_exec(int argc, char **argv)
 {
-	const char	*sub;
+	const char	*sub, *name = NULL;
 	json_t		*q;
 	char		*end;
 	long		 n;
@@ -188,17 +188,29 @@ cmd_tenant_exec(int argc, char **argv)
 	sub = argv[1];
 	argc--;
 	argv++;
+	/* quota NAME --jobs N: the name before the options */
+	if (strcmp(sub, "ls") != 0 && argc >= 2 && argv[1][0] != '-') {
+		name = argv[1];
+		argc--;
+		argv++;
+	}
 	q = json_object();
 	while ((ch = cmd_getopt(&cmd_tenant_entry, argc, argv, "h",
 	    tenant_opts)) != -1) {
 		if (ch == OPT_JSON)
 			json = 1;
-		else if (ch == OPT_SHARE)
+		else if (ch == OPT_SHARE) {
+			if (strtod(optarg, &end) < 0 || end == optarg ||
+			    *end != '\0')
+				cmd_usage_error(&cmd_tenant_entry, "--share: "
+				    "'%s' is not a number of cards", optarg);
 			json_object_set_new(q, "share", json_string(optarg));
-		else if (ch == OPT_MEM)
-			json_object_set_new(q, "mem", json_string(optarg));
-		else if (ch == OPT_DISK)
-			json_object_set_new(q, "disk", json_string(optarg));
+		} else if (ch == OPT_MEM || ch == OPT_DISK) {
+			cmd_arg_size(&cmd_tenant_entry, ch == OPT_MEM ?
+			    "--mem" : "--disk", optarg);
+			json_object_set_new(q, ch == OPT_MEM ? "mem" : "disk",
+			    json_string(optarg));
+		}
 		else if (ch == OPT_JOBS) {
 			n = strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || n < 0 ||
@@ -213,11 +225,11 @@ cmd_tenant_exec(int argc, char **argv)
 	if (hosts_fixed())
 		cmd_usage_error(&cmd_tenant_entry, "tenants are managed on the "
 		    "host itself, not with --remote");
-	if (strcmp(sub, "quota") == 0 && argc == 1) {
+	if (strcmp(sub, "quota") == 0 && name != NULL && argc == 0) {
 		if (json_object_size(q) == 0)
 			cmd_usage_error(&cmd_tenant_entry, "quota: --share, "
 			    "--mem, --jobs or --disk?");
-		return (tenant_do("PATCH", argv[0], "", q, "quota set for"));
+		return (tenant_do("PATCH", name, "", q, "quota set for"));
 	}
 	if (json_object_size(q) != 0)
 		cmd_usage_error(&cmd_tenant_entry, "--share, --mem, --jobs "
@@ -225,11 +237,11 @@ cmd_tenant_exec(int argc, char **argv)
 	json_decref(q);
 	if (strcmp(sub, "ls") == 0 && argc == 0)
 		return (tenant_ls(json));
-	if (strcmp(sub, "map") == 0 && argc == 2)
-		return (tenant_do("PUT", argv[0], "/user", json_pack("{s:s}",
-		    "user", argv[1]), "mapped"));
-	if (strcmp(sub, "rm") == 0 && argc == 1)
-		return (tenant_do("DELETE", argv[0], "", NULL, "removed"));
+	if (strcmp(sub, "map") == 0 && name != NULL && argc == 1)
+		return (tenant_do("PUT", name, "/user", json_pack("{s:s}",
+		    "user", argv[0]), "mapped"));
+	if (strcmp(sub, "rm") == 0 && name != NULL && argc == 0)
+		return (tenant_do("DELETE", name, "", NULL, "removed"));
 	cmd_usage_error(&cmd_tenant_entry, "ls, quota NAME, map NAME USER or "
 	    "rm NAME");
 }

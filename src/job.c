@@ -368,7 +368,8 @@ job_account_of(struct job *j, struct keeper_spec *s, struct jail_spec *js,
 		return (-1);
 	}
 	path = path_job_file(j->id, "work");
-	rc = tenant_give(path, s->uid, s->gid, cause);
+	rc = access(path, F_OK) == 0 ? tenant_give(path, s->uid, s->gid,
+	    cause) : 0;
 	free(path);
 	return (rc);
 }
