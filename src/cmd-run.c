@@ -45,6 +45,8 @@ const struct cmd_entry cmd_run_entry = {
 	    "  --no-wait            refuse instead of waiting when the cards "
 	    "are full\n"
 	    "  --timeout DURATION   give up if it has not started by then\n"
+	    "  --python NAME        a published interpreter (PYTHON_INTERPRETERS)"
+	    "\n                       runs the command python or python3\n"
 	    "  --deny-net           no network at all\n"
 	    "  --allow HOST[:PORT]  may connect there (a name, an address or a "
 	    "CIDR range;\n"

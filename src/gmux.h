@@ -260,6 +260,7 @@ struct jobspec {
 	char		*output;	/* stdout to this file too */
 	char		*error;		/* stderr to this file too */
 	char		*partition;	/* a member's tag */
+	char		*python;	/* a published interpreter's name */
 	u_int		 nodes;		/* members at once (a gang); 1 */
 	char		*array;		/* the array's indices; NULL: one job */
 	json_t		*payloads;	/* element i reads payload i; NULL */
@@ -865,6 +866,10 @@ int		 tenant_account(const char *, uid_t *, gid_t *, char **,
 int		 tenant_owner_ok(const char *, char **);
 int		 tenant_accounts_on(const char **);
 int		 tenant_give(const char *, uid_t, gid_t, char **);
+int		 tenant_python(const char *, char **, char **);
+struct jail_spec;
+int		 tenant_publish(const struct job *, char ***, char ***,
+		     struct jail_spec *, char **);
 int		 tenant_check(const struct job *, int *, char **);
 int		 tenant_admit(struct job *, int *, char **);
 void		 tenant_hold(struct job *);

@@ -431,7 +431,9 @@ job_start(struct job *j, char **cause)
 	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
-	if (job_account_of(j, &s, &js, cause) != 0)
+	if (job_account_of(j, &s, &js, cause) != 0 ||
+	    tenant_publish(j, &s.argv, &s.env, j->req.confined ? &js : NULL,
+	    cause) != 0)
 		goto out;
 	if (jobspec_host_paths(j, &out_path, &err_path, cause) != 0)
 		goto out;
@@ -458,6 +460,8 @@ job_start(struct job *j, char **cause)
 	} else if (j->cards != 0)
 		enforce_forget(j->id);
 out:
+	if (s.argv != j->req.argv)
+		strv_free(s.argv);	/* its interpreter's (tenant_publish) */
 	strv_free(s.env);
 	free(out_path);
 	free(err_path);

@@ -137,10 +137,18 @@ int
 tenant_check(const struct job *j, int *code, char **cause)
 {
 	struct tenant	*t;
+	char		*python;
 
 	if (tenant_owner_ok(j->owner, cause) != 0) {
 		*code = 422;
 		return (-1);
+	}
+	if (j->req.spec.python != NULL) {
+		if (tenant_python(j->req.spec.python, &python, cause) != 0) {
+			*code = 422;
+			return (-1);
+		}
+		free(python);
 	}
 	if ((t = tenant_find(j->owner)) == NULL)
 		return (0);

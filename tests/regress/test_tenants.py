@@ -283,6 +283,40 @@ def test_an_inactive_tenant_is_archived(host):
     assert tenant(d, "alice")["state"] == "active"
 
 
+# -- published read-only (any user) ------------------------------------------
+
+
+def test_datasets_are_read_only_and_interpreters_named(host, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "set.txt").write_text("imagenet-ish\n")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(data, 0o777)        # the jail alone keeps writes out
+    d = host("DATASETS_DIRECTORIES=%s:/nonexistent\nPYTHON_INTERPRETERS="
+             "py3=/usr/bin/python3, other=/opt/none/bin/python3\n" % data,
+             accounts=False)
+    alice = d.token_for("alice")
+    st, j = run(d, alice, "sh", "-c", "cat %s/set.txt; echo x > %s/new "
+                "|| exit 3" % (data, data))
+    assert st == 201, j
+    assert ended(d, alice, j["id"])["exit_code"] == 3
+    assert output(d, alice, j["id"]).startswith("imagenet-ish\n")
+    assert not (data / "new").exists()
+    # a named interpreter: python is it, first in PATH, in GMUX_PYTHON
+    st, j = run(d, alice, "python", "-c", "import os, sys; print("
+                "sys.executable, os.environ['GMUX_PYTHON'])", python="py3")
+    assert st == 201, j
+    assert ended(d, alice, j["id"])["exit_code"] == 0
+    assert output(d, alice, j["id"]).split() == ["/usr/bin/python3"] * 2
+    st, e = run(d, alice, "python", python="py9")
+    assert st == 422 and e["error"] == ("python: no interpreter 'py9' here "
+                                        "(py3, other)")
+    # the CLI's --python, on this host
+    r = d.gmux("run", "--python", "py3", "--", "python3", "-c",
+               "import sys; print(sys.executable)")
+    assert r.returncode == 0 and r.stdout == b"/usr/bin/python3\n", r
+
+
 # -- quotas (any user) --------------------------------------------------------
 
 
