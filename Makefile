@@ -216,6 +216,7 @@ $(O)/tests/test-etcd $(O)/tests/test-cluster $(O)/bench/cluster-sim \
 SRCS += src/tenant.c src/tenant-account.c src/tenant-uid.c
 SRCS += src/tenant-quota.c src/tenant-disk.c src/tenant-retention.c
 SRCS += src/api-tenant.c src/cmd-tenant.c src/tenant-publish.c
+BENCHES += $(O)/bench/tenant-disk
 
 # -- tasks: the broker behind Python's @mesh (issue 13)
 SRCS += src/task-broker.c src/task-spool.c src/task-conn.c src/api-task.c

@@ -873,6 +873,7 @@ int		 tenant_publish(const struct job *, char ***, char ***,
 int		 tenant_check(const struct job *, int *, char **);
 int		 tenant_admit(struct job *, int *, char **);
 void		 tenant_hold(struct job *);
+int		 tenant_held(struct job *);
 void		 tenant_tick(void);
 
 /* state.c: the daemon's records in SQLite */

@@ -431,6 +431,9 @@ server_sched_restore(void)
 	TAILQ_FOREACH(j, &all_jobs, entry) {
 		if (job_ended(j))
 			continue;
+		/* Held at its owner's quota: weighed again at the next tick. */
+		if (j->state == JOB_QUEUED && tenant_held(j))
+			continue;
 		server_sched_req(j, &r);
 		memset(&run, 0, sizeof run);
 		run.cards = j->cards;

@@ -208,6 +208,20 @@ tenant_hold(struct job *j)
 	tq_held[tq_nheld++] = j->id;
 }
 
+/*
+ * After a restart: was queued j held at the gate (its reason is the
+ * gate's)?  Then it is held again, and 1.
+ */
+int
+tenant_held(struct job *j)
+{
+	if (j->reason == NULL || (strncmp(j->reason, "quota: ", 7) != 0 &&
+	    strncmp(j->reason, "tenant: ", 8) != 0))
+		return (0);
+	tenant_hold(j);
+	return (1);
+}
+
 /* Once a second: held jobs that fit now go to the scheduler. */
 void
 tenant_quota_tick(void)

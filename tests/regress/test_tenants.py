@@ -340,6 +340,13 @@ def test_a_job_over_its_jobs_quota_waits_with_the_reason(host):
     # --nowait is refused instead
     st, e = run(d, alice, "true", no_wait=True)
     assert st == 409 and e["error"].startswith("quota: alice runs 1 jobs")
+    # a restarted daemon holds it still
+    d.stop()
+    d.start(addr="127.0.0.1:%d" % d.port)
+    assert d.job(j2["id"])["state"] == "queued"
+    st, e = https_json(d.port, "GET", "/v1/jobs/%s/explain" % j2["id"],
+                       token=alice)
+    assert "quota: alice runs 1 jobs" in e["explain"]
     https_json(d.port, "POST", "/v1/jobs/%s/stop" % j1["id"], token=alice)
     assert ended(d, alice, j2["id"])["exit_code"] == 0
 
@@ -428,3 +435,49 @@ def test_owners_apart_with_an_unprivileged_daemon(host):
     st, u = https_json(d.port, "GET", "/v1/usage?by=owner", token=alice)
     assert "bob" not in json.dumps(u)
     https(d.port, "POST", "/v1/jobs/%s/stop" % jb["id"], token=bob)
+
+
+# -- the same UID on every member (a real etcd) -------------------------------
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("etcd") is None,
+                    reason="etcd-server is not installed")
+def test_bobs_uid_is_the_same_on_two_members(host):
+    from clusterlib import Etcd
+    e = Etcd(1).start()
+    try:
+        # a UID derived for bob is taken on this cluster by someone else:
+        # the allocation must move on, and both members must agree
+        lo = 200000
+        ds = []
+        for name in ("m1", "m2"):
+            d = host("CLUSTER_MODE=member\nCLUSTER_ID=tn\nETCD=%s\nNAME=%s\n"
+                     "TENANT_UID_RANGE=%d-%d\n" % (e.urls, name, lo, lo + 9),
+                     start=False)
+            d.serve_tls()
+            ds.append(d)
+        taken = _derived(ds[0], "bob")
+        e.put("/gmux/tn/t/byuid/%d" % taken, "someone")
+        uids = []
+        for d in ds:
+            bob = d.token_for("bob")
+            st, j = run(d, bob, "id", "-u")
+            assert st == 201, j
+            assert ended(d, bob, j["id"])["exit_code"] == 0
+            uids.append(int(output(d, bob, j["id"])))
+            assert tenant(d, "bob")["uid"] == uids[-1]
+        assert uids[0] == uids[1] != taken and lo <= uids[0] <= lo + 9
+        keys = e.get_prefix("/gmux/tn/t/")
+        assert json.loads(keys["/gmux/tn/t/uid/bob"]) == {"uid": uids[0]}
+        assert keys["/gmux/tn/t/byuid/%d" % uids[0]] == "bob"
+    finally:
+        e.stop()
+
+
+def _derived(d, name):
+    """The UID a standalone host derives for name (docs/tenants.md)."""
+    h = 2166136261
+    for c in name.encode():
+        h = ((h ^ c) * 16777619) & 0xffffffff
+    return 200000 + h % 10
