@@ -20,7 +20,8 @@ const struct cmd_entry cmd_tenant_entry = {
 	.help = "tenants' accounts, quotas and homes (on the GPU host)",
 	.options =
 	    "  --json               ls as JSON\n"
-	    "  --share F            quota: guaranteed share, in cards (2, 0.5)\n"
+	    "  --share F            quota: guaranteed share, in cards (2, "
+	    "0.5)\n"
 	    "  --mem SIZE           quota: memory of its running jobs\n"
 	    "  --jobs N             quota: its jobs running at once\n"
 	    "  --disk SIZE          quota: its home's size\n"
@@ -98,7 +99,8 @@ tenant_row(struct table *t, json_t *e)
 	const char	*user = json_string_value(json_object_get(e, "user"));
 
 	if (json_is_integer(uid))
-		snprintf(u, sizeof u, "%lld", (long long)json_integer_value(uid));
+		snprintf(u, sizeof u, "%lld",
+		    (long long)json_integer_value(uid));
 	else
 		snprintf(u, sizeof u, "-");
 	snprintf(jobs, sizeof jobs, "%lld", (long long)json_integer_value(

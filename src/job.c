@@ -357,7 +357,7 @@ job_account_of(struct job *j, struct keeper_spec *s, struct jail_spec *js,
 	job_env_set(&s->env, "LOGNAME=%s", name);
 	free(name);
 	if (j->req.confined)
-		strv_add(&js->sockets, home);	/* a dir of its own, in its jail */
+		strv_add(&js->sockets, home);	/* its own, in its jail */
 	free(home);
 	if (!j->req.confined)
 		return (0);

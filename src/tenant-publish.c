@@ -17,7 +17,7 @@ int
 tenant_python(const char *name, char **path, char **cause)
 {
 	const char	*v = config_get("PYTHON_INTERPRETERS");
-	char		*copy, *item, *next, *eq, *names = NULL, *tmp;
+	char		*copy, *item, *next, *eq, *val, *names = NULL, *tmp;
 	int		 rc = -1;
 
 	*path = NULL;
@@ -25,11 +25,12 @@ tenant_python(const char *name, char **path, char **cause)
 	for (item = copy; item != NULL && *item != '\0'; item = next) {
 		if ((next = strchr(item, ',')) != NULL)
 			*next++ = '\0';
-		if ((eq = strchr(item, '=')) == NULL || eq[1] != '/')
-			continue;
+		if ((eq = strchr(item, '=')) == NULL ||
+		    *(val = strtrim(eq + 1)) != '/')
+			continue;	/* not NAME=/PATH */
 		*eq = '\0';
 		if (strcmp(strtrim(item), name) == 0 && rc != 0) {
-			*path = xstrdup(strtrim(eq + 1));
+			*path = xstrdup(val);
 			rc = 0;
 		}
 		xasprintf(&tmp, "%s%s%s", names ? names : "", names ? ", " :

@@ -49,7 +49,7 @@ tenant_home_root(void)
 }
 
 /* Owner's account name (the caller frees it). */
-char *
+static char *
 tenant_account_name(const char *owner)
 {
 	char	*s;
@@ -62,10 +62,9 @@ tenant_account_name(const char *owner)
  * Can owner have an account?  Its name with the prefix must be one
  * Debian's useradd takes (NAME_REGEX's default, 32 characters).
  */
-int
-tenant_name_check(const char *owner, char **cause)
+static int
+tenant_account_ok(const char *acct)
 {
-	char	*acct = tenant_account_name(owner);
 	size_t	 i, n = strlen(acct);
 	int	 ok = n > 0 && n <= TENANT_NAME_MAX &&
 		     (islower((u_char)acct[0]) || acct[0] == '_');
@@ -75,6 +74,16 @@ tenant_name_check(const char *owner, char **cause)
 		    acct[i] != '_' && acct[i] != '-')
 			ok = 0;
 	}
+	return (ok);
+}
+
+int
+tenant_name_check(const char *owner, char **cause)
+{
+	char	*acct = tenant_account_name(owner);
+	size_t	 n = strlen(acct);
+	int	 ok = tenant_account_ok(acct);
+
 	if (!ok) {
 		xasprintf(cause, "tenant: '%.64s' cannot be an account name: "
 		    "%s (%.80s)", owner, n > TENANT_NAME_MAX ? "32 characters "
@@ -190,7 +199,7 @@ tenant_disk_limit(const struct tenant *t)
 
 static const char *const tenant_states[] = { "none", "active", "archived" };
 
-const char *
+static const char *
 tenant_state_name(const struct tenant *t)
 {
 	if (t->user != NULL)
@@ -249,7 +258,10 @@ tenant_load_one(json_t *o)
 	    "s?I}, s?{s?I, s?I}}", "name", &name, "account", &acct, "home",
 	    &home, "state", &state, "created", &cr, "active", &ac, "quota",
 	    "share", &qs, "mem", &qm, "jobs", &qj, "disk", &qd, "disk", "used",
-	    &du, "at", &da) != 0 || !token_owner_valid(name) || *home != '/') {
+	    &du, "at", &da) != 0 || !token_owner_valid(name) || *home != '/' ||
+	    strstr(home, "/..") != NULL || !tenant_account_ok(acct) ||
+	    tenant_find(name) != NULL || qs < 0 || qm < 0 || qj < 0 ||
+	    qd < 0 || du < 0) {
 		log_warnx("%s: a malformed entry is left out", __func__);
 		return;
 	}
@@ -283,13 +295,45 @@ tenant_load_one(json_t *o)
 	t->disk_at = da;
 }
 
-static void
-tenants_load(void)
+/*
+ * Adds the records of a tenants file's text; -1 if it is not one (what
+ * was read before a malformed entry stays, the entry does not).
+ */
+int
+tenants_parse(const char *text, size_t len)
 {
 	json_t		*root, *a, *o;
 	json_error_t	 err;
-	char		*path, *text, *cause = NULL;
-	size_t		 i, len;
+	size_t		 i;
+	int		 rc = -1;
+
+	tenant_loaded = 1;
+	if ((root = json_loadb(text, len, 0, &err)) != NULL &&
+	    json_is_array(a = json_object_get(root, "tenants"))) {
+		json_array_foreach(a, i, o)
+			tenant_load_one(o);
+		rc = 0;
+	}
+	json_decref(root);
+	return (rc);
+}
+
+/* Forgets every record (the fuzzer's; the daemon keeps them). */
+void
+tenants_reset(void)
+{
+	struct tenant	*t;
+
+	while ((t = TAILQ_FIRST(&tenant_list)) != NULL)
+		tenant_forget(t);
+	tenant_loaded = 0;
+}
+
+static void
+tenants_load(void)
+{
+	char	*path, *text, *cause = NULL;
+	size_t	 len;
 
 	tenant_loaded = 1;
 	path = tenant_path();
@@ -298,14 +342,8 @@ tenants_load(void)
 		free(path);
 		return;
 	}
-	if ((root = json_loadb(text, len, 0, &err)) == NULL ||
-	    !json_is_array(a = json_object_get(root, "tenants")))
+	if (tenants_parse(text, len) != 0)
 		log_warnx("%s: %s: not a tenants file", __func__, path);
-	else {
-		json_array_foreach(a, i, o)
-			tenant_load_one(o);
-	}
-	json_decref(root);
 	free(text);
 	free(path);
 }
