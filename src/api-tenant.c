@@ -16,17 +16,24 @@
 
 #define TENANT_SHARE_MAX	(64 * SEATS_PER_CARD)
 
-/* A name a tenant may have; else the 400 is sent. */
+/* An owner's name; else the 400 is sent. */
+static int
+api_tenant_owner(struct evhttp_request *req, const char *name)
+{
+	if (token_owner_valid(name))
+		return (0);
+	api_error(req, 400, "name: '%.64s' is not an owner's name", name);
+	return (-1);
+}
+
+/* A name a tenant may have (with accounts, an account's); else 400. */
 static int
 api_tenant_name(struct evhttp_request *req, const char *name)
 {
 	char	*cause = NULL;
 
-	if (!token_owner_valid(name)) {
-		api_error(req, 400, "name: '%.64s' is not an owner's name",
-		    name);
+	if (api_tenant_owner(req, name) != 0)
 		return (-1);
-	}
 	if (tenant_owner_ok(name, &cause) != 0) {
 		api_error(req, 400, "%s", cause);
 		free(cause);
@@ -70,6 +77,20 @@ api_tenants_list(struct evhttp_request *req, const char *id,
 	o = json_pack("{s:b, s:o}", "accounts", on, "tenants", a);
 	json_object_set_new(o, "why", why != NULL ? json_string(why) :
 	    json_null());
+	api_reply(req, 200, o);
+	json_decref(o);
+}
+
+/* t changed: kept, said, and answered. */
+static void
+api_tenant_saved(struct evhttp_request *req, struct tenant *t,
+    const char *what)
+{
+	json_t	*o;
+
+	tenants_save();
+	log_info("tenant %s: %s", t->name, what);
+	o = tenant_to_json(t);
 	api_reply(req, 200, o);
 	json_decref(o);
 }
@@ -135,7 +156,7 @@ api_tenant_quota(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {
 	struct tenant	 copy, *t;
-	json_t		*body, *v, *o;
+	json_t		*body, *v;
 	const char	*k;
 	char		*cause = NULL;
 
@@ -157,11 +178,7 @@ api_tenant_quota(struct evhttp_request *req, const char *id,
 	t->q_mem = copy.q_mem;
 	t->q_jobs = copy.q_jobs;
 	t->q_disk = copy.q_disk;
-	tenants_save();
-	log_info("tenant %s: quota set", t->name);
-	o = tenant_to_json(t);
-	api_reply(req, 200, o);
-	json_decref(o);
+	api_tenant_saved(req, t, "quota set");
 out:
 	free(cause);
 	json_decref(body);
@@ -174,14 +191,12 @@ api_tenant_map(struct evhttp_request *req, const char *id,
 {
 	struct tenant	*t;
 	struct passwd	*pw;
-	json_t		*body, *o;
+	json_t		*body;
 	const char	*user;
 	char		*cause = NULL;
 
-	if (!token_owner_valid(id)) {
-		api_error(req, 400, "name: '%.64s' is not an owner's name", id);
+	if (api_tenant_owner(req, id) != 0)
 		return;
-	}
 	if ((body = api_body(req, &cause)) == NULL ||
 	    (user = json_string_value(json_object_get(body, "user"))) ==
 	    NULL) {
@@ -196,11 +211,7 @@ api_tenant_map(struct evhttp_request *req, const char *id,
 	t = tenant_get(id);
 	free(t->user);
 	t->user = xstrdup(user);
-	tenants_save();
-	log_info("tenant %s: mapped to %s", t->name, user);
-	o = tenant_to_json(t);
-	api_reply(req, 200, o);
-	json_decref(o);
+	api_tenant_saved(req, t, "mapped");
 out:
 	free(cause);
 	json_decref(body);
@@ -248,10 +259,8 @@ api_tenant_rm(struct evhttp_request *req, const char *id,
 	char		*cause = NULL;
 	u_int		 stopped = 0;
 
-	if (!token_owner_valid(id)) {
-		api_error(req, 400, "name: '%.64s' is not an owner's name", id);
+	if (api_tenant_owner(req, id) != 0)
 		return;
-	}
 	if (strcmp(id, api_me()) == 0) {
 		api_error(req, 400, "name: %s is the daemon's own user", id);
 		return;

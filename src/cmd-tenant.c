@@ -48,21 +48,6 @@ static const struct option tenant_opts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-/* One call to this machine's daemon, or the error and exit 1. */
-static json_t *
-tenant_call(const char *method, const char *path, json_t *body)
-{
-	struct client_reply	 r;
-	json_t			*o;
-
-	if (client_call_at(NULL, method, path, body, &r) != 0 ||
-	    r.status >= 400)
-		client_die(&r, "tenant");
-	o = r.body != NULL ? json_incref(r.body) : json_object();
-	client_reply_clear(&r);
-	return (o);
-}
-
 static json_int_t
 tenant_int(json_t *o, const char *a, const char *b)
 {
@@ -125,7 +110,7 @@ tenant_ls(int json)
 	const char	*why;
 	size_t		 i;
 
-	o = tenant_call("GET", "/v1/tenants", NULL);
+	o = cmd_call_here(&cmd_tenant_entry, "GET", "/v1/tenants", NULL);
 	if (json) {
 		json_print(o, stdout);
 		json_decref(o);
@@ -164,7 +149,7 @@ tenant_do(const char *method, const char *name, const char *rest,
 	char	*path = tenant_path(name, rest);
 	json_t	*o;
 
-	o = tenant_call(method, path, body);
+	o = cmd_call_here(&cmd_tenant_entry, method, path, body);
 	printf("%s %s\n", done, name);
 	json_decref(o);
 	json_decref(body);

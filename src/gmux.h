@@ -1904,6 +1904,8 @@ int64_t		 cmd_arg_duration(const struct cmd_entry *, const char *,
 		     const char *);
 json_t		*cmd_call(const struct cmd_entry *, const char *, const char *,
 		     json_t *);
+json_t		*cmd_call_here(const struct cmd_entry *, const char *,
+		     const char *, json_t *);
 
 /* cmd-*.c: one command each */
 extern const struct cmd_entry cmd_serve_entry;
