@@ -214,6 +214,12 @@ $(CLUSTER_SRCS:%.c=$(O)/%.o) $(CLUSTER_SRCS:%.c=$(O)/fuzz/%.o): \
 $(O)/tests/test-etcd $(O)/tests/test-cluster $(O)/bench/cluster-sim \
 	$(O)/fuzz/fuzz-etcd: src/cluster-int.h tests/unit/etcd-server.h
 
+# -- tenants (issue 14): accounts, quotas, retention (docs/tenants.md)
+SRCS += src/tenant.c src/tenant-account.c src/tenant-uid.c
+SRCS += src/tenant-quota.c src/tenant-disk.c src/tenant-retention.c
+SRCS += src/api-tenant.c src/cmd-tenant.c src/tenant-publish.c
+BENCHES += $(O)/bench/tenant-disk
+
 # -- tasks: the broker behind Python's @mesh (issue 13)
 SRCS += src/task-broker.c src/task-spool.c src/task-conn.c src/api-task.c
 SRCS += src/cmd-workers.c

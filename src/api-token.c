@@ -62,6 +62,10 @@ api_tokens_add(struct evhttp_request *req, const char *id,
 		    "is needed");
 		goto out;
 	}
+	if (tenant_owner_ok(owner, &cause) != 0) {
+		api_error(req, 400, "%s", cause);
+		goto out;
+	}
 	if ((t = api_tokens(req)) == NULL)
 		goto out;
 	if (tokens_invite(t, owner, &secret, &tid, &cause) != 0) {

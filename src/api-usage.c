@@ -9,6 +9,34 @@
 
 #include "gmux.h"
 
+/*
+ * A tenant's view of the books: its own row alone, which is then the
+ * total (DESIGN.md decision 14: an owner sees its own unless it is an
+ * admin).
+ */
+static void
+api_usage_own(json_t *o, const char *owner)
+{
+	json_t	*rows = json_object_get(o, "rows"), *mine = json_array(), *r;
+	json_t	*total = NULL;
+	size_t	 i;
+
+	json_array_foreach(rows, i, r) {
+		if (total == NULL && strcmp(owner, json_string_value(
+		    json_object_get(r, "owner")) ?: "") == 0) {
+			json_array_append(mine, r);
+			total = json_deep_copy(r);
+			json_object_del(total, "owner");
+		}
+	}
+	if (total == NULL)
+		total = json_pack("{s:i, s:i, s:f, s:f, s:f}", "jobs", 0,
+		    "seat_ms", 0, "share_seconds", 0.0, "card_hours", 0.0,
+		    "mem_gib_hours", 0.0);
+	json_object_set_new(o, "rows", mine);
+	json_object_set_new(o, "total", total);
+}
+
 /* GET /v1/usage?since=&until=&by= */
 void
 api_usage(struct evhttp_request *req, const char *id,
@@ -26,13 +54,21 @@ api_usage(struct evhttp_request *req, const char *id,
 		until = xstrdup(v);
 	if ((v = api_query(req, "by")) != NULL)
 		by = xstrdup(v);
+	if (!who->admin && by != NULL && strcmp(by, "owner") != 0) {
+		api_error(req, 403, "by=%.16s: only the host's own token sees "
+		    "everyone's; a tenant's usage is by owner", by);
+		goto out;
+	}
 	o = ledger_usage_json(server_ledger, since, until, by, clock_ms(),
 	    &cause);
+	if (o != NULL && !who->admin)
+		api_usage_own(o, who->owner);
 	if (o == NULL)
 		api_error(req, 400, "%s", cause);
 	else
 		api_reply(req, 200, o);
 	json_decref(o);
+out:
 	free(cause);
 	free(since);
 	free(until);

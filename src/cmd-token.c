@@ -35,21 +35,6 @@ static const struct option token_opts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-/* One call to this machine's daemon, or the error and exit 1. */
-static json_t *
-token_call(const char *method, const char *path, json_t *body)
-{
-	struct client_reply	 r;
-	json_t			*o;
-
-	if (client_call_at(NULL, method, path, body, &r) != 0 ||
-	    r.status >= 400)
-		client_die(&r, "token");
-	o = r.body != NULL ? json_incref(r.body) : json_object();
-	client_reply_clear(&r);
-	return (o);
-}
-
 static int
 token_add(const char *owner)
 {
@@ -57,7 +42,7 @@ token_add(const char *owner)
 	const char	*invite, *secret;
 
 	body = json_pack("{s:s}", "owner", owner);
-	o = token_call("POST", "/v1/tokens", body);
+	o = cmd_call_here(&cmd_token_entry, "POST", "/v1/tokens", body);
 	json_decref(body);
 	invite = json_string_value(json_object_get(o, "invite"));
 	secret = json_string_value(json_object_get(o, "token"));
@@ -99,7 +84,7 @@ token_ls(int json)
 	char		*age;
 	size_t		 i;
 
-	a = token_call("GET", "/v1/tokens", NULL);
+	a = cmd_call_here(&cmd_token_entry, "GET", "/v1/tokens", NULL);
 	if (json) {
 		json_print(a, stdout);
 		json_decref(a);
@@ -153,7 +138,7 @@ cmd_token_exec(int argc, char **argv)
 		return (token_ls(json));
 	if (strcmp(sub, "revoke") == 0 && argc == 1) {
 		xasprintf(&path, "/v1/tokens/%s/revoke", argv[0]);
-		o = token_call("POST", path, NULL);
+		o = cmd_call_here(&cmd_token_entry, "POST", path, NULL);
 		printf("revoked %s\n", argv[0]);
 		json_decref(o);
 		free(path);

@@ -28,6 +28,7 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_usage_entry,
 	&cmd_remote_entry,
 	&cmd_token_entry,
+	&cmd_tenant_entry,
 	&cmd_cluster_entry,
 	&cmd_workers_entry,
 	&cmd_version_entry,
@@ -219,17 +220,42 @@ cmd_arg_duration(const struct cmd_entry *c, const char *opt, const char *v)
 	return (n);
 }
 
-/* Calls the daemon, or prints the error and exits 1. */
+/* A call's reply body, or its error and exit 1. */
+static json_t *
+cmd_reply(const struct cmd_entry *c, int rc, struct client_reply *r)
+{
+	json_t	*o;
+
+	if (rc != 0 || r->status >= 400)
+		client_die(r, c->name);
+	o = r->body != NULL ? json_incref(r->body) : json_object();
+	client_reply_clear(r);
+	return (o);
+}
+
+/*
+ * The same to this machine's daemon alone, whatever the remotes (the
+ * commands that manage the host itself: token, tenant).
+ */
+json_t *
+cmd_call_here(const struct cmd_entry *c, const char *method,
+    const char *path, json_t *body)
+{
+	struct client_reply	 r;
+	int			 rc;
+
+	rc = client_call_at(NULL, method, path, body, &r);
+	return (cmd_reply(c, rc, &r));
+}
+
+/* Calls the daemon (or the remotes), or prints the error and exits 1. */
 json_t *
 cmd_call(const struct cmd_entry *c, const char *method, const char *path,
     json_t *body)
 {
 	struct client_reply	 r;
-	json_t			*o;
+	int			 rc;
 
-	if (client_call(method, path, body, &r) != 0 || r.status >= 400)
-		client_die(&r, c->name);
-	o = r.body != NULL ? json_incref(r.body) : json_object();
-	client_reply_clear(&r);
-	return (o);
+	rc = client_call(method, path, body, &r);
+	return (cmd_reply(c, rc, &r));
 }

@@ -40,6 +40,15 @@ static const char *config_keys[] = {
 	"ANNOUNCE",		/* discovery (docs/remote.md) */
 	"ANNOUNCE_PORT",
 	"ANNOUNCE_INTERVAL",
+	"TENANT_ACCOUNTS",	/* tenants (docs/tenants.md) */
+	"TENANT_HOME_ROOT",
+	"TENANT_UID_RANGE",
+	"TENANT_ACCOUNT_PREFIX",
+	"USER_DISK_LIMIT",
+	"TENANT_DISK_EVERY",
+	"TENANT_RETENTION_DAYS",
+	"DATASETS_DIRECTORIES",
+	"PYTHON_INTERPRETERS",
 };
 
 static struct config_entry	*config_entries;

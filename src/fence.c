@@ -394,10 +394,6 @@ fence_job_create(const struct fence *policy, const char *workdir,
 	fj->text = fence_text(policy);
 	fj->landlock = landlock_abi();
 	fj->jail = jail;
-	snprintf(fj->uid_map, sizeof fj->uid_map, "%u %u 1\n", getuid(),
-	    getuid());
-	snprintf(fj->gid_map, sizeof fj->gid_map, "%u %u 1\n", getgid(),
-	    getgid());
 	if (filter_get(fj, cause) != 0)
 		goto fail;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET|SOCK_CLOEXEC, 0, fj->sp) != 0) {
@@ -505,6 +501,11 @@ child_ns(struct fence_job *fj)
 		flags |= CLONE_NEWIPC;
 		made |= FENCE_NS_IPC;
 	}
+	/* The job's own ids: its account's where its keeper dropped to one. */
+	snprintf(fj->uid_map, sizeof fj->uid_map, "%u %u 1\n", getuid(),
+	    getuid());
+	snprintf(fj->gid_map, sizeof fj->gid_map, "%u %u 1\n", getgid(),
+	    getgid());
 	if (flags == 0 || unshare(CLONE_NEWUSER|flags) != 0)
 		return (0);
 	if (write_file("/proc/self/setgroups", "deny") != 0 ||

@@ -261,6 +261,7 @@ struct jobspec {
 	char		*output;	/* stdout to this file too */
 	char		*error;		/* stderr to this file too */
 	char		*partition;	/* a member's tag */
+	char		*python;	/* a published interpreter's name */
 	u_int		 nodes;		/* members at once (a gang); 1 */
 	char		*array;		/* the array's indices; NULL: one job */
 	json_t		*payloads;	/* element i reads payload i; NULL */
@@ -853,11 +854,30 @@ struct keeper_spec {
 	const char	 *stdin_path;	/* NULL: /dev/null */
 	const char	 *out_path;	/* stdout copied here too; NULL */
 	const char	 *err_path;	/* stderr copied here too; NULL */
+	int		  as_account;	/* runs as uid/gid (a tenant's) */
+	uid_t		  uid;
+	gid_t		  gid;
 };
 pid_t		 keeper_spawn(const struct keeper_spec *, int *, char **);
 int		 keeper_connect(u_int);
 int		 keeper_send(int, const char *);
 json_t		*keeper_status(u_int);
+
+/* tenant*.c: tenants' accounts, quotas, homes (docs/tenants.md) */
+int		 tenant_account(const char *, uid_t *, gid_t *, char **,
+		     char **);
+int		 tenant_owner_ok(const char *, char **);
+int		 tenant_accounts_on(const char **);
+int		 tenant_give(const char *, uid_t, gid_t, char **);
+int		 tenant_python(const char *, char **, char **);
+struct jail_spec;
+int		 tenant_publish(const struct job *, char ***, char ***,
+		     struct jail_spec *, char **);
+int		 tenant_check(const struct job *, int *, char **);
+int		 tenant_admit(struct job *, int *, char **);
+void		 tenant_hold(struct job *);
+int		 tenant_held(struct job *);
+void		 tenant_tick(void);
 
 /* state.c: the daemon's records in SQLite */
 int		 state_open(char **);
@@ -1538,6 +1558,8 @@ int		 server_sched_init(char **);
 void		 server_sched_apply(struct sched_out *);
 int		 server_sched_submit(struct job *, u_int, int *, char **);
 int		 server_sched_check(struct job *, u_int, int *, char **);
+int		 server_sched_enter(struct job *, int *, char **);
+void		 server_sched_hold(struct job *, const char *);
 void		 server_sched_refused(struct job *, const char *);
 int		 server_sched_gone(struct job *);
 int		 server_sched_release(struct job *, enum job_state,
@@ -1641,6 +1663,16 @@ void		 api_usage_prune(struct evhttp_request *, const char *,
 void		 api_usage_verify(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_metrics(struct evhttp_request *, const char *,
+		     const struct api_who *);
+
+/* api-tenant.c: the tenants' routes */
+void		 api_tenants_list(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_tenant_quota(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_tenant_map(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_tenant_rm(struct evhttp_request *, const char *,
 		     const struct api_who *);
 
 /* cluster.c, api-cluster.c: a member of a cluster on etcd (cluster-int.h) */
@@ -1907,6 +1939,8 @@ int64_t		 cmd_arg_duration(const struct cmd_entry *, const char *,
 		     const char *);
 json_t		*cmd_call(const struct cmd_entry *, const char *, const char *,
 		     json_t *);
+json_t		*cmd_call_here(const struct cmd_entry *, const char *,
+		     const char *, json_t *);
 
 /* cmd-*.c: one command each */
 extern const struct cmd_entry cmd_serve_entry;
@@ -1923,6 +1957,7 @@ extern const struct cmd_entry cmd_usage_entry;
 extern const struct cmd_entry cmd_version_entry;
 extern const struct cmd_entry cmd_remote_entry;
 extern const struct cmd_entry cmd_token_entry;
+extern const struct cmd_entry cmd_tenant_entry;
 extern const struct cmd_entry cmd_cluster_entry;
 extern const struct cmd_entry cmd_help_entry;
 extern const struct cmd_entry cmd_submit_entry;

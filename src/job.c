@@ -334,6 +334,47 @@ job_watch_link(struct job *j)
 }
 
 /*
+ * With accounts, the job runs as its owner's (docs/tenants.md): its
+ * keeper drops to it, its environment names it, and a remote job's
+ * directory (and those above it) crossable and its tree the account's.
+ */
+static int
+job_account_of(struct job *j, struct keeper_spec *s, struct jail_spec *js,
+    char **cause)
+{
+	char	*home, *path, *name;
+	int	 rc;
+
+	if ((rc = tenant_account(j->owner, &s->uid, &s->gid, &home,
+	    cause)) <= 0)
+		return (rc);
+	if (rc != 1)
+		return (-1);	/* its UID not there yet: it fails */
+	s->as_account = 1;
+	job_env_set(&s->env, "HOME=%s", home);
+	name = user_name(s->uid);
+	job_env_set(&s->env, "USER=%s", name);
+	job_env_set(&s->env, "LOGNAME=%s", name);
+	free(name);
+	if (j->req.confined)
+		strv_add(&js->sockets, home);	/* its own, in its jail */
+	free(home);
+	if (!j->req.confined)
+		return (0);
+	/* Crossed on the way to its tree, never listed; files stay 0600. */
+	if (chmod(path_home(), 0711) != 0 || chmod(path_jobs(), 0711) != 0 ||
+	    chmod(s->dir, 0711) != 0) {
+		xasprintf(cause, "%s: %s", s->dir, strerror(errno));
+		return (-1);
+	}
+	path = path_job_file(j->id, "work");
+	rc = access(path, F_OK) == 0 ? tenant_give(path, s->uid, s->gid,
+	    cause) : 0;
+	free(path);
+	return (rc);
+}
+
+/*
  * Starts a job already placed (j->card, j->seats, j->mem set) under a new
  * keeper.  Returns -1 with *cause if the keeper could not be started.
  */
@@ -390,6 +431,10 @@ job_start(struct job *j, char **cause)
 	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
+	if (job_account_of(j, &s, &js, cause) != 0 ||
+	    tenant_publish(j, &s.argv, &s.env, j->req.confined ? &js : NULL,
+	    cause) != 0)
+		goto out;
 	if (jobspec_host_paths(j, &out_path, &err_path, cause) != 0)
 		goto out;
 	s.out_path = out_path;
@@ -415,6 +460,8 @@ job_start(struct job *j, char **cause)
 	} else if (j->cards != 0)
 		enforce_forget(j->id);
 out:
+	if (s.argv != j->req.argv)
+		strv_free(s.argv);	/* its interpreter's (tenant_publish) */
 	strv_free(s.env);
 	free(out_path);
 	free(err_path);

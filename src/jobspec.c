@@ -36,6 +36,7 @@ jobspec_clear(struct jobspec *s)
 	free(s->output);
 	free(s->error);
 	free(s->partition);
+	free(s->python);
 	free(s->array);
 	json_decref(s->payloads);
 	jobspec_init(s);
@@ -340,6 +341,8 @@ jobspec_field(const char *k, json_t *v, struct jobreq *r, char **cause)
 		return (jobspec_path(v, k, &s->error, cause));
 	if (strcmp(k, "partition") == 0)
 		return (jobspec_string(v, k, 0, &s->partition, cause));
+	if (strcmp(k, "python") == 0)	/* tenant-publish.c */
+		return (jobspec_string(v, k, 0, &s->python, cause));
 	if (strcmp(k, "nodes") == 0)
 		return (jobspec_uint(v, k, 1, 1024, &s->nodes, cause));
 	if (strcmp(k, "array") == 0)
@@ -500,6 +503,7 @@ jobspec_to_json(const struct jobspec *s, json_t *o)
 	set_string(o, "output", s->output);
 	set_string(o, "error", s->error);
 	set_string(o, "partition", s->partition);
+	set_string(o, "python", s->python);
 	if (s->nodes != 1)
 		json_object_set_new(o, "nodes", json_integer(s->nodes));
 	set_string(o, "array", s->array);

@@ -22,6 +22,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -108,6 +109,30 @@ keeper_child_fail(int errpipe, char stage)
 }
 
 /*
+ * In the job, with accounts (docs/tenants.md): becomes its tenant's
+ * account for good, before it enters its directory or execs: no
+ * supplementary groups, its GID, its UID, no new privileges; dumpable
+ * again (a change of UID clears it), so that its /proc files are its own
+ * (the fence writes its user namespace's maps there).  Raw system calls:
+ * this may be a vfork child, and the keeper is single-threaded.
+ */
+static void
+keeper_drop(const struct keeper_spec *s, int errpipe)
+{
+	if (!s->as_account)
+		return;
+	/* Its jail's tmp, made by the keeper, is its HOME and TMPDIR. */
+	if (s->jail != NULL && chown(s->jail->tmp, s->uid, s->gid) != 0)
+		keeper_child_fail(errpipe, 'u');
+	if (syscall(SYS_setgroups, 0, NULL) != 0 ||
+	    syscall(SYS_setresgid, s->gid, s->gid, s->gid) != 0 ||
+	    syscall(SYS_setresuid, s->uid, s->uid, s->uid) != 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+		keeper_child_fail(errpipe, 'u');
+}
+
+/*
  * In the job: the last steps before exec.  Never returns.  The command is
  * looked up in the job's own PATH (the caller's), not the keeper's.
  */
@@ -132,6 +157,7 @@ keeper_child(struct keeper *k, int out, int err, int errpipe)
 		dup2(null, 0);
 	dup2(out, 1);
 	dup2(err, 2);
+	keeper_drop(s, errpipe);
 	if (s->cwd != NULL && chdir(s->cwd) == -1)
 		keeper_child_fail(errpipe, 'c');
 	if (k->fence != NULL)
@@ -317,7 +343,8 @@ keeper_start_job(struct keeper *k)
 	if (k->error == NULL && n == 1 &&
 	    read(ep[0], &e, sizeof e) == (ssize_t)sizeof e) {
 		xasprintf(&k->error, "%s: %s", stage == 'c' ? k->spec->cwd :
-		    stage == 'i' ? "stdin" : k->spec->argv[0], strerror(e));
+		    stage == 'i' ? "stdin" : stage == 'u' ? "its account" :
+		    k->spec->argv[0], strerror(e));
 		k->error_code = stage == 'x' && e == ENOENT ? 127 : 126;
 	}
 	close(ep[0]);

@@ -338,12 +338,17 @@ static char	*overlay_why;
 int
 overlay_ready(char **cause)
 {
-	char	*dir;
+	const char	*why;
+	char		*dir;
 
 	if (overlay_state == 0) {
 		xasprintf(&dir, "%s/overlay-probe", path_home());
 		if (config_uint("REMOTE_OVERLAY", 1, 0, 1) == 0) {
 			overlay_why = xstrdup("REMOTE_OVERLAY=0");
+			overlay_state = -1;
+		} else if (tenant_accounts_on(&why)) {
+			/* A job's own copy, given to its account. */
+			overlay_why = xstrdup("TENANT_ACCOUNTS=1");
 			overlay_state = -1;
 		} else if (overlay_probe(dir, &overlay_why) == 0)
 			overlay_state = 1;

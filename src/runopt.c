@@ -81,6 +81,7 @@ static const struct runopt runopts[] = {
 	{ "error", 1, runopt_word, "error", 0, 0 },
 	{ "chdir", 1, runopt_chdir, "cwd", 0, 0 },
 	{ "partition", 1, runopt_word, "partition", 0, 0 },
+	{ "python", 1, runopt_word, "python", 0, 0 },
 	{ "nodes", 1, runopt_uint, "nodes", 1, 1024 },
 	{ "array", 1, runopt_array, "array", 0, 0 },
 };

@@ -54,6 +54,11 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/tokens", api_tokens_add },
 	{ EVHTTP_REQ_POST, "/v1/tokens/*/revoke", api_token_revoke },
 	{ EVHTTP_REQ_POST, "/v1/join", api_join },
+	/* tenants (issue 14): docs/tenants.md */
+	{ EVHTTP_REQ_GET, "/v1/tenants", api_tenants_list },
+	{ EVHTTP_REQ_PATCH, "/v1/tenants/*", api_tenant_quota },
+	{ EVHTTP_REQ_DELETE, "/v1/tenants/*", api_tenant_rm },
+	{ EVHTTP_REQ_PUT, "/v1/tenants/*/user", api_tenant_map },
 	/* clusters (issue 15): docs/cluster.md */
 	{ EVHTTP_REQ_GET, "/v1/cluster", api_cluster_get },
 	{ EVHTTP_REQ_GET, "/v1/cluster/members", api_cluster_members },

@@ -245,7 +245,8 @@ server_sched_check(struct job *j, u_int id, int *code, char **cause)
 {
 	struct sched_req	 r;
 
-	if (server_sched_new(j, id, &r, code, cause) != 0)
+	if (tenant_check(j, code, cause) != 0 ||
+	    server_sched_new(j, id, &r, code, cause) != 0)
 		return (-1);
 	if ((*cause = sched_refusal(server_sched, &r)) == NULL)
 		return (0);
@@ -254,23 +255,18 @@ server_sched_check(struct job *j, u_int id, int *code, char **cause)
 }
 
 /*
- * Submits a new job (id 0 until it is kept).  Returns 0 if it runs or
- * waits; -1 if refused, with *cause and *code: 422 if no card could ever
- * hold it, 409 if it does not fit now and may not wait.
+ * Hands a job the tenants' gate let through to the scheduler.  Returns 0
+ * if it runs or waits; -1 if refused, with *cause and *code: 422 if no
+ * card could ever hold it, 409 if it does not fit now and may not wait.
  */
 int
-server_sched_submit(struct job *j, u_int id, int *code, char **cause)
+server_sched_enter(struct job *j, int *code, char **cause)
 {
 	struct sched_out	 out;
 	struct sched_req	 r;
 
-	if (server_sched_new(j, id, &r, code, cause) != 0)
+	if (server_sched_new(j, j->id, &r, code, cause) != 0)
 		return (-1);
-	/* An array's element waits with its array's age, as one job. */
-	j->submit = clock_ms();
-	if (j->req.spec.array_submit != 0 &&
-	    j->req.spec.array_submit < j->submit)
-		j->submit = j->req.spec.array_submit;
 	r.submit = j->submit;
 	memset(&out, 0, sizeof out);
 	if (sched_submit(server_sched, &r, j->submit, &out) != 0) {
@@ -280,10 +276,50 @@ server_sched_submit(struct job *j, u_int id, int *code, char **cause)
 		sched_out_free(&out);
 		return (-1);
 	}
-	/* Saved by what happens to it: queued, started (or failed). */
-	job_set_id(j, id);
+	job_set_id(j, j->id);
 	server_sched_apply(&out);
 	sched_out_free(&out);
+	return (0);
+}
+
+/* A job waits at the tenants' gate, queued with why. */
+void
+server_sched_hold(struct job *j, const char *why)
+{
+	server_sched_queued(j, 0, why);
+}
+
+/*
+ * Submits a new job (id 0 until it is kept): through its owner's quotas
+ * (tenant-quota.c), then to the scheduler.  Returns 0 if it runs or
+ * waits; -1 if refused, with *cause and *code as server_sched_enter.
+ */
+int
+server_sched_submit(struct job *j, u_int id, int *code, char **cause)
+{
+	int	 rc;
+
+	/* An array's element waits with its array's age, as one job. */
+	j->submit = clock_ms();
+	if (j->req.spec.array_submit != 0 &&
+	    j->req.spec.array_submit < j->submit)
+		j->submit = j->req.spec.array_submit;
+	if ((rc = tenant_admit(j, code, cause)) == -1)
+		return (-1);
+	if (rc == 1) {
+		job_set_id(j, id);
+		tenant_hold(j);
+		server_sched_hold(j, *cause);
+		free(*cause);
+		*cause = NULL;
+		return (0);
+	}
+	/* Saved by what happens to it: queued, started (or failed). */
+	j->id = id;
+	if (server_sched_enter(j, code, cause) != 0) {
+		j->id = 0;
+		return (-1);
+	}
 	return (0);
 }
 
@@ -394,6 +430,9 @@ server_sched_restore(void)
 
 	TAILQ_FOREACH(j, &all_jobs, entry) {
 		if (job_ended(j))
+			continue;
+		/* Held at its owner's quota: weighed again at the next tick. */
+		if (j->state == JOB_QUEUED && tenant_held(j))
 			continue;
 		server_sched_req(j, &r);
 		memset(&run, 0, sizeof run);

@@ -264,6 +264,7 @@ static int
 server_tls_local_only(const char *path)
 {
 	return (strncmp(path, "/v1/tokens", 10) == 0 ||
+	    strncmp(path, "/v1/tenants", 11) == 0 ||
 	    strncmp(path, "/v1/usage/prune", 15) == 0);
 }
 

@@ -237,6 +237,7 @@ server_tick(void)
 		free(cause);
 	}
 	retention_tick();
+	tenant_tick();
 	worktree_tick();
 }
 

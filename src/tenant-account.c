@@ -1,0 +1,262 @@
+/*
+ * tenant-account.c: a tenant's OS account, made on its first job when
+ * the daemon is root and TENANT_ACCOUNTS=1 (Debian's groupadd and
+ * useradd, no login shell), its home 0700 under TENANT_HOME_ROOT; and its
+ * end: the home archived to a tarball, then the account and home removed
+ * (docs/tenants.md).
+ */
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gmux.h"
+#include "tenant-int.h"
+
+#define TENANT_TOOL_MS	30000
+
+/* Runs an account tool; -1 with *cause naming it if it failed. */
+static int
+tenant_tool(char *const *argv, char **cause)
+{
+	char	*out;
+	int	 status;
+
+	out = proc_output(argv, TENANT_TOOL_MS, &status);
+	free(out);
+	if (status == 0)
+		return (0);
+	xasprintf(cause, "tenant: %s %s failed (exit %d)", argv[0],
+	    argv[strv_len(argv) - 1], status);
+	return (-1);
+}
+
+static __thread uid_t	tenant_give_uid;
+static __thread gid_t	tenant_give_gid;
+
+static int
+tenant_give_one(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	if (flag == FTW_NS)
+		return (0);
+	return (lchown(path, tenant_give_uid, tenant_give_gid) == 0 ? 0 : -1);
+}
+
+/*
+ * Makes path's tree the account's (a remote job's work tree, made by the
+ * daemon): no link followed, no other filesystem entered.
+ */
+int
+tenant_give(const char *path, uid_t uid, gid_t gid, char **cause)
+{
+	tenant_give_uid = uid;
+	tenant_give_gid = gid;
+	if (nftw(path, tenant_give_one, 32, FTW_PHYS|FTW_MOUNT) != 0) {
+		xasprintf(cause, "tenant: %s: %s", path, strerror(errno));
+		return (-1);
+	}
+	return (0);
+}
+
+/* Picks t's UID on a standalone host: derived, then the next free one. */
+static int
+tenant_pick_uid(struct tenant *t, char **cause)
+{
+	uid_t	 lo, hi, uid, first;
+
+	tenant_uid_range(&lo, &hi);
+	uid = first = tenant_uid_derive(t->name, lo, hi);
+	while (tenant_uid_taken(uid, t)) {
+		uid = uid == hi ? lo : uid + 1;
+		if (uid == first) {
+			xasprintf(cause, "tenant: TENANT_UID_RANGE is full");
+			return (-1);
+		}
+	}
+	t->uid = uid;
+	t->gid = (gid_t)uid;
+	t->has_uid = 1;
+	tenants_save();
+	return (0);
+}
+
+/* The home, 0700 and the account's, made if it is not there. */
+static int
+tenant_home(const struct tenant *t, char **cause)
+{
+	struct stat	 st;
+	char		*root = xstrdup(t->home), *slash;
+
+	if ((slash = strrchr(root, '/')) != NULL && slash != root)
+		*slash = '\0';
+	mkdir_p(root, 0755);
+	free(root);
+	if (mkdir(t->home, 0700) != 0 && errno != EEXIST)
+		goto fail;
+	if (lstat(t->home, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		goto fail;
+	}
+	if (chown(t->home, t->uid, t->gid) != 0 || chmod(t->home, 0700) != 0)
+		goto fail;
+	return (0);
+fail:
+	xasprintf(cause, "tenant: %s: %s", t->home, strerror(errno));
+	return (-1);
+}
+
+/* Makes t's group and account with its UID; its home. */
+static int
+tenant_create(struct tenant *t, char **cause)
+{
+	char	 uid[16], comment[96];
+	char	*gadd[] = { "groupadd", "-g", uid, t->account, NULL };
+	char	*uadd[] = { "useradd", "-u", uid, "-g", uid, "-d", t->home,
+		    "-M", "-s", "/usr/sbin/nologin", "-c", comment,
+		    t->account, NULL };
+
+	snprintf(uid, sizeof uid, "%u", (u_int)t->uid);
+	snprintf(comment, sizeof comment, "gmux tenant %s", t->name);
+	if (getgrgid(t->gid) == NULL && tenant_tool(gadd, cause) != 0)
+		return (-1);
+	if (tenant_tool(uadd, cause) != 0)
+		return (-1);
+	log_info("tenant %s: account %s made, uid %u", t->name, t->account,
+	    (u_int)t->uid);
+	return (0);
+}
+
+/* Does the account already exist, as t's?  1, 0 (no), -1 (another's). */
+static int
+tenant_exists(const struct tenant *t, char **cause)
+{
+	struct passwd	*pw;
+
+	if ((pw = getpwnam(t->account)) == NULL)
+		return (0);
+	if (pw->pw_uid == t->uid)
+		return (1);
+	xasprintf(cause, "tenant: account %s exists with UID %u, not %u",
+	    t->account, (u_int)pw->pw_uid, (u_int)t->uid);
+	return (-1);
+}
+
+/* A mapped tenant's user: any account but root's. */
+static int
+tenant_mapped(const struct tenant *t, uid_t *uid, gid_t *gid, char **home,
+    char **cause)
+{
+	struct passwd	*pw;
+
+	if ((pw = getpwnam(t->user)) == NULL || pw->pw_uid == 0) {
+		xasprintf(cause, "tenant: %s is mapped to '%s', %s", t->name,
+		    t->user, pw == NULL ? "which is no account here" :
+		    "which is root's");
+		return (-1);
+	}
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	*home = xstrdup(pw->pw_dir);
+	return (1);
+}
+
+/*
+ * The account owner's jobs run as (docs/tenants.md): 1 with its UID, GID
+ * and home (the caller frees it); 0 if they run as the daemon's user; 2
+ * with *cause while its UID is being allocated in the cluster (the caller
+ * waits and asks again); -1 with *cause if it cannot be had.  Makes the
+ * account on its first use here.
+ */
+int
+tenant_account(const char *owner, uid_t *uid, gid_t *gid, char **home,
+    char **cause)
+{
+	struct tenant	*t;
+	const char	*why;
+	int		 rc;
+
+	*home = NULL;
+	if (!tenant_accounts_on(&why) || strcmp(owner, api_me()) == 0)
+		return (0);
+	if ((t = tenant_find(owner)) != NULL && t->user != NULL)
+		return (tenant_mapped(t, uid, gid, home, cause));
+	if (tenant_name_check(owner, cause) != 0)
+		return (-1);
+	t = tenant_get(owner);
+	if (!t->has_uid) {
+		if ((rc = tenant_cluster_uid(t, cause)) != 0)
+			return (rc);
+		if (tenant_pick_uid(t, cause) != 0)
+			return (-1);
+	}
+	if ((rc = tenant_exists(t, cause)) == -1)
+		return (-1);
+	if (rc == 0 && tenant_create(t, cause) != 0)
+		return (-1);
+	if (tenant_home(t, cause) != 0)
+		return (-1);
+	if (t->state != TENANT_ACTIVE) {
+		t->state = TENANT_ACTIVE;
+		tenants_save();
+	}
+	*uid = t->uid;
+	*gid = t->gid;
+	*home = xstrdup(t->home);
+	return (1);
+}
+
+/*
+ * Archives t's home to $GMUX_HOME/tenants/archive/ACCOUNT-YYYYMMDD.tar.gz
+ * (0600), then removes the account and the home.  A mapped tenant's user
+ * is left alone.  Returns 0 or -1 with *cause (nothing removed then).
+ */
+int
+tenant_archive(struct tenant *t, char **cause)
+{
+	struct stat	 st;
+	struct tm	 tm;
+	time_t		 now = (time_t)(clock_ms() / 1000);
+	char		 day[16], *dir, *tar, *base, *parent, *slash;
+	char		*del[] = { "userdel", "-f", t->account, NULL };
+	int		 rc = -1, saved;
+
+	if (t->user != NULL || t->state != TENANT_ACTIVE)
+		return (0);
+	gmtime_r(&now, &tm);
+	strftime(day, sizeof day, "%Y%m%d", &tm);
+	xasprintf(&dir, "%s/tenants/archive", path_home());
+	mkdir_p(dir, 0700);
+	xasprintf(&tar, "%s/%s-%s.tar.gz", dir, t->account, day);
+	parent = xstrdup(t->home);
+	slash = strrchr(parent, '/');
+	*slash = '\0';
+	base = slash + 1;
+	if (lstat(t->home, &st) == 0) {
+		char *argv[] = { "tar", "-czf", tar, "-C", *parent ? parent :
+		    "/", "--", base, NULL };
+		saved = umask(077);
+		rc = tenant_tool(argv, cause);
+		umask(saved);
+		if (rc != 0)
+			goto out;
+	}
+	if (getpwnam(t->account) != NULL && tenant_tool(del, cause) != 0)
+		goto out;
+	confine_remove(t->home);
+	t->state = TENANT_ARCHIVED;
+	log_info("tenant %s: archived to %s, account removed", t->name, tar);
+	rc = 0;
+out:
+	free(parent);
+	free(tar);
+	free(dir);
+	return (rc);
+}

@@ -1,0 +1,483 @@
+"""Tenants (docs/tenants.md, issue 14): an OS account per owner on its first
+job when the daemon is root and TENANT_ACCOUNTS=1, the same UID on every
+member, quotas that wait or refuse with the reason, retention, what every
+job may read, and the owners kept apart.  The accounts made here carry a
+prefix unique to the run and are removed (userdel -r) in teardown; the
+owner-separation half also runs with the daemon as an unprivileged user."""
+
+import json
+import os
+import pwd
+import random
+import shutil
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import Daemon, GMUX, T0, free_port, wait_for, _kill_keepers
+from remotelib import https, https_json
+
+ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not ROOT, reason="accounts need root")
+PREFIX = "gt%04x-" % random.randrange(0x10000)
+
+
+def _accounts():
+    return [p.pw_name for p in pwd.getpwall()
+            if p.pw_name.startswith(PREFIX)]
+
+
+@pytest.fixture(autouse=True)
+def no_accounts_left():
+    yield
+    for name in _accounts():
+        subprocess.run(["userdel", "-r", "-f", name], capture_output=True)
+        subprocess.run(["groupdel", name], capture_output=True)
+    assert _accounts() == []
+
+
+@pytest.fixture
+def host():
+    """make(extra config) -> a started daemon serving TLS with accounts."""
+    made = []
+
+    def make(extra="", accounts=True, clock=False, start=True):
+        h = tempfile.mkdtemp(prefix="gm", dir="/tmp")
+        d = Daemon(h)
+        d.homes = os.path.join(h, "homes")
+        conf = "TENANT_HOME_ROOT=%s\nTENANT_ACCOUNT_PREFIX=%s\n" % (
+            d.homes, PREFIX)
+        if accounts:
+            conf += "TENANT_ACCOUNTS=1\n"
+        with open(os.path.join(h, "config"), "w") as f:
+            f.write(conf + extra)
+        if clock:
+            d.clock = os.path.join(h, "clock")
+            set_clock(d, T0)
+            d.env["GMUX_TEST_CLOCK"] = d.clock
+            d.env["GMUX_TEST_CLOCK_OK"] = "1"
+        made.append(d)
+        if start:
+            d.serve_tls()
+        return d
+    yield make
+    for d in made:
+        d.stop()
+        _kill_keepers(d.home)
+        shutil.rmtree(d.home, ignore_errors=True)
+
+
+def set_clock(d, ms):
+    with open(d.clock + ".tmp", "w") as f:
+        f.write(str(ms))
+    os.rename(d.clock + ".tmp", d.clock)
+
+
+def run(d, token, *argv, **kw):
+    """POST /v1/jobs as token's owner; returns (status, job or error)."""
+    body = dict(dict(argv=list(argv), share="0.25"), **kw)
+    return https_json(d.port, "POST", "/v1/jobs", json.dumps(body).encode(),
+                      token=token)
+
+
+def ended(d, token, jid):
+    wait_for(lambda: https_json(d.port, "GET", "/v1/jobs/" + jid,
+                                token=token)[1]["state"]
+             not in ("queued", "running"), 20, what=jid + " to end")
+    return https_json(d.port, "GET", "/v1/jobs/" + jid, token=token)[1]
+
+
+def output(d, token, jid):
+    """The job's stdout and stderr, as its owner reads them."""
+    st, _, body = https(d.port, "GET", "/v1/jobs/%s/log?raw=1" % jid,
+                        token=token)
+    assert st == 200, (st, body)
+    return body.decode(errors="replace")
+
+
+def tenants(d):
+    return d.json("tenant", "ls", "--json")
+
+
+def tenant(d, name):
+    return next((t for t in tenants(d)["tenants"] if t["name"] == name), None)
+
+
+# -- accounts (root) ----------------------------------------------------------
+
+
+@needs_root
+def test_first_job_makes_a_private_account(host):
+    d = host()
+    alice = d.token_for("alice")
+    st, j = run(d, alice, "sh", "-c", 'id -u; id -G; echo "$HOME"; '
+                'grep NoNewPrivs /proc/self/status')
+    assert st == 201, j
+    assert ended(d, alice, j["id"])["exit_code"] == 0
+    t = tenant(d, "alice")
+    assert t["state"] == "active" and t["account"] == PREFIX + "alice"
+    assert 200000 <= t["uid"] <= 299999 and t["gid"] == t["uid"]
+    pw = pwd.getpwnam(PREFIX + "alice")
+    assert pw.pw_uid == t["uid"] and pw.pw_shell == "/usr/sbin/nologin"
+    assert pw.pw_dir == t["home"] == os.path.join(d.homes, PREFIX + "alice")
+    st_home = os.stat(t["home"])
+    assert stat.S_IMODE(st_home.st_mode) == 0o700
+    assert st_home.st_uid == t["uid"]
+    out = output(d, alice, j["id"]).split("\n")
+    # its uid, no group but its own, its home, no new privileges
+    assert out[0] == str(t["uid"]) and out[1] == str(t["gid"])
+    assert out[2] == t["home"] and out[3].split() == ["NoNewPrivs:", "1"]
+    # kept: a restarted daemon has the same record
+    d.stop()
+    d.start(addr="127.0.0.1:%d" % d.port)
+    assert tenant(d, "alice")["uid"] == t["uid"]
+    assert tenants(d)["accounts"] is True
+
+
+@needs_root
+def test_alice_cannot_reach_what_is_bobs(host):
+    d = host()
+    alice, bob = d.token_for("alice"), d.token_for("bob")
+    st, jb = run(d, bob, "sh", "-c", 'echo bobs-secret > "$HOME/secret"; '
+                 'echo bobs-output; exec sleep 60')
+    assert st == 201, jb
+    home = os.path.join(d.homes, PREFIX + "bob")
+    wait_for(lambda: os.path.exists(os.path.join(home, "secret")), 15,
+             what="bob's secret")
+    # her job, as her account, cannot read his home (uid and jail both)
+    st, ja = run(d, alice, "sh", "-c", "id -un; cat %s/secret || exit 3" %
+                 home)
+    assert st == 201, ja
+    assert ended(d, alice, ja["id"])["exit_code"] == 3
+    out = output(d, alice, ja["id"])
+    assert "bobs-secret" not in out and "Permission denied" in out
+    assert PREFIX + "alice" in out
+    # nor, through the API, his job, log, output, pulls, stop or resize
+    jid = jb["id"]
+    for method, path, body in (
+            ("GET", "/v1/jobs/" + jid, b""),
+            ("GET", "/v1/jobs/%s/log" % jid, b""),
+            ("GET", "/v1/jobs/%s/explain" % jid, b""),
+            ("POST", "/v1/jobs/%s/pull" % jid, b'{"globs":["*"]}'),
+            ("POST", "/v1/jobs/%s/stop" % jid, b""),
+            ("PATCH", "/v1/jobs/" + jid, b'{"share":"0.5"}')):
+        st, _, body = https(d.port, method, path, body, token=alice)
+        assert st in (403, 404), (method, path, st, body)
+        assert b"bobs-output" not in body
+    st, ps = https_json(d.port, "GET", "/v1/jobs?all=1", token=alice)
+    assert st == 200 and [j["owner"] for j in ps] == ["alice"]
+    # her usage is hers alone, and she may not ask for his
+    st, u = https_json(d.port, "GET", "/v1/usage?by=owner", token=alice)
+    assert st == 200 and "bob" not in json.dumps(u)
+    # nor the tenants' routes (the host's socket only)
+    st, j = https_json(d.port, "GET", "/v1/tenants", token=alice)
+    assert st == 403
+    st, j = https_json(d.port, "PATCH", "/v1/tenants/alice",
+                       b'{"jobs": 100}', token=alice)
+    assert st == 403
+    assert https_json(d.port, "GET", "/v1/jobs/" + jid,
+                      token=bob)[1]["state"] == "running"
+    d.gmux("stop", jid, check=0)
+
+
+@needs_root
+def test_a_bad_account_name_is_refused_with_the_reason(host):
+    d = host()
+    r = d.gmux("token", "add", "Bad.Name")
+    assert r.returncode != 0
+    assert b"'Bad.Name' cannot be an account name" in r.stderr
+    assert b"lower-case" in r.stderr
+    r = d.gmux("token", "add", "a" * 40)
+    assert b"32 characters at most" in r.stderr
+    r = d.gmux("tenant", "quota", "Bad.Name", "--jobs", "1")
+    assert r.returncode != 0 and b"cannot be an account name" in r.stderr
+    # an invite made before accounts were on: its job is refused at once
+    assert _accounts() == []
+
+
+@needs_root
+def test_a_removed_tenant_is_gone(host):
+    d = host()
+    alice = d.token_for("alice")
+    st, j = run(d, alice, "sh", "-c", 'echo kept > "$HOME/notes"')
+    assert st == 201
+    ended(d, alice, j["id"])
+    assert PREFIX + "alice" in _accounts()
+    r = d.gmux("tenant", "rm", "alice", check=0)
+    assert b"removed alice" in r.stdout
+    # her token no longer works, her account and home are gone, archived
+    st, _ = https_json(d.port, "GET", "/v1/jobs", token=alice)
+    assert st == 401
+    assert _accounts() == [] and tenant(d, "alice") is None
+    assert not os.path.exists(os.path.join(d.homes, PREFIX + "alice"))
+    arch = os.path.join(d.home, "tenants", "archive")
+    tars = os.listdir(arch)
+    assert len(tars) == 1 and tars[0].startswith(PREFIX + "alice-")
+    assert stat.S_IMODE(os.stat(os.path.join(arch, tars[0])).st_mode) == 0o600
+    listing = subprocess.run(["tar", "-tzf", os.path.join(arch, tars[0])],
+                             capture_output=True, check=True).stdout.decode()
+    assert PREFIX + "alice/notes" in listing
+    # the books keep her
+    u = d.json("usage", "--by", "owner", "--json")
+    assert "alice" in json.dumps(u)
+
+
+@needs_root
+def test_mapped_to_an_existing_account(host):
+    d = host()
+    name = PREFIX + "x"
+    subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", name],
+                   check=True)
+    r = d.gmux("tenant", "map", "carol", "root")
+    assert r.returncode != 0 and b"root's" in r.stderr
+    r = d.gmux("tenant", "map", "carol", "nosuchuser" + PREFIX)
+    assert r.returncode != 0 and b"no account" in r.stderr
+    d.gmux("tenant", "map", "carol", name, check=0)
+    carol = d.token_for("carol")
+    st, j = run(d, carol, "id", "-un")
+    assert st == 201
+    ended(d, carol, j["id"])
+    assert output(d, carol, j["id"]).strip() == name
+    assert tenant(d, "carol")["state"] == "mapped"
+
+
+@needs_root
+def test_over_its_disk_limit_new_jobs_are_refused(host):
+    d = host("TENANT_DISK_EVERY=1\n")
+    alice = d.token_for("alice")
+    d.gmux("tenant", "quota", "alice", "--disk", "1M", check=0)
+    st, j = run(d, alice, "sh", "-c", 'head -c 3000000 /dev/zero > '
+                '"$HOME/big"')
+    assert st == 201
+    ended(d, alice, j["id"])
+    wait_for(lambda: tenant(d, "alice")["disk"]["used"] > 2900000, 15,
+             what="alice's home measured")
+    st, e = run(d, alice, "true")
+    assert st == 409, e
+    assert e["error"].startswith("quota: alice's home holds 2.9M") and \
+        "its limit is 1M (--disk)" in e["error"]
+    out = d.gmux("tenant", "ls", check=0).stdout.decode()
+    assert "2.9M / 1M" in out
+
+
+@needs_root
+def test_an_inactive_tenant_is_archived(host):
+    d = host("TENANT_RETENTION_DAYS=2\n", clock=True)
+    alice = d.token_for("alice")
+    st, j = run(d, alice, "sh", "-c", 'echo x > "$HOME/f"')
+    ended(d, alice, j["id"])
+    uid = tenant(d, "alice")["uid"]
+    set_clock(d, T0 + 86400 * 1000)         # one day: kept
+    set_clock(d, T0 + 3 * 86400 * 1000)     # three: archived
+    wait_for(lambda: tenant(d, "alice")["state"] == "archived", 15,
+             what="alice archived")
+    assert _accounts() == []
+    assert len(os.listdir(os.path.join(d.home, "tenants", "archive"))) == 1
+    # back: the same UID, a fresh account
+    st, j = run(d, alice, "id", "-u")
+    assert st == 201, j
+    ended(d, alice, j["id"])
+    assert output(d, alice, j["id"]).strip() == str(uid)
+    assert tenant(d, "alice")["state"] == "active"
+
+
+# -- published read-only (any user) ------------------------------------------
+
+
+def test_datasets_are_read_only_and_interpreters_named(host, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "set.txt").write_text("imagenet-ish\n")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(data, 0o777)        # the jail alone keeps writes out
+    d = host("DATASETS_DIRECTORIES=%s:/nonexistent\nPYTHON_INTERPRETERS="
+             "py3=/usr/bin/python3, other=/opt/none/bin/python3\n" % data,
+             accounts=False)
+    alice = d.token_for("alice")
+    st, j = run(d, alice, "sh", "-c", "cat %s/set.txt; echo x > %s/new "
+                "|| exit 3" % (data, data))
+    assert st == 201, j
+    assert ended(d, alice, j["id"])["exit_code"] == 3
+    assert output(d, alice, j["id"]).startswith("imagenet-ish\n")
+    assert not (data / "new").exists()
+    # a named interpreter: python is it, first in PATH, in GMUX_PYTHON
+    st, j = run(d, alice, "python", "-c", "import os, sys; print("
+                "sys.executable, os.environ['GMUX_PYTHON'])", python="py3")
+    assert st == 201, j
+    assert ended(d, alice, j["id"])["exit_code"] == 0
+    assert output(d, alice, j["id"]).split() == ["/usr/bin/python3"] * 2
+    st, e = run(d, alice, "python", python="py9")
+    assert st == 422 and e["error"] == ("python: no interpreter 'py9' here "
+                                        "(py3, other)")
+    # the CLI's --python, on this host
+    r = d.gmux("run", "--python", "py3", "--", "python3", "-c",
+               "import sys; print(sys.executable)")
+    assert r.returncode == 0 and r.stdout == b"/usr/bin/python3\n", r
+
+
+# -- quotas (any user) --------------------------------------------------------
+
+
+def test_a_job_over_its_jobs_quota_waits_with_the_reason(host):
+    d = host(accounts=False)
+    assert tenants(d)["accounts"] is False
+    alice = d.token_for("alice")
+    d.gmux("tenant", "quota", "alice", "--jobs", "1", check=0)
+    st, j1 = run(d, alice, "sleep", "60")
+    assert st == 201
+    st, j2 = run(d, alice, "true")
+    assert st == 201 and j2["state"] == "queued"
+    st, e = https_json(d.port, "GET", "/v1/jobs/%s/explain" % j2["id"],
+                       token=alice)
+    assert e["explain"] == ("%s queued: quota: alice runs 1 jobs, its "
+                            "limit (--jobs 1)" % j2["id"])
+    # bob is not held by her quota
+    bob = d.token_for("bob")
+    st, jb = run(d, bob, "true")
+    assert st == 201 and ended(d, bob, jb["id"])["exit_code"] == 0
+    # --nowait is refused instead
+    st, e = run(d, alice, "true", no_wait=True)
+    assert st == 409 and e["error"].startswith("quota: alice runs 1 jobs")
+    # a restarted daemon holds it still
+    d.stop()
+    d.start(addr="127.0.0.1:%d" % d.port)
+    assert d.job(j2["id"])["state"] == "queued"
+    st, e = https_json(d.port, "GET", "/v1/jobs/%s/explain" % j2["id"],
+                       token=alice)
+    assert "quota: alice runs 1 jobs" in e["explain"]
+    https_json(d.port, "POST", "/v1/jobs/%s/stop" % j1["id"], token=alice)
+    assert ended(d, alice, j2["id"])["exit_code"] == 0
+
+
+def test_a_job_that_could_never_fit_its_quota_is_refused(host):
+    d = host(accounts=False)
+    alice = d.token_for("alice")
+    r = d.gmux("tenant", "quota", "alice", "--share", "0.5", "--mem", "10G")
+    assert r.returncode == 0, r.stderr
+    st, e = run(d, alice, "true", share="0.75")
+    assert st == 422 and e["error"] == ("quota: alice's share is 0.5 cards; "
+                                        "the job asks 0.75")
+    st, e = run(d, alice, "true", mem="20G")
+    assert st == 422 and e["error"] == ("quota: alice's memory is 10G; the "
+                                        "job asks 20G")
+    st, j1 = run(d, alice, "sleep", "60", share="0.5")
+    assert st == 201
+    st, j2 = run(d, alice, "true")
+    st, e = https_json(d.port, "GET", "/v1/jobs/%s/explain" % j2["id"],
+                       token=alice)
+    assert "quota: alice's jobs hold its share (--share 0.5)" in e["explain"]
+    https_json(d.port, "POST", "/v1/jobs/%s/stop" % j1["id"], token=alice)
+    assert ended(d, alice, j2["id"])["exit_code"] == 0
+
+
+def test_tenant_commands_check_their_input(host):
+    d = host(accounts=False)
+    for args, what in ((("quota", "alice", "--share", "x"), b"share"),
+                       (("quota", "alice", "--mem", "lots"), b"mem"),
+                       (("quota", "alice", "--jobs", "-1"), b"--jobs"),
+                       (("quota", "alice"), b"--share, --mem"),
+                       (("quota", "a/b", "--jobs", "1"), b"NAME"),
+                       (("frob",), b"ls, quota")):
+        r = d.gmux("tenant", *args)
+        assert r.returncode == 2 and what in r.stderr, (args, r.stderr)
+        assert len(r.stderr.splitlines()) == 1
+    assert d.gmux("tenant", "--help", check=0).stdout.startswith(b"usage:")
+    code, body = d.curl("PATCH", "/v1/tenants/alice", '{"frob": 1}')
+    assert code == 400 and "frob: no such field" in body
+    code, body = d.curl("PATCH", "/v1/tenants/alice", '{"mem": "lots"}')
+    assert code == 400 and json.loads(body)["error"].startswith("mem: ")
+    code, body = d.curl("PATCH", "/v1/tenants/alice", '{"share": "99"}')
+    assert code == 400 and json.loads(body)["error"].startswith("share: ")
+    code, body = d.curl("PUT", "/v1/tenants/alice/user", '{}')
+    assert code == 400 and "user" in body
+    out = d.gmux("tenant", "ls", check=0).stdout.decode()
+    assert out.startswith("accounts: off (TENANT_ACCOUNTS=0)")
+
+
+# -- the owners kept apart, the daemon unprivileged ---------------------------
+
+
+@pytest.mark.skipif(not ROOT or shutil.which("setpriv") is None,
+                    reason="needs root to start a daemon as another user")
+def test_owners_apart_with_an_unprivileged_daemon(host):
+    d = host(accounts=True, start=False)
+    nobody = pwd.getpwnam("nobody")
+    for dirpath, dirs, files in os.walk(d.home):
+        for n in [dirpath] + [os.path.join(dirpath, f) for f in files]:
+            os.chown(n, nobody.pw_uid, nobody.pw_gid)
+    os.chown(d.home, nobody.pw_uid, nobody.pw_gid)
+    d.port = free_port()
+    cmd = ["setpriv", "--reuid=%d" % nobody.pw_uid,
+           "--regid=%d" % nobody.pw_gid, "--clear-groups", GMUX, "serve",
+           "-d", "--fake", "1xH100:80G", "--addr", "127.0.0.1:%d" % d.port]
+    r = subprocess.run(cmd, env=d.env, capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    d.running = d.pid()
+    assert os.stat("/proc/%d" % d.running).st_uid == nobody.pw_uid
+    alice, bob = d.token_for("alice"), d.token_for("bob")
+    st, jb = run(d, bob, "sh", "-c", "echo bobs-output; exec sleep 60")
+    assert st == 201, jb
+    st, ja = run(d, alice, "id", "-u")
+    assert ended(d, alice, ja["id"])["exit_code"] == 0
+    # nothing attempted: her job ran as the daemon's user
+    assert output(d, alice, ja["id"]).strip() == str(nobody.pw_uid)
+    assert _accounts() == []
+    assert tenants(d)["why"] == "the daemon is not root"
+    out = d.gmux("tenant", "ls", check=0).stdout.decode()
+    assert out.startswith("accounts: off (the daemon is not root)")
+    for method, path in (("GET", "/v1/jobs/" + jb["id"]),
+                         ("GET", "/v1/jobs/%s/log" % jb["id"]),
+                         ("POST", "/v1/jobs/%s/stop" % jb["id"])):
+        st, _, body = https(d.port, method, path, token=alice)
+        assert st in (403, 404) and b"bobs-output" not in body
+    st, u = https_json(d.port, "GET", "/v1/usage?by=owner", token=alice)
+    assert "bob" not in json.dumps(u)
+    https(d.port, "POST", "/v1/jobs/%s/stop" % jb["id"], token=bob)
+
+
+# -- the same UID on every member (a real etcd) -------------------------------
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("etcd") is None,
+                    reason="etcd-server is not installed")
+def test_bobs_uid_is_the_same_on_two_members(host):
+    from clusterlib import Etcd
+    e = Etcd(1).start()
+    try:
+        # a UID derived for bob is taken on this cluster by someone else:
+        # the allocation must move on, and both members must agree
+        lo = 200000
+        ds = []
+        for name in ("m1", "m2"):
+            d = host("CLUSTER_MODE=member\nCLUSTER_ID=tn\nETCD=%s\nNAME=%s\n"
+                     "TENANT_UID_RANGE=%d-%d\n" % (e.urls, name, lo, lo + 9),
+                     start=False)
+            d.serve_tls()
+            ds.append(d)
+        taken = _derived(ds[0], "bob")
+        e.put("/gmux/tn/t/byuid/%d" % taken, "someone")
+        uids = []
+        for d in ds:
+            bob = d.token_for("bob")
+            st, j = run(d, bob, "id", "-u")
+            assert st == 201, j
+            assert ended(d, bob, j["id"])["exit_code"] == 0
+            uids.append(int(output(d, bob, j["id"])))
+            assert tenant(d, "bob")["uid"] == uids[-1]
+        assert uids[0] == uids[1] != taken and lo <= uids[0] <= lo + 9
+        keys = e.get_prefix("/gmux/tn/t/")
+        assert json.loads(keys["/gmux/tn/t/uid/bob"]) == {"uid": uids[0]}
+        assert keys["/gmux/tn/t/byuid/%d" % uids[0]] == "bob"
+    finally:
+        e.stop()
+
+
+def _derived(d, name):
+    """The UID a standalone host derives for name (docs/tenants.md)."""
+    h = 2166136261
+    for c in name.encode():
+        h = ((h ^ c) * 16777619) & 0xffffffff
+    return 200000 + h % 10
