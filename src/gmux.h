@@ -289,6 +289,8 @@ int		 jobspec_time(const char *, int64_t *, char **);
 #define JOB_REQUEUE	0x4
 #define JOB_NOWAIT	0x8
 #define JOB_PULL	0x10	/* the client will pull (a remote job) */
+#define JOB_TERM	0x20	/* a terminal: a tmux session (gmux shell) */
+#define JOBREQ_PUBLISH_MAX 16
 struct jobreq {
 	char		**argv;
 	char		**env;
@@ -311,6 +313,9 @@ struct jobreq {
 	char		 *key;		/* idempotency_key: a retry's job is
 					   the first's (per owner) */
 	struct jobspec	  spec;		/* placement directives */
+	u_int		  publish[JOBREQ_PUBLISH_MAX]; /* ports its owner
+					   may reach (docs/terminals.md) */
+	u_int		  npublish;
 };
 #define JOBREQ_KEY_MAX	64
 #define JOBREQ_KEY_RULE	"1 to 64 letters, digits, '.', '_', ':' or '-'"
@@ -321,6 +326,14 @@ int		 jobreq_patch_from_json(json_t *, struct jobreq *, char **);
 json_t		*jobreq_to_json(const struct jobreq *);
 int		 jobreq_key_ok(const char *);
 int		 jobreq_from_saved(json_t *, struct jobreq *, char **);
+
+/* term.c: a terminal job's side, published ports (docs/terminals.md) */
+struct job;
+struct jail_spec;
+int		 term_publish_from_json(json_t *, u_int *, u_int *, char **);
+void		 term_publish_to_json(json_t *, int, const u_int *, u_int);
+int		 term_job_prepare(const struct job *, struct jail_spec *,
+		     char ***, char **);
 
 /* http.c: the client's HTTP/1.1 response parser */
 struct http_resp {
@@ -1092,6 +1105,7 @@ struct jail_spec {
 	char		**exec;		/* to read and run: the shim */
 	char		**rw;		/* to read and write: the region */
 	char		**sockets;	/* more dirs of its own: MPS's pipes */
+	char		**devs;		/* devices to use: a terminal's */
 	int		  loopback;	/* REMOTE_LOOPBACK: host loopback */
 };
 const char	*jail_path(void);
@@ -1587,6 +1601,8 @@ void		 api_job_patch(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_job_explain(struct evhttp_request *, const char *,
 		     const struct api_who *);
+struct job	*api_job_lookup(struct evhttp_request *, const char *,
+		     const struct api_who *);
 int		 api_stop_body(struct evhttp_request *, int64_t *, int *,
 		     json_t **);
 
@@ -1681,6 +1697,11 @@ void		 api_join(struct evhttp_request *, const char *,
 void		 api_tasks_connect(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_workers_list(struct evhttp_request *, const char *,
+		     const struct api_who *);
+/* api-term.c: terminals and ports (docs/terminals.md) */
+void		 api_job_terminal(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_port(struct evhttp_request *, const char *,
 		     const struct api_who *);
 
 /* ui.c, ui-events.c, ui-usage.c: the dashboard's routes (docs/ui.md) */
@@ -1894,6 +1915,8 @@ extern const struct cmd_entry cmd_submit_entry;
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_queue_entry;
 extern const struct cmd_entry cmd_workers_entry;
+extern const struct cmd_entry cmd_shell_entry;
+extern const struct cmd_entry cmd_port_entry;
 extern const struct cmd_entry cmd_ui_entry;
 extern const struct cmd_entry cmd_completion_entry;
 extern const struct cmd_entry cmd_doctor_entry;

@@ -345,6 +345,7 @@ job_start(struct job *j, char **cause)
 	struct overlay		*ov = NULL;
 	char			*dir, *path, *out_path = NULL;
 	char			*err_path = NULL, *in_path = NULL;
+	char			**term_argv = NULL;
 	int			 rc = -1, fd;
 
 	/* Confined when it came, confined now, or not started at all. */
@@ -388,6 +389,11 @@ job_start(struct job *j, char **cause)
 		s.cwd = js.work;
 		s.jail = &js;
 	}
+	if ((j->req.flags & JOB_TERM) &&
+	    term_job_prepare(j, &js, &term_argv, cause) != 0)
+		goto out;
+	if (term_argv != NULL)
+		s.argv = term_argv;
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
 	if (jobspec_host_paths(j, &out_path, &err_path, cause) != 0)
@@ -416,6 +422,7 @@ job_start(struct job *j, char **cause)
 		enforce_forget(j->id);
 out:
 	strv_free(s.env);
+	strv_free(term_argv);
 	free(out_path);
 	free(err_path);
 	free(in_path);
@@ -837,6 +844,7 @@ job_to_json(const struct job *j)
 	json_object_set_new(o, "audit", j->audit ? json_string(j->audit) :
 	    json_null());
 	jobspec_to_json(&j->req.spec, o);
+	term_publish_to_json(o, j->req.flags, j->req.publish, j->req.npublish);
 	if (j->req.spec.array_of != 0) {
 		json_object_set_new(o, "array_job", json_sprintf("j%u",
 		    j->req.spec.array_of));
