@@ -174,12 +174,13 @@ shell_relay(struct conn *c, const char *job)
 	if (tty && tcgetattr(STDIN_FILENO, &saved) == 0) {
 		raw = saved;
 		cfmakeraw(&raw);
-		tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw);
+		/* TCSANOW: keys typed before the attach are kept */
+		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
 	} else
 		tty = 0;
 	code = term_relay(c, STDIN_FILENO, STDOUT_FILENO, &cause);
 	if (tty)
-		tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
+		tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
 	conn_close(c);
 	if (code == -2) {
 		fprintf(stderr, "\r\ngmux shell: %s: %s (gmux shell %s "
@@ -190,6 +191,11 @@ shell_relay(struct conn *c, const char *job)
 	if (code == -1) {
 		fprintf(stderr, "\r\ngmux: detached from %s (gmux shell %s "
 		    "attaches again)\n", job, job);
+		return (0);
+	}
+	if (code == -3) {
+		fprintf(stderr, "\r\ngmux: the session of %s has ended\n",
+		    job);
 		return (0);
 	}
 	return (code);

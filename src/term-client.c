@@ -262,6 +262,29 @@ tc_keys(int in, struct tc_buf *out)
 }
 
 /*
+ * The exit frame: *code is the session's status, -1 for a detach, -3 for
+ * an end of unknown status.  Returns 1, or -1 with *cause if the daemon
+ * could not attach.
+ */
+static int
+tc_exit(const struct term_frame *f, int *code, char **cause)
+{
+	json_t		*o, *v;
+	const char	*reason, *error;
+
+	o = json_loadb((const char *)f->data, f->len, 0, NULL);
+	reason = json_string_value(json_object_get(o, "reason"));
+	error = json_string_value(json_object_get(o, "error"));
+	*code = reason != NULL && strcmp(reason, "ended") == 0 ? -3 : -1;
+	if (json_is_integer(v = json_object_get(o, "exit_code")))
+		*code = (int)json_integer_value(v);
+	if (error != NULL)
+		*cause = xstrdup(error);
+	json_decref(o);
+	return (*cause != NULL ? -1 : 1);
+}
+
+/*
  * Runs the frames in b: screen bytes to out.  Returns 1 once an exit frame
  * came (its exit status in *code, -1 for a detach), -1 with *cause on
  * broken framing, else 0.
@@ -270,24 +293,13 @@ static int
 tc_frames(struct tc_buf *b, int out, int *code, char **cause)
 {
 	struct term_frame	 f;
-	json_t			*o;
 	ssize_t			 n;
 
 	while ((n = term_frame_parse(b->data, b->len, &f, cause)) > 0) {
 		if (f.type == TERM_DATA)
 			write_all(out, f.data, f.len);
-		else if (f.type == TERM_EXIT) {
-			o = json_loadb((const char *)f.data, f.len, 0, NULL);
-			*code = -1;
-			if (json_is_integer(json_object_get(o, "exit_code")))
-				*code = (int)json_integer_value(
-				    json_object_get(o, "exit_code"));
-			if (json_string_value(json_object_get(o, "error")))
-				xasprintf(cause, "%s", json_string_value(
-				    json_object_get(o, "error")));
-			json_decref(o);
-			return (*cause != NULL ? -1 : 1);
-		}
+		else if (f.type == TERM_EXIT)
+			return (tc_exit(&f, code, cause));
 		tc_buf_drain(b, (size_t)n);
 	}
 	return (n < 0 ? -1 : 0);
@@ -340,7 +352,8 @@ tc_winch_setup(void)
 /*
  * Relays the terminal (in: the keyboard, out: the screen) over c until
  * the daemon sends its exit frame.  Returns the session's exit status, -1
- * for a detach, or -2 with *cause (the connection broke).
+ * for a detach, -3 for an end of unknown status (a stop), or -2 with
+ * *cause (the connection broke).
  */
 int
 term_relay(struct conn *c, int in, int out, char **cause)

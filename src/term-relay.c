@@ -46,6 +46,8 @@ struct relay {
 	struct winsize		 ws;
 	pid_t			 pid;
 	int			 closing;	/* x sent: close once flushed */
+	char			 tail[128];	/* the screen's last bytes */
+	size_t			 taillen;
 };
 
 static void	relay_client_read(struct bufferevent *, void *);
@@ -120,6 +122,27 @@ relay_ended(struct relay *r)
 	return (code);
 }
 
+/* Keeps the last bytes of the screen: the tmux client's last words. */
+static void
+relay_tail(struct relay *r, const u_char *buf, size_t n)
+{
+	size_t	 keep = sizeof r->tail - 1;
+
+	if (n >= keep) {
+		memcpy(r->tail, buf + n - keep, keep);
+		r->taillen = keep;
+	} else {
+		if (r->taillen + n > keep) {
+			memmove(r->tail, r->tail + r->taillen + n - keep,
+			    keep - n);
+			r->taillen = keep - n;
+		}
+		memcpy(r->tail + r->taillen, buf, n);
+		r->taillen += n;
+	}
+	r->tail[r->taillen] = '\0';
+}
+
 /* The session's screen, framed to the client. */
 static void
 relay_pty_read(struct bufferevent *bev, void *arg)
@@ -129,8 +152,10 @@ relay_pty_read(struct bufferevent *bev, void *arg)
 	u_char		 buf[TERM_FRAME_MAX];
 	int		 n;
 
-	while ((n = evbuffer_remove(in, buf, sizeof buf)) > 0)
+	while ((n = evbuffer_remove(in, buf, sizeof buf)) > 0) {
 		relay_send(r, TERM_DATA, buf, (size_t)n);
+		relay_tail(r, buf, (size_t)n);
+	}
 	if (evbuffer_get_length(bufferevent_get_output(r->bev)) > RELAY_HIGH)
 		bufferevent_disable(bev, EV_READ);
 }
@@ -146,8 +171,16 @@ relay_pty_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	relay_pty_read(bev, r);
 	r->pid = -1;
+	/*
+	 * Its command exited (cmd.sh wrote its status), or the tmux client
+	 * says why it left: "[detached (from session gmux)]" when it was
+	 * detached, "[server exited]" at a stop.
+	 */
 	code = relay_ended(r);
-	relay_exit(r, code >= 0 ? "ended" : "detached", code, NULL);
+	if (code < 0 && memmem(r->tail, r->taillen, "[detached", 9) != NULL)
+		relay_exit(r, "detached", -1, NULL);
+	else
+		relay_exit(r, "ended", code, NULL);
 }
 
 static void
@@ -228,25 +261,13 @@ relay_spawn(struct relay *r, char **cause)
 	return (0);
 }
 
-/*
- * Is the session's server there?  Its command has started (cmd.sh says
- * so), or its socket answers.  A server of tmux -D loads its conf, and so
- * makes the session, only once a first client comes: this attach may be
- * it (the client's command runs after the conf's).
- */
+/* Does the session's server answer on its socket? */
 static int
-relay_ready(struct relay *r)
+relay_listening(struct relay *r)
 {
 	struct sockaddr_un	 sun;
-	struct stat		 st;
-	char			*path;
 	int			 ok, fd, dfd;
 
-	xasprintf(&path, "%s/ready", r->dir);
-	ok = stat(path, &st) == 0;
-	free(path);
-	if (ok)
-		return (1);
 	if ((dfd = open(r->dir, O_PATH|O_DIRECTORY|O_CLOEXEC)) == -1)
 		return (0);
 	memset(&sun, 0, sizeof sun);
@@ -259,6 +280,25 @@ relay_ready(struct relay *r)
 		close(fd);
 	close(dfd);
 	return (ok);
+}
+
+/*
+ * Is the session's server there?  Its command has started (cmd.sh says
+ * so), or its socket answers.  A server of tmux -D loads its conf, and so
+ * makes the session, only once a first client comes: this attach may be
+ * it (the client's command runs after the conf's).
+ */
+static int
+relay_ready(struct relay *r)
+{
+	struct stat	 st;
+	char		*path;
+	int		 ok;
+
+	xasprintf(&path, "%s/ready", r->dir);
+	ok = stat(path, &st) == 0;
+	free(path);
+	return (ok || relay_listening(r));
 }
 
 /* Waits for the session, then attaches; the client's frames wait too. */

@@ -81,14 +81,20 @@ def terms():
         t.close()
 
 
-def started(t):
-    return t.wait(r"gmux: shell (\S+:)?(j\d+) ").group(2)
+def started(d, t=None):
+    """The terminal job a gmux shell just started on d's daemon (its line
+    on the screen may be gone already under the session's), once t (if
+    given) shows the session (tmux's status line)."""
+    if t is not None:
+        t.wait(r"\[gmux\] ")
+    return wait_for(lambda: [j["id"] for j in d.json("ps", "--json")
+                             if j.get("terminal")], what="the shell's job")[-1]
 
 
 def test_shell_types_a_command_and_sees_its_output(daemon, terms):
     daemon.start()
     t = terms(daemon.env, "shell", "--share", "0.25", "--", *SHELL)
-    jid = started(t)
+    jid = started(daemon, t)
     t.keys("echo hello-$((6*7))", "Enter")
     t.wait(r"(?m)^hello-42$")
     # gmux ps lists the shell like any job: its share, its command
@@ -109,23 +115,23 @@ def test_shell_types_a_command_and_sees_its_output(daemon, terms):
 def test_window_size_changes_reach_the_session(daemon, terms):
     daemon.start()
     t = terms(daemon.env, "shell", "--", *SHELL)
-    started(t)
-    t.keys("stty size", "Enter")
-    t.wait(r"(?m)^29 100$")     # 30 rows, less tmux's status line
-    t.tmux("resize-window", "-t", "c", "-x", "90", "-y", "20")
+    started(daemon, t)
 
-    def resized():      # asked again until the new size has gone through
+    def size_is(want):  # asked again until the size has gone through
         t.keys("clear; stty size", "Enter")
         return wait_for(lambda: re.search(r"(?m)^\d+ \d+$", t.screen()),
-                        what="stty's answer").group(0) == "19 90"
-    wait_for(resized, step=0.2, what="the session to be 90x19")
+                        what="stty's answer").group(0) == want
+    # 30 rows, less tmux's status line
+    wait_for(lambda: size_is("29 100"), step=0.2, what="100x29")
+    t.tmux("resize-window", "-t", "c", "-x", "90", "-y", "20")
+    wait_for(lambda: size_is("19 90"), step=0.2, what="90x19")
 
 
 def test_kill9_of_the_client_leaves_the_session_to_attach_again(daemon,
                                                                 terms):
     daemon.start()
     t = terms(daemon.env, "shell", "--", *SHELL)
-    jid = started(t)
+    jid = started(daemon, t)
     t.keys("clear; echo marker-$((1+1)); i=0; while :; do i=$((i+1)); "
            "printf 'tick-%d\\r' $i; sleep 0.1; done", "Enter")
     seen = int(t.wait(r"tick-(\d+)").group(1))
@@ -182,7 +188,7 @@ def test_remote_shell_over_tls_and_another_owner_is_refused(
     alice = remote_client(d, make_client, "alice")
     bob = remote_client(d, make_client, "bob")
     t = terms(alice.env, "shell", "--share", "0.25", "--", *SHELL)
-    jid = started(t)
+    jid = started(d, t)
     t.keys("echo remote-$((6*7)) $(id -u)", "Enter")
     t.wait(r"(?m)^remote-42 %d$" % os.getuid())
     j = d.job(jid)
@@ -281,3 +287,51 @@ def test_port_forwards_over_tls_only_for_its_owner(make_daemon,
     assert (r.returncode, r.stderr.decode()) == (
         1, "gmux port: %s is alice's\n" % jid)
     d.gmux("stop", jid, check=0)
+
+
+def test_a_stop_ends_the_attached_shell(daemon, terms):
+    daemon.start()
+    t = terms(daemon.env, "shell", "--", *SHELL)
+    jid = started(daemon, t)
+    t.keys("echo up", "Enter")
+    t.wait(r"(?m)^up$")
+    daemon.gmux("stop", jid, check=0)
+    t.wait(r"the session of %s has ended\s+CLIENT-EXIT=0" % jid)
+    assert daemon.job(jid)["state"] == "stopped"
+
+
+def test_the_session_outlives_a_daemon_kill9(daemon, terms):
+    daemon.start()
+    t = terms(daemon.env, "shell", "--", *SHELL)
+    jid = started(daemon, t)
+    t.keys("echo before-$((2*3))", "Enter")
+    t.wait(r"(?m)^before-6$")
+    daemon.kill9()
+    t.wait(r"CLIENT-EXIT=1")        # its connection was lost
+    daemon.start()
+    daemon.wait_state(jid, "running")
+    t2 = terms(daemon.env, "shell", jid)
+    t2.wait(r"(?m)^before-6$")
+    t2.keys("echo after-$((3*3))", "Enter")
+    t2.wait(r"(?m)^after-9$")
+    t2.keys("exit 0", "Enter")
+    t2.wait(r"CLIENT-EXIT=0")
+    daemon.wait_state(jid, "exited")
+
+
+def test_a_fenced_shell_runs_under_its_fence(daemon, terms):
+    daemon.start()
+    t = terms(daemon.env, "shell", "--allow", "127.0.0.1:9", "--",
+              *SHELL)
+    jid = started(daemon, t)
+    t.keys("echo fenced-$((5*5))", "Enter")
+    t.wait(r"(?m)^fenced-25$")
+    j = daemon.job(jid)
+    assert j["fence"] == "allow 127.0.0.1:9"
+    # a connect the fence does not allow is refused inside the session
+    t.keys("(exec 3<>/dev/tcp/127.0.0.1/%d) 2>/dev/null; echo rc=$?"
+           % free_port(), "Enter")
+    t.wait(r"(?m)^rc=1$")
+    wait_for(lambda: daemon.job(jid).get("refused", 0) >= 1,
+             what="the refusal to be counted")
+    daemon.gmux("stop", jid, check=0)
