@@ -219,6 +219,8 @@ struct frame {
 };
 size_t		 frame_header(u_char *, u_char, uint32_t);
 uint32_t	 frame_len(const u_char *);
+ssize_t		 frame_take(const void *, size_t, uint32_t, uint32_t *,
+		     char **);
 ssize_t		 frame_parse(const void *, size_t, struct frame *, char **);
 int		 frame_counts(u_char);
 

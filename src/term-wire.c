@@ -19,6 +19,7 @@ term_frame_parse(const void *buf, size_t len, struct term_frame *f,
 {
 	const u_char	*p = buf;
 	uint32_t	 n;
+	ssize_t		 r;
 
 	if (len < FRAME_HDR)
 		return (0);
@@ -26,17 +27,12 @@ term_frame_parse(const void *buf, size_t len, struct term_frame *f,
 		xasprintf(cause, "bad frame type %u", p[0]);
 		return (-1);
 	}
-	n = frame_len(p);
-	if (n > TERM_FRAME_MAX) {
-		xasprintf(cause, "frame of %u bytes is too large", n);
-		return (-1);
+	if ((r = frame_take(buf, len, TERM_FRAME_MAX, &n, cause)) > 0) {
+		f->type = p[0];
+		f->len = n;
+		f->data = p + FRAME_HDR;
 	}
-	if (len - FRAME_HDR < n)
-		return (0);
-	f->type = p[0];
-	f->len = n;
-	f->data = p + FRAME_HDR;
-	return ((ssize_t)(FRAME_HDR + n));
+	return (r);
 }
 
 /* A window frame's size: columns and rows, each 1 to TERM_SIZE_MAX. */
