@@ -144,6 +144,13 @@ term_job_prepare(const struct job *j, struct jail_spec *js, char ***argv,
 	strv_add(argv, dir);
 	if (js != NULL && js->work != NULL) {
 		strv_add(&js->sockets, dir);
+		/*
+		 * XXX the panes' slaves are opened by path (even through
+		 * TIOCGPTPEER, Landlock checks the open), so /dev/pts goes
+		 * whole: other jobs' terminals of this user are in reach
+		 * (docs/terminals.md, "Limits").  A devpts instance of the
+		 * job's own, in its mount namespace, would close it.
+		 */
 		strv_add(&js->devs, "/dev/ptmx");
 		strv_add(&js->devs, "/dev/pts");
 	}
