@@ -223,6 +223,12 @@ BENCHES += $(O)/bench/tenant-disk
 # -- tasks: the broker behind Python's @mesh (issue 13)
 SRCS += src/task-broker.c src/task-spool.c src/task-conn.c src/api-task.c
 SRCS += src/cmd-workers.c
+# -- terminals and published ports (issue 17): docs/terminals.md
+SRCS += src/term.c src/term-wire.c src/term-relay.c src/term-port.c
+SRCS += src/term-client.c src/api-term.c src/cmd-shell.c src/cmd-port.c
+TERM_SRCS = src/term.c src/term-wire.c src/term-relay.c src/term-port.c \
+	src/term-client.c src/api-term.c src/cmd-shell.c src/cmd-port.c
+$(TERM_SRCS:%.c=$(O)/%.o) $(TERM_SRCS:%.c=$(O)/fuzz/%.o): src/term-int.h
 $(O)/src/task-broker.o $(O)/src/task-spool.o $(O)/src/task-conn.o \
     $(O)/src/api-task.o: src/task-int.h
 

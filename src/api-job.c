@@ -33,7 +33,8 @@ api_jobs_list(struct evhttp_request *req, const char *id,
 	json_decref(a);
 }
 
-static struct job *
+/* The job id names, if who may see it; else NULL, answered (400-404). */
+struct job *
 api_job_lookup(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {

@@ -31,6 +31,8 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_tenant_entry,
 	&cmd_cluster_entry,
 	&cmd_workers_entry,
+	&cmd_shell_entry,
+	&cmd_port_entry,
 	&cmd_version_entry,
 	&cmd_doctor_entry,
 	&cmd_setup_entry,

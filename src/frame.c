@@ -36,6 +36,27 @@ frame_counts(u_char type)
 }
 
 /*
+ * The size of the frame at the start of buf (its header's type already
+ * checked by the caller): FRAME_HDR + its payload, 0 if more bytes are
+ * needed, or -1 with *cause if its length is over max.  *n is the length.
+ */
+ssize_t
+frame_take(const void *buf, size_t len, uint32_t max, uint32_t *n,
+    char **cause)
+{
+	if (len < FRAME_HDR)
+		return (0);
+	*n = frame_len(buf);
+	if (*n > max) {
+		xasprintf(cause, "frame of %u bytes is too large", *n);
+		return (-1);
+	}
+	if (len - FRAME_HDR < *n)
+		return (0);
+	return ((ssize_t)(FRAME_HDR + *n));
+}
+
+/*
  * Parses one frame at the start of buf.  Returns its whole size, 0 if more
  * bytes are needed, or -1 with *cause if the framing is broken.
  */
@@ -44,6 +65,7 @@ frame_parse(const void *buf, size_t len, struct frame *f, char **cause)
 {
 	const u_char	*p = buf;
 	uint32_t	 n;
+	ssize_t		 r;
 
 	if (len < FRAME_HDR)
 		return (0);
@@ -51,15 +73,10 @@ frame_parse(const void *buf, size_t len, struct frame *f, char **cause)
 		xasprintf(cause, "bad frame type %u", p[0]);
 		return (-1);
 	}
-	n = frame_len(p);
-	if (n > FRAME_MAX) {
-		xasprintf(cause, "frame of %u bytes is too large", n);
-		return (-1);
+	if ((r = frame_take(buf, len, FRAME_MAX, &n, cause)) > 0) {
+		f->type = p[0];
+		f->len = n;
+		f->data = (const char *)p + FRAME_HDR;
 	}
-	if (len - FRAME_HDR < n)
-		return (0);
-	f->type = p[0];
-	f->len = n;
-	f->data = (const char *)p + FRAME_HDR;
-	return ((ssize_t)(FRAME_HDR + n));
+	return (r);
 }

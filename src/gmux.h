@@ -220,6 +220,8 @@ struct frame {
 };
 size_t		 frame_header(u_char *, u_char, uint32_t);
 uint32_t	 frame_len(const u_char *);
+ssize_t		 frame_take(const void *, size_t, uint32_t, uint32_t *,
+		     char **);
 ssize_t		 frame_parse(const void *, size_t, struct frame *, char **);
 int		 frame_counts(u_char);
 
@@ -292,6 +294,8 @@ int		 jobspec_time(const char *, int64_t *, char **);
 #define JOB_NOWAIT	0x8
 #define JOB_PULL	0x10	/* the client will pull (a remote job) */
 #define JOB_TASK_WORKER	0x20	/* a @mesh worker: reaches the broker */
+#define JOB_TERM	0x40	/* a terminal: a tmux session (gmux shell) */
+#define JOBREQ_PUBLISH_MAX 16
 struct jobreq {
 	char		**argv;
 	char		**env;
@@ -314,6 +318,9 @@ struct jobreq {
 	char		 *key;		/* idempotency_key: a retry's job is
 					   the first's (per owner) */
 	struct jobspec	  spec;		/* placement directives */
+	u_int		  publish[JOBREQ_PUBLISH_MAX]; /* ports its owner
+					   may reach (docs/terminals.md) */
+	u_int		  npublish;
 };
 #define JOBREQ_KEY_MAX	64
 #define JOBREQ_KEY_RULE	"1 to 64 letters, digits, '.', '_', ':' or '-'"
@@ -324,6 +331,14 @@ int		 jobreq_patch_from_json(json_t *, struct jobreq *, char **);
 json_t		*jobreq_to_json(const struct jobreq *);
 int		 jobreq_key_ok(const char *);
 int		 jobreq_from_saved(json_t *, struct jobreq *, char **);
+
+/* term.c: a terminal job's side, published ports (docs/terminals.md) */
+struct job;
+struct jail_spec;
+int		 term_publish_from_json(json_t *, u_int *, u_int *, char **);
+void		 term_publish_to_json(json_t *, int, const u_int *, u_int);
+int		 term_job_prepare(const struct job *, struct jail_spec *,
+		     char ***, char **);
 
 /* http.c: the client's HTTP/1.1 response parser */
 struct http_resp {
@@ -1115,6 +1130,7 @@ struct jail_spec {
 	char		**exec;		/* to read and run: the shim */
 	char		**rw;		/* to read and write: the region */
 	char		**sockets;	/* more dirs of its own: MPS's pipes */
+	char		**devs;		/* devices to use: a terminal's */
 	int		  loopback;	/* REMOTE_LOOPBACK: host loopback */
 };
 const char	*jail_path(void);
@@ -1637,6 +1653,8 @@ void		 api_job_patch(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_job_explain(struct evhttp_request *, const char *,
 		     const struct api_who *);
+struct job	*api_job_lookup(struct evhttp_request *, const char *,
+		     const struct api_who *);
 int		 api_stop_body(struct evhttp_request *, int64_t *, int *,
 		     json_t **);
 
@@ -1749,6 +1767,11 @@ void		 api_tasks_connect(struct evhttp_request *, const char *,
 void		 api_workers_list(struct evhttp_request *, const char *,
 		     const struct api_who *);
 int		 task_worker_job(struct jobreq *, char **);
+/* api-term.c: terminals and ports (docs/terminals.md) */
+void		 api_job_terminal(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_job_port(struct evhttp_request *, const char *,
+		     const struct api_who *);
 
 /* ui.c, ui-events.c, ui-usage.c: the dashboard's routes (docs/ui.md) */
 extern int	 ui_on;
@@ -1964,6 +1987,8 @@ extern const struct cmd_entry cmd_submit_entry;
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_queue_entry;
 extern const struct cmd_entry cmd_workers_entry;
+extern const struct cmd_entry cmd_shell_entry;
+extern const struct cmd_entry cmd_port_entry;
 extern const struct cmd_entry cmd_ui_entry;
 int		 cmd_cluster_queue(int);	/* gmux queue on a member */
 extern const struct cmd_entry cmd_completion_entry;

@@ -262,6 +262,9 @@ jail_grant_own(struct jail_build *b, const struct jail_spec *s, char **cause)
 		landlock_allow(b->j->ruleset, b->abi, s->sockets[i], JAIL_RW);
 		strv_add(&b->j->sockets, s->sockets[i]);
 	}
+	for (i = 0; s->devs != NULL && s->devs[i] != NULL; i++)
+		landlock_allow(b->j->ruleset, b->abi, s->devs[i],
+		    JAIL_DEV|LANDLOCK_LIST);
 	return (0);
 }
 
@@ -341,6 +344,7 @@ jail_spec_clear(struct jail_spec *s)
 	strv_free(s->exec);
 	strv_free(s->rw);
 	strv_free(s->sockets);
+	strv_free(s->devs);
 	memset(s, 0, sizeof *s);
 }
 

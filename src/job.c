@@ -386,6 +386,7 @@ job_start(struct job *j, char **cause)
 	struct overlay		*ov = NULL;
 	char			*dir, *path, *out_path = NULL;
 	char			*err_path = NULL, *in_path = NULL;
+	char			**term_argv = NULL;
 	int			 rc = -1, fd;
 
 	/* Confined when it came, confined now, or not started at all. */
@@ -429,6 +430,11 @@ job_start(struct job *j, char **cause)
 		s.cwd = js.work;
 		s.jail = &js;
 	}
+	if ((j->req.flags & JOB_TERM) &&
+	    term_job_prepare(j, &js, &term_argv, cause) != 0)
+		goto out;
+	if (term_argv != NULL)
+		s.argv = term_argv;
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
 	if (job_account_of(j, &s, &js, cause) != 0 ||
@@ -463,6 +469,7 @@ out:
 	if (s.argv != j->req.argv)
 		strv_free(s.argv);	/* its interpreter's (tenant_publish) */
 	strv_free(s.env);
+	strv_free(term_argv);
 	free(out_path);
 	free(err_path);
 	free(in_path);
@@ -884,6 +891,7 @@ job_to_json(const struct job *j)
 	json_object_set_new(o, "audit", j->audit ? json_string(j->audit) :
 	    json_null());
 	jobspec_to_json(&j->req.spec, o);
+	term_publish_to_json(o, j->req.flags, j->req.publish, j->req.npublish);
 	if (j->req.spec.array_of != 0) {
 		json_object_set_new(o, "array_job", json_sprintf("j%u",
 		    j->req.spec.array_of));

@@ -288,6 +288,11 @@ field_from_json(const char *k, json_t *v, struct jobreq *r, char **cause)
 	if (strcmp(k, "task_worker") == 0)
 		return (flag_from_json(v, k, JOB_TASK_WORKER, &r->flags,
 		    cause));
+	if (strcmp(k, "terminal") == 0)
+		return (flag_from_json(v, k, JOB_TERM, &r->flags, cause));
+	if (strcmp(k, "publish") == 0)
+		return (term_publish_from_json(v, r->publish, &r->npublish,
+		    cause));
 	if (strcmp(k, "umask") == 0) {
 		if (int_from_json(v, k, 0, 0777, &n, cause) != 0)
 			return (-1);
@@ -340,6 +345,11 @@ jobreq_from_json(json_t *o, struct jobreq *r, char **cause)
 	fence_free(r->fence);
 	if (fence_from_json(o, &r->fence, cause) != 0)
 		return (-1);
+	if (r->npublish != 0 && r->fence != NULL && r->fence->deny_net) {
+		xasprintf(cause, "publish: a job with deny_net has its own "
+		    "loopback, not the host's: it cannot publish ports");
+		return (-1);
+	}
 	if (r->manifest != NULL && r->cwd != NULL) {
 		xasprintf(cause, "manifest: a job runs in its synced tree or "
 		    "in cwd, not both");
@@ -458,6 +468,7 @@ jobreq_to_json(const struct jobreq *r)
 		json_object_set_new(o, "pull", json_true());
 	if (r->flags & JOB_TASK_WORKER)
 		json_object_set_new(o, "task_worker", json_true());
+	term_publish_to_json(o, r->flags, r->publish, r->npublish);
 	if (r->umask >= 0)
 		json_object_set_new(o, "umask", json_integer(r->umask));
 	fence_to_json(r->fence, o);

@@ -44,6 +44,8 @@ static int	runopt_chdir(json_t *, const struct runopt *, const char *,
 		    char **);
 static int	runopt_array(json_t *, const struct runopt *, const char *,
 		    char **);
+static int	runopt_port(json_t *, const struct runopt *, const char *,
+		    char **);
 
 struct runopt {
 	const char	*name;		/* the long flag, without -- */
@@ -84,6 +86,7 @@ static const struct runopt runopts[] = {
 	{ "python", 1, runopt_word, "python", 0, 0 },
 	{ "nodes", 1, runopt_uint, "nodes", 1, 1024 },
 	{ "array", 1, runopt_array, "array", 0, 0 },
+	{ "publish", 1, runopt_port, "publish", 1, 65535 },
 };
 
 /*
@@ -204,6 +207,23 @@ runopt_uint(json_t *o, const struct runopt *r, const char *v, char **cause)
 	if (parse_uint(v, r->min, r->max, &n, cause) != 0)
 		return (-1);
 	json_object_set_new(o, r->key, json_integer(n));
+	return (0);
+}
+
+/* A port to publish, added to the request's list (docs/terminals.md). */
+static int
+runopt_port(json_t *o, const struct runopt *r, const char *v, char **cause)
+{
+	json_t	*a;
+	u_int	 n;
+
+	if (parse_uint(v, r->min, r->max, &n, cause) != 0)
+		return (-1);
+	if ((a = json_object_get(o, r->key)) == NULL) {
+		a = json_array();
+		json_object_set_new(o, r->key, a);
+	}
+	json_array_append_new(a, json_integer(n));
 	return (0);
 }
 

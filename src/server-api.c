@@ -71,6 +71,9 @@ static const struct route routes[] = {
 	/* tasks (issue 13): docs/tasks.md */
 	{ EVHTTP_REQ_GET, "/v1/tasks/connect", api_tasks_connect },
 	{ EVHTTP_REQ_GET, "/v1/workers", api_workers_list },
+	/* terminals and ports (issue 17): docs/terminals.md */
+	{ EVHTTP_REQ_GET, "/v1/jobs/*/terminal", api_job_terminal },
+	{ EVHTTP_REQ_GET, "/v1/jobs/*/port", api_job_port },
 	/* the dashboard (issue 12): docs/ui.md */
 	{ EVHTTP_REQ_GET, "/v1/events", api_events },
 	{ EVHTTP_REQ_GET, "/v1/session", api_session },

@@ -18,8 +18,9 @@ struct reader {
 
 /* Takes every whole frame off the front of r's buffer. */
 static void
-drain(struct reader *r)
+drain(void *arg)
 {
+	struct reader	*r = arg;
 	struct frame	 f;
 	ssize_t		 n;
 	size_t		 off = 0;
@@ -50,7 +51,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct reader	 stream = { NULL, 0, 0, 0, 0 };
 	struct reader	 whole = { NULL, 0, 0, 0, 0 };
-	size_t		 off = 0, piece;
 	u_int		 seed;
 
 	if (size == 0)
@@ -59,16 +59,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	data++;
 	size--;
 	stream.buf = xmalloc(size + 1);
-	while (off < size && !stream.broken) {
-		seed = seed * 1103515245 + 12345;
-		piece = 1 + (seed >> 16) % 17;
-		if (piece > size - off)
-			piece = size - off;
-		memcpy(stream.buf + stream.len, data + off, piece);
-		stream.len += piece;
-		off += piece;
-		drain(&stream);
-	}
+	fuzz_pieces(data, size, seed, stream.buf, &stream.len,
+	    &stream.broken, drain, &stream);
 	whole.buf = xmalloc(size + 1);
 	memcpy(whole.buf, data, size);
 	whole.len = size;

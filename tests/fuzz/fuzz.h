@@ -66,4 +66,28 @@ fuzz_check_cards(int rc, char *cause, struct cards *cs, u_int first,
 	}
 }
 
+/*
+ * Feeds data to a streaming reader as the network would, in pieces of 1
+ * to 17 bytes that seed picks: each is appended to buf (the caller's, of
+ * size + 1 bytes, *len used) and drain(arg) takes off what it can; stops
+ * once *broken.
+ */
+static inline void
+fuzz_pieces(const uint8_t *data, size_t size, u_int seed, u_char *buf,
+    size_t *len, const int *broken, void (*drain)(void *), void *arg)
+{
+	size_t	 off = 0, piece;
+
+	while (off < size && !*broken) {
+		seed = seed * 1103515245 + 12345;
+		piece = 1 + (seed >> 16) % 17;
+		if (piece > size - off)
+			piece = size - off;
+		memcpy(buf + *len, data + off, piece);
+		*len += piece;
+		off += piece;
+		drain(arg);
+	}
+}
+
 #endif
