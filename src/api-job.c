@@ -173,6 +173,10 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 		    "host's, which a remote job may not reach");
 		goto out;
 	}
+	if (r.spec.image != NULL && container_check(&r, &code, &cause) != 0) {
+		api_error(req, code, "%s", cause);
+		goto out;
+	}
 	if (r.spec.array != NULL) {
 		api_jobs_create_array(req, &r, who);
 		goto out;

@@ -269,6 +269,8 @@ struct jobspec {
 	u_int		 array_count;
 	int		 stdin_file;	/* reads its directory's "stdin" */
 	int64_t		 array_submit;	/* its array's submission: its age */
+	char		*image;		/* --image: in a container; NULL */
+	int		 workspace;	/* a workspace: lives until removed */
 };
 struct jobreq;
 void		 jobspec_init(struct jobspec *);
@@ -836,6 +838,29 @@ void		 job_save(const struct job *);
 void		 job_tell(struct job *);
 void		 job_restore_state(struct job *, const char *);
 
+/* container.c: a containerized job's podman run (docs/containers.md) */
+struct container_spec {
+	const char	 *image;
+	int		  deny_net;	/* --network none, else host */
+	char		**devices;	/* --device: nodes or CDI names */
+	char		**ro;		/* mounted read-only: the shim */
+	char		**rw;		/* read-write: the region, MPS pipes */
+};
+struct keeper_spec;
+const char	*container_podman(char **);
+json_t		*container_host_json(void);
+char		*container_name(u_int);
+char		**container_argv(const struct keeper_spec *, char *const *);
+void		 container_remove(u_int);
+void		 container_sweep(int (*)(u_int));
+void		 container_mark(void);
+void		 container_card_devices(const struct card *, char ***);
+struct jobreq;
+int		 container_check(const struct jobreq *, int *, char **);
+void		 container_spec_make(uint64_t, const struct jobreq *,
+		     struct container_spec *);
+void		 container_spec_clear(struct container_spec *);
+
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {
 	u_int		  id;
@@ -850,6 +875,7 @@ struct keeper_spec {
 	const char	 *stdin_path;	/* NULL: /dev/null */
 	const char	 *out_path;	/* stdout copied here too; NULL */
 	const char	 *err_path;	/* stderr copied here too; NULL */
+	const struct container_spec *container; /* NULL: native */
 };
 pid_t		 keeper_spawn(const struct keeper_spec *, int *, char **);
 int		 keeper_connect(u_int);

@@ -342,6 +342,7 @@ job_start(struct job *j, char **cause)
 {
 	struct keeper_spec	 s;
 	struct jail_spec	 js;
+	struct container_spec	 cs;
 	struct overlay		*ov = NULL;
 	char			*dir, *path, *out_path = NULL;
 	char			*err_path = NULL, *in_path = NULL;
@@ -388,6 +389,13 @@ job_start(struct job *j, char **cause)
 		s.cwd = js.work;
 		s.jail = &js;
 	}
+	memset(&cs, 0, sizeof cs);
+	if (j->req.spec.image != NULL) {
+		/* Its fence is podman's network (container_check). */
+		container_spec_make(j->cards, &j->req, &cs);
+		s.container = &cs;
+		s.fence = NULL;
+	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
 	if (jobspec_host_paths(j, &out_path, &err_path, cause) != 0)
@@ -420,6 +428,7 @@ out:
 	free(err_path);
 	free(in_path);
 	jail_spec_clear(&js);
+	container_spec_clear(&cs);
 	overlay_free(ov);
 	free(dir);
 	log_debug("%s: %s card %d seats %u: %s", __func__, j->name, j->card,

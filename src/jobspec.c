@@ -1,7 +1,7 @@
 /*
  * jobspec.c: the placement directives of a job request (--gpus, --cpus,
  * --ram, --vram, --server, --mode, --job-name, --time, --output, --error,
- * --partition, --nodes, --array, payloads): read from the request's JSON
+ * --partition, --nodes, --array, --image, payloads): read from the request's JSON
  * and checked here, as jobreq.c checks the rest.  Whether this host can
  * honour them is for the daemon (jobspec-host.c); a cluster's scheduler
  * reads the same fields.
@@ -15,6 +15,7 @@
 
 #define JOBSPEC_MAX_NAME	128
 #define JOBSPEC_MAX_PATH	4096
+#define JOBSPEC_MAX_IMAGE	255
 #define JOBSPEC_MAX_TIME_MS	(86400000LL * 365)
 
 static const char *const jobspec_modes[] = { "shared", "exclusive",
@@ -37,6 +38,7 @@ jobspec_clear(struct jobspec *s)
 	free(s->error);
 	free(s->partition);
 	free(s->array);
+	free(s->image);
 	json_decref(s->payloads);
 	jobspec_init(s);
 }
@@ -302,6 +304,45 @@ jobspec_payloads_field(json_t *v, struct jobspec *s, char **cause)
 }
 
 /*
+ * An image's name as Podman takes it (localhost/pytorch:24,
+ * registry.example/a/b@sha256:...): letters, digits and ._-/:@, never
+ * starting with '-' (it would be a flag of podman's).
+ */
+static int
+jobspec_image_ok(const char *image, char **cause)
+{
+	size_t	 i, n = strlen(image);
+
+	if (n == 0 || n > JOBSPEC_MAX_IMAGE || !isalnum((u_char)*image))
+		goto bad;
+	for (i = 0; i < n; i++) {
+		if (!isalnum((u_char)image[i]) &&
+		    strchr("._-/:@", image[i]) == NULL)
+			goto bad;
+	}
+	return (0);
+bad:
+	xasprintf(cause, "image: '%.64s' is not an image's name (letters, "
+	    "digits and ._-/:@, up to %d)", image, JOBSPEC_MAX_IMAGE);
+	return (-1);
+}
+
+static int
+jobspec_image_field(json_t *v, struct jobspec *s, char **cause)
+{
+	if (!json_is_string(v) ||
+	    strlen(json_string_value(v)) != json_string_length(v)) {
+		xasprintf(cause, "image: must be an image's name");
+		return (-1);
+	}
+	if (jobspec_image_ok(json_string_value(v), cause) != 0)
+		return (-1);
+	free(s->image);
+	s->image = xstrdup(json_string_value(v));
+	return (0);
+}
+
+/*
  * One field of a request, if it is a directive: 0 if taken, -1 with
  * *cause if bad, 1 if k is not one of these.
  */
@@ -346,6 +387,16 @@ jobspec_field(const char *k, json_t *v, struct jobreq *r, char **cause)
 		return (jobspec_array_field(v, s, cause));
 	if (strcmp(k, "payloads") == 0)
 		return (jobspec_payloads_field(v, s, cause));
+	if (strcmp(k, "image") == 0)
+		return (jobspec_image_field(v, s, cause));
+	if (strcmp(k, "workspace") == 0) {
+		if (!json_is_boolean(v)) {
+			xasprintf(cause, "workspace: must be true or false");
+			return (-1);
+		}
+		s->workspace = json_is_true(v);
+		return (0);
+	}
 	if (strcmp(k, "element") == 0) {
 		xasprintf(cause, "element: the daemon sets it, not a request");
 		return (-1);
@@ -452,6 +503,10 @@ jobspec_finish(json_t *o, struct jobreq *r, char **cause)
 	}
 	if (jobspec_finish_array(&r->spec, cause) != 0)
 		return (-1);
+	if (r->spec.workspace && r->spec.image == NULL) {
+		xasprintf(cause, "workspace: needs an image");
+		return (-1);
+	}
 	/* Its elements wait with the array's age: a bound would cut them. */
 	if (r->spec.array != NULL && r->timeout_ms != 0) {
 		xasprintf(cause, "timeout_ms: not for an array (its elements "
@@ -505,6 +560,9 @@ jobspec_to_json(const struct jobspec *s, json_t *o)
 	set_string(o, "array", s->array);
 	if (s->payloads != NULL)
 		json_object_set_new(o, "payloads", json_incref(s->payloads));
+	set_string(o, "image", s->image);
+	if (s->workspace)
+		json_object_set_new(o, "workspace", json_true());
 }
 
 /* An element's place in its array, as saved; NULL if s is no element. */

@@ -83,6 +83,8 @@ static const struct runopt runopts[] = {
 	{ "partition", 1, runopt_word, "partition", 0, 0 },
 	{ "nodes", 1, runopt_uint, "nodes", 1, 1024 },
 	{ "array", 1, runopt_array, "array", 0, 0 },
+	{ "image", 1, runopt_word, "image", 0, 0 },
+	{ "container", 1, runopt_word, "image", 0, 0 },
 };
 
 /*

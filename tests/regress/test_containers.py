@@ -1,0 +1,242 @@
+"""Containerized jobs (docs/containers.md): `gmux run --image` with a real
+rootless-or-rootful Podman and a scratch image built here (no registry):
+the shim's memory cap inside, --deny-net from inside, refusals, and no
+container left behind (stop, kill -9 of the daemon, a lost keeper).
+
+Skips, with the reason, only where Podman cannot run a container at all
+(tests/setup-deps installs podman, runc and busybox-static for CI)."""
+
+import hashlib
+import io
+import json
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import tarfile
+import threading
+
+import pytest
+
+from conftest import wait_for
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("GMUX", ROOT / "build" / "gmux")).parent
+CUDASH = BUILD / "shim-tests" / "cudash"
+BUSYBOX = "/bin/busybox"
+LIBS = ["/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"]
+
+
+def _image_tar():
+    """A scratch image: static busybox, and cudash with the C library (the
+    shim and the fake driver are mounted in by gmux at their own paths)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        def add(src, dst):
+            t.add(os.path.realpath(src), arcname=dst)
+        add(BUSYBOX, "bin/busybox")
+        for name in ("sh", "true", "echo", "cat", "sleep", "nc", "ls",
+                     "id", "env"):
+            info = tarfile.TarInfo("bin/" + name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = "busybox"
+            t.addfile(info)
+        for lib in LIBS:
+            add(lib, lib.lstrip("/"))
+        add(CUDASH, "cudash")
+        for d in ("tmp", "proc", "dev", "sys"):
+            info = tarfile.TarInfo(d)
+            info.type = tarfile.DIRTYPE
+            info.mode = 0o1777 if d == "tmp" else 0o755
+            t.addfile(info)
+    return buf.getvalue()
+
+
+def _podman(*args, check=True, timeout=120):
+    r = subprocess.run(["podman"] + list(args), capture_output=True,
+                       timeout=timeout)
+    if check:
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r
+
+
+@pytest.fixture(scope="module")
+def image():
+    """The test image, named by its content (engineers share one store)."""
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (tests/setup-deps installs it)")
+    for p in [BUSYBOX, CUDASH] + LIBS:
+        assert os.path.exists(p), "%s is missing (setup-deps, make "\
+            "shim-tests)" % p
+    data = _image_tar()
+    name = "localhost/gmux-test-bb:" + hashlib.sha256(data).hexdigest()[:12]
+    if _podman("image", "exists", name, check=False).returncode != 0:
+        r = subprocess.run(["podman", "import", "-", name], input=data,
+                           capture_output=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    r = _podman("run", "--rm", "--runtime", "runc", "--network", "none",
+                "--ulimit", "nofile=1024:1024", "--ulimit",
+                "nproc=1024:1024", name, "true", check=False)
+    if r.returncode != 0:
+        pytest.skip("podman cannot run a container here: %s" %
+                    r.stderr.decode().strip()[-200:])
+    return name
+
+
+def home_label(d):
+    return hashlib.sha256(d.home.encode()).hexdigest()[:12]
+
+
+def containers(d):
+    """The names of this daemon's containers, running or not."""
+    r = _podman("ps", "-a", "--filter", "label=gmux.home=" + home_label(d),
+                "--format", "{{.Names}}")
+    return r.stdout.decode().split()
+
+
+@pytest.fixture
+def cdaemon(daemon, image):
+    """A daemon with the fake driver; its containers are removed after."""
+    daemon.env["GMUX_FAKE_CUDA"] = str(BUILD / "fake-cuda")
+    daemon.image = image
+    yield daemon
+    for name in containers(daemon):
+        _podman("rm", "-f", "-t", "0", name, check=False)
+
+
+def run(d, *args, check=None):
+    return d.gmux("run", "--image", d.image, *args, check=check)
+
+
+def test_the_command_runs_inside_with_its_share(cdaemon):
+    d = cdaemon.start()
+    r = run(d, "--share", "0.25", "--", "sh", "-c",
+            "echo in; cat /proc/1/cmdline; echo; env", check=0)
+    out = r.stdout.decode()
+    assert out.startswith("in\nsh"), out    # pid 1 is the job's own shell
+    assert "GMUX_SHARE=0.25" in out and "GMUX_JOB_ID=j1" in out, out
+    assert d.job("j1")["state"] == "exited"
+    assert containers(d) == []
+    # the exit code is the command's, through podman
+    assert run(d, "--", "sh", "-c", "exit 7").returncode == 7
+
+
+def test_the_shims_cap_holds_inside(cdaemon):
+    d = cdaemon.start()
+    assert d.json("cards", "--json")[0]["enforce"]["memory"] == "shim"
+    r = run(d, "--share", "0.25", "--mem", "1G", "--", "/cudash", "-c",
+            "init;alloc 900M;alloc 200M;info", check=0)
+    lines = r.stdout.decode().split("\n")
+    assert lines[1].startswith("ok") and lines[2] == "err 2", r.stdout
+    assert lines[3].endswith(" 1073741824"), r.stdout
+    r = run(d, "--share", "0.25", "--mem", "4G", "--", "/cudash", "-c",
+            "init;alloc 3G;info", check=0)
+    assert r.stdout.decode().split("\n")[1].startswith("ok"), r.stdout
+
+
+class Listener:
+    """A TCP server on the host's loopback that counts its connections."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            c.close()
+
+
+def test_deny_net_holds_inside(cdaemon):
+    d = cdaemon.start()
+    srv = Listener()
+    probe = "echo x | nc 127.0.0.1 %d; echo rc=$?; cat /proc/net/dev" % \
+        srv.port
+    r = run(d, "--", "sh", "-c", probe, check=0)
+    wait_for(lambda: srv.accepted == 1, what="the unfenced connect")
+    r = run(d, "--deny-net", "--", "sh", "-c", probe, check=0)
+    out = r.stdout.decode()
+    assert "rc=1" in out, out
+    ifaces = [x.split(":")[0].strip() for x in out.splitlines()
+              if ":" in x and "|" not in x]
+    assert ifaces == ["lo"], out                 # an empty network
+    assert srv.accepted == 1
+    assert d.job("j2")["fence"] == "deny-net", d.job("j2")
+
+
+def test_a_fence_it_cannot_cover_is_refused(cdaemon):
+    d = cdaemon.start()
+    r = run(d, "--allow", "127.0.0.1:80", "--", "true")
+    assert r.returncode == 2, r
+    assert r.stderr.decode().startswith("gmux run: allow: "), r.stderr
+    assert "not run unfenced" in r.stderr.decode()
+    assert d.json("ps", "-a", "--json") == []
+    assert containers(d) == []
+
+
+def test_bad_images_are_refused_and_leave_nothing(cdaemon):
+    d = cdaemon.start()
+    r = d.gmux("run", "--image", "-v", "--", "true")
+    assert r.returncode == 2 and b"image: '-v'" in r.stderr, r
+    r = d.gmux("run", "--image", "localhost/no such", "--", "true")
+    assert r.returncode == 2 and b"image: " in r.stderr, r
+    assert d.json("ps", "-a", "--json") == []
+    r = d.gmux("run", "--image", "localhost/gmux-no-such-image:1", "--",
+               "true")
+    assert r.returncode == 125, r
+    assert b"image not known" in r.stderr, r.stderr
+    assert d.job("j1")["state"] == "exited"
+    assert containers(d) == []
+
+
+def test_a_stopped_container_job_leaves_no_container(cdaemon):
+    d = cdaemon.start()
+    run(d, "-d", "--grace", "0", "--", "sleep", "1000", check=0)
+    wait_for(lambda: containers(d) != [], what="its container")
+    d.gmux("stop", "j1", check=0)
+    d.wait_state("j1", "stopped")
+    assert containers(d) == []
+
+
+def test_kill9_of_the_daemon_loses_nothing_and_leaves_no_orphan(cdaemon):
+    d = cdaemon.start()
+    run(d, "-d", "--share", "0.25", "--", "sleep", "1000", check=0)
+    run(d, "-d", "--share", "0.25", "--", "sleep", "1000", check=0)
+    wait_for(lambda: len(containers(d)) == 2, what="two containers")
+    # j1's keeper and podman go with the daemon: its container is an orphan
+    pid = d.job("j1")["pid"]
+    keeper = int(open("/proc/%d/stat" % pid).read().rpartition(")")[2]
+                 .split()[1])
+    d.kill9()
+    os.kill(keeper, signal.SIGKILL)
+    os.kill(pid, signal.SIGKILL)
+    d.start()
+    assert d.wait_state("j1", "failed")
+    assert d.job("j2")["state"] == "running"     # re-adopted
+    assert containers(d) == ["gmux-%s-j2" % home_label(d)]
+    d.gmux("stop", "j2", check=0)
+    d.wait_state("j2", ("stopped", "exited"))
+    wait_for(lambda: containers(d) == [], what="no container")
+
+
+def test_a_job_file_names_its_container(cdaemon, tmp_path):
+    d = cdaemon.start()
+    f = tmp_path / "job.sh"
+    f.write_text("#!/bin/sh\n#GMUX --container %s\n#GMUX --share 0.5\n"
+                 "echo inside\n" % d.image)
+    r = d.gmux("submit", "--wait", str(f))
+    assert r.returncode == 0, r
+    j = d.job("j1")
+    assert j["state"] == "exited", j
+    logs = d.gmux("logs", "j1", check=0).stdout.decode()
+    assert logs == "inside\n", logs
