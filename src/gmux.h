@@ -284,6 +284,7 @@ int		 jobspec_element_from_json(json_t *, struct jobspec *,
 		     char **);
 int		 jobspec_gpus(const char *, char **, u_int *, char **);
 int		 jobspec_time(const char *, int64_t *, char **);
+int		 jobspec_image_ok(const char *, char **);
 
 /* jobreq.c: what a client asks for when it starts a job */
 #define JOB_BURST	0x1
@@ -860,6 +861,7 @@ int		 container_check(const struct jobreq *, int *, char **);
 void		 container_spec_make(uint64_t, const struct jobreq *,
 		     struct container_spec *);
 void		 container_spec_clear(struct container_spec *);
+int		 container_workspace_taken(const char *, const char *);
 
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {
@@ -1914,6 +1916,7 @@ extern const struct cmd_entry cmd_usage_entry;
 extern const struct cmd_entry cmd_version_entry;
 extern const struct cmd_entry cmd_remote_entry;
 extern const struct cmd_entry cmd_token_entry;
+extern const struct cmd_entry cmd_workspace_entry;
 extern const struct cmd_entry cmd_cluster_entry;
 extern const struct cmd_entry cmd_help_entry;
 extern const struct cmd_entry cmd_submit_entry;

@@ -815,6 +815,7 @@ json_t *
 job_to_json(const struct job *j)
 {
 	json_t	*o, *argv;
+	char	*ctr;
 	size_t	 i;
 
 	o = json_object();
@@ -846,6 +847,11 @@ job_to_json(const struct job *j)
 	json_object_set_new(o, "audit", j->audit ? json_string(j->audit) :
 	    json_null());
 	jobspec_to_json(&j->req.spec, o);
+	if (j->req.spec.image != NULL && j->state == JOB_RUNNING) {
+		ctr = container_name(j->id);
+		json_object_set_new(o, "container", json_string(ctr));
+		free(ctr);
+	}
 	if (j->req.spec.array_of != 0) {
 		json_object_set_new(o, "array_job", json_sprintf("j%u",
 		    j->req.spec.array_of));

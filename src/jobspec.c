@@ -308,7 +308,7 @@ jobspec_payloads_field(json_t *v, struct jobspec *s, char **cause)
  * registry.example/a/b@sha256:...): letters, digits and ._-/:@, never
  * starting with '-' (it would be a flag of podman's).
  */
-static int
+int
 jobspec_image_ok(const char *image, char **cause)
 {
 	size_t	 i, n = strlen(image);
@@ -505,6 +505,14 @@ jobspec_finish(json_t *o, struct jobreq *r, char **cause)
 		return (-1);
 	if (r->spec.workspace && r->spec.image == NULL) {
 		xasprintf(cause, "workspace: needs an image");
+		return (-1);
+	}
+	if (r->spec.workspace && (r->spec.name == NULL ||
+	    strspn(r->spec.name, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+	    strlen(r->spec.name) || r->spec.name[0] == '-')) {
+		xasprintf(cause, "name: a workspace's name is letters, digits "
+		    "and ._- (not first)");
 		return (-1);
 	}
 	/* Its elements wait with the array's age: a bound would cut them. */

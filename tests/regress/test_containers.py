@@ -240,3 +240,81 @@ def test_a_job_file_names_its_container(cdaemon, tmp_path):
     assert j["state"] == "exited", j
     logs = d.gmux("logs", "j1", check=0).stdout.decode()
     assert logs == "inside\n", logs
+
+
+def workspaces(d):
+    return d.json("workspace", "ls", "--json")
+
+
+def test_a_workspace_holds_its_share_until_rm(cdaemon):
+    d = cdaemon.start()
+    r = d.gmux("workspace", "create", "dev", "--image", d.image, "--share",
+               "0.5", check=0)
+    assert r.stdout.decode() == "dev j1\n", r
+    ws = workspaces(d)
+    assert [(w["name"], w["id"], w["state"], w["share"]) for w in ws] == \
+        [("dev", "j1", "running", 0.5)], ws
+    assert ws[0]["image"] == d.image and ws[0]["workspace"] is True
+    table = d.gmux("workspace", "ls", check=0).stdout.decode()
+    assert table.splitlines()[1].split()[:4] == ["dev", "j1", "running",
+                                                 "0.50"], table
+    # a second of that name is refused; its seats are held meanwhile
+    r = d.gmux("workspace", "create", "dev", "--image", d.image)
+    assert r.returncode == 1 and b"name: a workspace dev exists" in \
+        r.stderr, r
+    r = d.gmux("run", "--share", "0.6", "--no-wait", "--", "true")
+    assert r.returncode != 0, r
+    ctr = ws[0]["container"]
+    wait_for(lambda: containers(d) == [ctr], what="its container")
+    assert d.gmux("workspace", "rm", "dev", check=0).stdout == b"dev\n"
+    assert workspaces(d) == []
+    assert d.job("j1")["state"] == "stopped"
+    assert containers(d) == []
+    r = d.gmux("workspace", "rm", "dev")
+    assert r.returncode == 1 and b"name: no workspace dev" in r.stderr, r
+
+
+def test_a_workspace_survives_restarts_and_saves_its_image(cdaemon):
+    d = cdaemon.start()
+    d.gmux("workspace", "create", "keep", "--image", d.image, check=0)
+    ctr = "gmux-%s-j1" % home_label(d)
+    wait_for(lambda: containers(d) == [ctr], what="its container")
+    _podman("exec", ctr, "sh", "-c", "echo kept > /tmp/mark")
+    d.stop()
+    d.start()
+    assert [w["name"] for w in workspaces(d)] == ["keep"]
+    d.kill9()
+    d.start()
+    assert [w["state"] for w in workspaces(d)] == ["running"]
+    saved = "localhost/gmux-test-saved:" + home_label(d)
+    try:
+        r = d.gmux("workspace", "save", "keep", saved, check=0)
+        assert r.stdout.decode() == saved + "\n"
+        r = d.gmux("run", "--image", saved, "--", "cat", "/tmp/mark",
+                   check=0)
+        assert r.stdout == b"kept\n", r
+    finally:
+        _podman("rmi", "-f", saved, check=False)
+    d.gmux("workspace", "rm", "keep", check=0)
+    assert containers(d) == []
+
+
+def test_bad_workspaces_are_refused_and_leave_nothing(cdaemon):
+    d = cdaemon.start()
+    for args, field in (
+            (["create", "a/b", "--image", d.image], b"name: "),
+            (["create", "x"], b"image: "),
+            (["create", "x", "--image", "-x"], b"image: "),
+            (["create", "x", "--devcontainer", "f.json"], b"devcontainer: "),
+            (["create", "x", "--template", "t"], b"template: "),
+            (["save", "x", "not an image"], b"image: "),
+            (["bogus"], b"create NAME")):
+        r = d.gmux("workspace", *args)
+        assert r.returncode == 2, (args, r)
+        assert r.stderr.startswith(b"gmux workspace: " + field), (args, r)
+    r = d.gmux("workspace", "create", "x", "--image",
+               "localhost/gmux-no-such-image:1")
+    assert r.returncode == 1, r
+    assert r.stderr.startswith(b"gmux workspace: image: localhost/gmux-"
+                               b"no-such-image:1 is not in this host's"), r
+    assert d.json("ps", "-a", "--json") == [] and containers(d) == []
