@@ -33,6 +33,7 @@ static struct {
 	char		*podman;	/* its path; NULL: none */
 	char		*runtime;	/* "runc"; NULL: podman's default */
 	char		*why;		/* why containers cannot run */
+	const char	*cgroups;	/* "v2", "hybrid", "v1" */
 	char		 home[13];	/* this daemon's label */
 } host;
 
@@ -64,7 +65,27 @@ container_addf(char ***v, const char *fmt, ...)
 	free(s);
 }
 
-/* Finds podman and its runtime once per process. */
+/*
+ * The host's cgroups as a runtime sees them: "v2" (unified), "hybrid" (v1
+ * controllers with a v2 tree beside them: crun refuses it) or "v1".
+ */
+static const char *
+container_cgroups(void)
+{
+	struct stat	 st;
+
+	if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0)
+		return ("v2");
+	if (stat("/sys/fs/cgroup/unified", &st) == 0)
+		return ("hybrid");
+	return ("v1");
+}
+
+/*
+ * Finds podman and its runtime once per process: runc wherever it is
+ * installed (it works on every layout), else crun where cgroups are not
+ * hybrid, else none.
+ */
 static void
 container_probe(void)
 {
@@ -77,14 +98,23 @@ container_probe(void)
 	digest_buf(h, strlen(h), hex);
 	memcpy(host.home, hex, sizeof host.home - 1);
 	host.home[sizeof host.home - 1] = '\0';
+	host.cgroups = container_cgroups();
 	if ((host.podman = find_program("podman")) == NULL) {
 		host.why = xstrdup("podman is not installed (tests/setup-deps "
 		    "installs it)");
 		return;
 	}
-	/* crun refuses hybrid cgroups; Debian's runc works on both. */
 	if (have_program("runc"))
 		host.runtime = xstrdup("runc");
+	else if (have_program("crun") && strcmp(host.cgroups, "hybrid") != 0)
+		host.runtime = xstrdup("crun");
+	else {
+		xasprintf(&host.why, "no OCI runtime that works with %s "
+		    "cgroups (crun refuses hybrid ones): install runc",
+		    host.cgroups);
+		free(host.podman);
+		host.podman = NULL;
+	}
 }
 
 /* The path of podman, or NULL with *cause if this host has none. */
@@ -97,16 +127,34 @@ container_podman(char **cause)
 	return (host.podman);
 }
 
-/* What gmux doctor and gmux cards say of containers here (new object). */
+/*
+ * What gmux doctor and gmux cards say of containers here (a new object):
+ * podman, the runtime, the networks a container may have, and why not.
+ */
 json_t *
 container_host_json(void)
 {
 	container_probe();
-	return (json_pack("{s:b,s:s?,s:s,s:s,s:s?}", "podman",
+	return (json_pack("{s:b,s:s?,s:s?,s:s,s:b,s:[ss],s:s?}", "podman",
 	    host.podman != NULL, "path", host.podman, "runtime",
-	    host.runtime != NULL ? host.runtime : "default", "network",
-	    "none (--deny-net), host (unfenced); --allow refused", "why",
-	    host.why));
+	    host.runtime, "cgroups", host.cgroups, "rootless", geteuid() != 0,
+	    "network", "none", "host", "why", host.why));
+}
+
+/* The same in one line (the caller frees it). */
+char *
+container_host_text(void)
+{
+	char	*s;
+
+	container_probe();
+	if (host.podman == NULL)
+		return (xstrdup(host.why));
+	xasprintf(&s, "podman %s, runtime %s, %s cgroups, %s, network none "
+	    "(--deny-net) or host (unfenced); --allow is refused",
+	    host.podman, host.runtime, host.cgroups, geteuid() != 0 ?
+	    "rootless" : "rootful (the daemon runs as root)");
+	return (s);
 }
 
 /* The container of job id: gmux-HOME-jN.  The caller frees it. */
@@ -232,8 +280,7 @@ container_argv(const struct keeper_spec *s, char *const *env)
 	free(name);
 	container_addf(&argv, "--label=gmux.home=%s", host.home);
 	container_addf(&argv, "--label=gmux.job=%u", s->id);
-	if (host.runtime != NULL)
-		container_addf(&argv, "--runtime=%s", host.runtime);
+	container_addf(&argv, "--runtime=%s", host.runtime);
 	container_addf(&argv, "--network=%s", c->deny_net ? "none" : "host");
 	if (s->stdin_path != NULL)
 		container_push(&argv, "-i");

@@ -318,3 +318,21 @@ def test_bad_workspaces_are_refused_and_leave_nothing(cdaemon):
     assert r.stderr.startswith(b"gmux workspace: image: localhost/gmux-"
                                b"no-such-image:1 is not in this host's"), r
     assert d.json("ps", "-a", "--json") == [] and containers(d) == []
+
+
+def test_doctor_and_cards_say_what_containers_get_here(cdaemon):
+    d = cdaemon.start()
+    ct = d.json("cards", "--json")[0]["containers"]
+    assert ct["podman"] is True and ct["runtime"] in ("runc", "crun"), ct
+    assert ct["network"] == ["none", "host"] and ct["why"] is None, ct
+    assert ct["cgroups"] in ("v2", "hybrid", "v1")
+    assert ct["rootless"] == (os.geteuid() != 0)
+    if ct["cgroups"] == "hybrid":
+        assert ct["runtime"] == "runc"          # crun refuses hybrid ones
+    out = d.gmux("cards", check=0).stdout.decode()
+    assert ("containers: podman, runtime %s, network none (--deny-net) or "
+            "host (unfenced)\n" % ct["runtime"]) in out, out
+    checks = json.loads(d.gmux("doctor", "--json").stdout)
+    pod = [c for c in checks if c["check"] == "podman"][0]
+    assert pod["status"] == "ok" and "runtime " + ct["runtime"] in \
+        pod["detail"], pod
