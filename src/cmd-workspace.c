@@ -18,19 +18,24 @@ static int	cmd_workspace_exec(int, char **);
 
 const struct cmd_entry cmd_workspace_entry = {
 	.name = "workspace",
-	.args = "create NAME --image IMAGE [--share F] [--mem SIZE] "
-	    "[DIRECTIVES...] |\n                      ls [--json] | rm NAME | "
-	    "save NAME IMAGE",
+	.args = "create NAME --image IMAGE|--devcontainer FILE [--share F] "
+	    "[--mem SIZE]\n                      [DIRECTIVES...] | ls [--json] "
+	    "| rm NAME | save NAME IMAGE",
 	.help = "long-lived containers that hold a share (docs/containers.md)",
 	.options =
 	    "  --image IMAGE        create: from this local image (it needs "
 	    "/bin/sh)\n"
+	    "  --devcontainer FILE  create: from a devcontainer.json (image or "
+	    "build.dockerfile,\n"
+	    "                       containerEnv, postCreateCommand; mounts "
+	    "and forwardPorts\n"
+	    "                       are refused for now)\n"
 	    "  --json               ls as a JSON array (the workspaces' jobs)\n"
 	    "  -h, --help           show this help\n"
 	    "\ncreate takes gmux run's flags (--share, --mem, --deny-net, ...)"
 	    ": the workspace\nholds them until rm.  save commits its "
 	    "container into a local IMAGE (on\nthe host itself).  "
-	    "--devcontainer and --template are not there yet.\n",
+	    "--template is not there yet.\n",
 	.exec = cmd_workspace_exec,
 };
 
@@ -43,10 +48,13 @@ static const struct option workspace_own_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 };
 
-/* What a workspace runs: a shell that waits for its TERM. */
-static char *workspace_argv[] = { (char *)"/bin/sh", (char *)"-c",
-    (char *)"trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done",
-    NULL };
+/*
+ * What a workspace runs: a shell that runs its arguments first, if any (a
+ * devcontainer's postCreateCommand; the workspace fails if it does), then
+ * waits for its TERM.
+ */
+#define WORKSPACE_SH "[ $# -eq 0 ] || \"$@\" || exit $?; " \
+    "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"
 
 static void	workspace_check_image(const char *);
 
@@ -116,23 +124,50 @@ workspace_find(const char *name)
 	return (found);
 }
 
+/* Its command: the waiting shell, with post (NULL: none) to run first. */
+static char **
+workspace_argv(char **post)
+{
+	char	**v;
+	size_t	  n = strv_len(post), i;
+
+	v = xcalloc(n + 5, sizeof *v);
+	v[0] = xstrdup("/bin/sh");
+	v[1] = xstrdup("-c");
+	v[2] = xstrdup(WORKSPACE_SH);
+	v[3] = xstrdup("gmux-workspace");
+	for (i = 0; i < n; i++)
+		v[4 + i] = xstrdup(post[i]);
+	return (v);
+}
+
 static int
-workspace_create(json_t *o, const char *name, int argc)
+workspace_create(json_t *o, const char *name, int argc, const char *dev)
 {
 	struct jobreq	 r;
-	json_t		*j;
-	char		*cause = NULL;
+	json_t		*j, *a;
+	char		*cause = NULL, **post = NULL, **argv;
+	size_t		 i;
 
 	if (name == NULL || argc != 0)
 		cmd_usage_error(&cmd_workspace_entry, "create NAME --image "
 		    "IMAGE");
-	if (json_object_get(o, "image") == NULL)
+	if (json_object_get(o, "image") == NULL && dev == NULL)
 		cmd_usage_error(&cmd_workspace_entry, "image: create needs "
-		    "--image IMAGE");
+		    "--image IMAGE or --devcontainer FILE");
 	json_object_set_new(o, "name", json_string(name));
 	json_object_set_new(o, "workspace", json_true());
-	run_request_here(&cmd_workspace_entry, o,
-	    (int)strv_len(workspace_argv), workspace_argv);
+	run_request_here(&cmd_workspace_entry, o, 0, NULL);
+	if (dev != NULL)
+		post = workspace_devcontainer(o, name, dev);
+	/* (run_request_here again would take the env back from here) */
+	argv = workspace_argv(post);
+	a = json_array();
+	for (i = 0; argv[i] != NULL; i++)
+		json_array_append_new(a, json_string(argv[i]));
+	json_object_set_new(o, "argv", a);
+	strv_free(argv);
+	strv_free(post);
 	/* As the daemon will check it: a mistake is exit 2 here. */
 	jobreq_init(&r);
 	if (jobreq_from_json(o, &r, &cause) != 0)
@@ -305,7 +340,7 @@ static int
 cmd_workspace_exec(int argc, char **argv)
 {
 	const struct cmd_entry	*c = &cmd_workspace_entry;
-	const char		*sub, *name = NULL;
+	const char		*sub, *name = NULL, *dev = NULL;
 	json_t			*o;
 	char			*cause = NULL;
 	int			 ch, json = 0, rc;
@@ -328,9 +363,11 @@ cmd_workspace_exec(int argc, char **argv)
 	while ((ch = cmd_getopt(c, argc, argv, "h", workspace_opts())) != -1) {
 		if (ch == OPT_JSON)
 			json = 1;
-		else if (ch == OPT_DEVCONTAINER || ch == OPT_TEMPLATE)
-			cmd_usage_error(c, "%s: not supported yet (use --image)",
-			    ch == OPT_TEMPLATE ? "template" : "devcontainer");
+		else if (ch == OPT_DEVCONTAINER)
+			dev = optarg;
+		else if (ch == OPT_TEMPLATE)
+			cmd_usage_error(c, "template: not supported yet (use "
+			    "--image or --devcontainer)");
 		else if (runopt_apply(o, ch - RUNOPT_BASE, optarg,
 		    &cause) != 0)
 			cmd_usage_error(c, "%s", cause);
@@ -338,7 +375,7 @@ cmd_workspace_exec(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	if (strcmp(sub, "create") == 0)
-		rc = workspace_create(o, name, argc);
+		rc = workspace_create(o, name, argc, dev);
 	else if (strcmp(sub, "ls") == 0 && argc == 0)
 		rc = workspace_ls(json);
 	else if (strcmp(sub, "rm") == 0 && argc == 1)

@@ -290,6 +290,10 @@ container_argv(const struct keeper_spec *s, char *const *env)
 	container_mounts(&argv, c->ro, ":ro");
 	container_mounts(&argv, c->rw, "");
 	container_env(&argv, env);
+	for (a = c->env; a != NULL && *a != NULL; a++) {
+		container_push(&argv, "-e");
+		container_push(&argv, *a);
+	}
 	container_push(&argv, c->image);
 	for (a = s->argv; *a != NULL; a++)
 		container_push(&argv, *a);
@@ -475,6 +479,7 @@ container_spec_make(uint64_t cards, const struct jobreq *r,
 	memset(cs, 0, sizeof *cs);
 	memset(&js, 0, sizeof js);
 	cs->image = r->spec.image;
+	cs->env = r->spec.container_env;
 	cs->deny_net = r->fence != NULL && r->fence->deny_net;
 	enforce_jail_paths(cards, &js);
 	cs->ro = js.exec;

@@ -271,6 +271,7 @@ struct jobspec {
 	int64_t		 array_submit;	/* its array's submission: its age */
 	char		*image;		/* --image: in a container; NULL */
 	int		 workspace;	/* a workspace: lives until removed */
+	char		**container_env; /* more names that go in (-e) */
 };
 struct jobreq;
 void		 jobspec_init(struct jobspec *);
@@ -839,6 +840,25 @@ void		 job_save(const struct job *);
 void		 job_tell(struct job *);
 void		 job_restore_state(struct job *, const char *);
 
+/* devcontainer.c: what a workspace takes from a devcontainer.json */
+struct devcontainer {
+	char		 *image;
+	char		 *dockerfile;	/* build.dockerfile, as written */
+	char		 *context;	/* build.context; NULL: its dir */
+	char		**mounts;	/* "source=A,target=B,type=T" */
+	char		**env;		/* containerEnv, NAME=VALUE */
+	u_int		 *ports;	/* forwardPorts */
+	u_int		  nports;
+	char		**post_create;	/* argv; NULL: none */
+};
+void		 devcontainer_init(struct devcontainer *);
+void		 devcontainer_free(struct devcontainer *);
+int		 devcontainer_parse(const char *, size_t, struct devcontainer *,
+		     char **);
+
+/* cmd-workspace-dev.c: gmux workspace create --devcontainer FILE */
+char		**workspace_devcontainer(json_t *, const char *, const char *);
+
 /* container.c: a containerized job's podman run (docs/containers.md) */
 struct container_spec {
 	const char	 *image;
@@ -846,6 +866,7 @@ struct container_spec {
 	char		**devices;	/* --device: nodes or CDI names */
 	char		**ro;		/* mounted read-only: the shim */
 	char		**rw;		/* read-write: the region, MPS pipes */
+	char *const	 *env;		/* more names for -e: containerEnv */
 };
 struct keeper_spec;
 const char	*container_podman(char **);

@@ -39,6 +39,7 @@ jobspec_clear(struct jobspec *s)
 	free(s->partition);
 	free(s->array);
 	free(s->image);
+	strv_free(s->container_env);
 	json_decref(s->payloads);
 	jobspec_init(s);
 }
@@ -327,6 +328,33 @@ bad:
 	return (-1);
 }
 
+/* container_env: names of variables (in env) that go in a container. */
+static int
+jobspec_names(json_t *v, struct jobspec *s, char **cause)
+{
+	json_t		*x;
+	const char	*n;
+	size_t		 i;
+
+	if (!json_is_array(v) || json_array_size(v) > 256)
+		goto bad;
+	strv_free(s->container_env);
+	s->container_env = NULL;
+	json_array_foreach(v, i, x) {
+		if ((n = json_string_value(x)) == NULL || *n == '\0' ||
+		    strlen(n) > 128 || strspn(n, "abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen(n) ||
+		    isdigit((u_char)*n))
+			goto bad;
+		strv_add(&s->container_env, n);
+	}
+	return (0);
+bad:
+	xasprintf(cause, "container_env: must be an array of up to 256 "
+	    "variables' names");
+	return (-1);
+}
+
 static int
 jobspec_image_field(json_t *v, struct jobspec *s, char **cause)
 {
@@ -389,6 +417,8 @@ jobspec_field(const char *k, json_t *v, struct jobreq *r, char **cause)
 		return (jobspec_payloads_field(v, s, cause));
 	if (strcmp(k, "image") == 0)
 		return (jobspec_image_field(v, s, cause));
+	if (strcmp(k, "container_env") == 0)
+		return (jobspec_names(v, s, cause));
 	if (strcmp(k, "workspace") == 0) {
 		if (!json_is_boolean(v)) {
 			xasprintf(cause, "workspace: must be true or false");
@@ -535,7 +565,9 @@ set_string(json_t *o, const char *k, const char *v)
 void
 jobspec_to_json(const struct jobspec *s, json_t *o)
 {
+	json_t	*a;
 	char	*gpus;
+	size_t	 i;
 
 	set_string(o, "name", s->name);
 	if (s->gpus != 0) {
@@ -569,6 +601,13 @@ jobspec_to_json(const struct jobspec *s, json_t *o)
 	if (s->payloads != NULL)
 		json_object_set_new(o, "payloads", json_incref(s->payloads));
 	set_string(o, "image", s->image);
+	if (s->container_env != NULL) {
+		a = json_array();
+		for (i = 0; s->container_env[i] != NULL; i++)
+			json_array_append_new(a,
+			    json_string(s->container_env[i]));
+		json_object_set_new(o, "container_env", a);
+	}
 	if (s->workspace)
 		json_object_set_new(o, "workspace", json_true());
 }

@@ -336,3 +336,79 @@ def test_doctor_and_cards_say_what_containers_get_here(cdaemon):
     pod = [c for c in checks if c["check"] == "podman"][0]
     assert pod["status"] == "ok" and "runtime " + ct["runtime"] in \
         pod["detail"], pod
+
+
+def test_a_workspace_from_a_devcontainer_json(cdaemon, tmp_path):
+    d = cdaemon.start()
+    f = tmp_path / "devcontainer.json"
+    f.write_text('// as VS Code writes it\n{\n "name": "dev",\n'
+                 ' "image": "%s", /* the scratch image */\n'
+                 ' "containerEnv": {"HF_HOME": "/tmp/hf // kept"},\n'
+                 ' "postCreateCommand": "echo made > /tmp/post"\n}\n'
+                 % d.image)
+    r = d.gmux("workspace", "create", "dc", "--devcontainer", str(f),
+               "--share", "0.25")
+    assert r.returncode == 0 and r.stdout == b"dc j1\n", r
+    ctr = "gmux-%s-j1" % home_label(d)
+    wait_for(lambda: containers(d) == [ctr], what="its container")
+    out = wait_for(lambda: _podman("exec", ctr, "sh", "-c",
+                                   "cat /tmp/post && echo $HF_HOME",
+                                   check=False).stdout, what="post-create")
+    assert out == b"made\n/tmp/hf // kept\n", out
+    d.gmux("workspace", "rm", "dc", check=0)
+    assert containers(d) == []
+
+
+def test_a_devcontainer_built_from_its_dockerfile(cdaemon, tmp_path):
+    d = cdaemon.start()
+    (tmp_path / "Containerfile").write_text(
+        "FROM %s\nRUN echo built > /tmp/built\n" % d.image)
+    f = tmp_path / "devcontainer.json"
+    f.write_text('{"build": {"dockerfile": "Containerfile"}}')
+    name = "built" + home_label(d)
+    try:
+        r = d.gmux("workspace", "create", name, "--devcontainer", str(f),
+                   timeout=300)
+        assert r.returncode == 0, r
+        ws = workspaces(d)
+        assert ws[0]["image"] == "localhost/gmux-devcontainer-%s:latest" \
+            % name, ws
+        ctr = ws[0]["container"]
+        wait_for(lambda: containers(d) == [ctr], what="its container")
+        assert _podman("exec", ctr, "cat", "/tmp/built").stdout == \
+            b"built\n"
+        d.gmux("workspace", "rm", name, check=0)
+    finally:
+        _podman("rmi", "-f", "localhost/gmux-devcontainer-%s:latest" % name,
+                check=False)
+
+
+def test_a_bad_devcontainer_json_is_refused_naming_the_field(cdaemon,
+                                                             tmp_path):
+    d = cdaemon.start()
+    f = tmp_path / "devcontainer.json"
+    for text, want in (
+            ('{"image": "x", "extensions": []}', b"extensions: unknown key"),
+            ('{"image": "x",', b"line "),
+            ('[]', b"must be a JSON object"),
+            ('{}', b"image: one of image and build.dockerfile"),
+            ('{"image": "-x"}', b"image: '-x'"),
+            ('{"image": "x", "containerEnv": {"1A": "v"}}',
+             b"containerEnv.1A: "),
+            ('{"image": "x", "forwardPorts": [70000]}', b"forwardPorts: "),
+            ('{"image": "x", "forwardPorts": [8888]}',
+             b"forwardPorts: not supported yet"),
+            ('{"image": "x", "mounts": ["source=a,target=/a"]}',
+             b"mounts: not supported yet"),
+            ('{"build": {"dockerfile": "D", "target": "x"}}',
+             b"build.target: unknown key"),
+            ('{"image": "x", "postCreateCommand": 3}',
+             b"postCreateCommand: ")):
+        f.write_text(text)
+        r = d.gmux("workspace", "create", "x", "--devcontainer", str(f))
+        assert r.returncode == 2, (text, r)
+        line = r.stderr.decode()
+        assert line.startswith("gmux workspace: devcontainer: %s: " % f), \
+            (text, line)
+        assert want.decode() in line and line.count("\n") == 1, (text, line)
+    assert d.json("ps", "-a", "--json") == [] and containers(d) == []
