@@ -77,9 +77,9 @@ cards_containers(json_t *a)
 		net = json_object_get(ct, "network");
 		if (json_is_true(json_object_get(ct, "podman")))
 			printf("%s%scontainers: podman, runtime %s, network "
-			    "%s (--deny-net) or %s (unfenced)\n", host ? host : "",
-			    host ? " " : "", json_string_value(
-			    json_object_get(ct, "runtime")),
+			    "%s (--deny-net) or %s (unfenced)\n",
+			    host ? host : "", host ? " " : "",
+			    json_string_value(json_object_get(ct, "runtime")),
 			    json_string_value(json_array_get(net, 0)),
 			    json_string_value(json_array_get(net, 1)));
 		else

@@ -379,7 +379,7 @@ out:
 }
 
 /* Marks this home as one that has run a container (container_sweep). */
-void
+static void
 container_mark(void)
 {
 	char	*mark, *cause = NULL;
@@ -398,7 +398,7 @@ container_mark(void)
  * NVIDIA spec, else the NVIDIA or AMD device nodes that exist.  Added to
  * *devices; a fake card has none.
  */
-void
+static void
 container_card_devices(const struct card *c, char ***devices)
 {
 	static const char *const nv[] = { "/dev/nvidiactl",

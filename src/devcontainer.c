@@ -203,8 +203,8 @@ devcontainer_env(json_t *v, struct devcontainer *dc, char **cause)
 		if (!devcontainer_name_ok(k) || strlen(k) > 128 ||
 		    !json_is_string(x) || strlen(json_string_value(x)) !=
 		    json_string_length(x) || json_string_length(x) > 65536) {
-			xasprintf(cause, "containerEnv.%.64s: a name of letters, "
-			    "digits and _ with a string value", k);
+			xasprintf(cause, "containerEnv.%.64s: a name of "
+			    "letters, digits and _ with a string value", k);
 			return (-1);
 		}
 		xasprintf(&e, "%s=%s", k, json_string_value(x));

@@ -876,8 +876,6 @@ char		*container_name(u_int);
 char		**container_argv(const struct keeper_spec *, char *const *);
 void		 container_remove(u_int);
 void		 container_sweep(int (*)(u_int));
-void		 container_mark(void);
-void		 container_card_devices(const struct card *, char ***);
 struct jobreq;
 int		 container_check(const struct jobreq *, int *, char **);
 void		 container_spec_make(uint64_t, const struct jobreq *,

@@ -1,10 +1,10 @@
 /*
  * jobspec.c: the placement directives of a job request (--gpus, --cpus,
  * --ram, --vram, --server, --mode, --job-name, --time, --output, --error,
- * --partition, --nodes, --array, --image, payloads): read from the request's JSON
- * and checked here, as jobreq.c checks the rest.  Whether this host can
- * honour them is for the daemon (jobspec-host.c); a cluster's scheduler
- * reads the same fields.
+ * --partition, --nodes, --array, --image, payloads): read from the
+ * request's JSON and checked here, as jobreq.c checks the rest.  Whether
+ * this host can honour them is for the daemon (jobspec-host.c); a
+ * cluster's scheduler reads the same fields.
  */
 
 #include <ctype.h>
