@@ -203,10 +203,12 @@ SRCS += src/jobfile.c src/cmd-submit.c src/cmd-status.c src/cmd-queue.c
 # -- cluster (issue 15): etcd and members (docs/cluster.md)
 SRCS += src/etcd.c src/cluster.c src/cluster-mirror.c src/cluster-sched.c
 SRCS += src/cluster-job.c src/api-cluster.c src/cmd-cluster.c
+SRCS += src/cluster-ui.c
 BENCHES += $(O)/bench/cluster-sim
 # What includes cluster-int.h is built again when it changes.
 CLUSTER_SRCS = src/etcd.c src/cluster.c src/cluster-mirror.c \
-	src/cluster-sched.c src/cluster-job.c src/api-cluster.c
+	src/cluster-sched.c src/cluster-job.c src/api-cluster.c \
+	src/cluster-ui.c
 $(CLUSTER_SRCS:%.c=$(O)/%.o) $(CLUSTER_SRCS:%.c=$(O)/fuzz/%.o): \
 	src/cluster-int.h
 $(O)/tests/test-etcd $(O)/tests/test-cluster $(O)/bench/cluster-sim \

@@ -165,20 +165,21 @@ ac_members_jobs_cb(struct etcd_reply *r, const char *err, void *arg)
 	ac_free(a);
 }
 
-static void
-ac_members_cb(struct etcd_reply *r, const char *err, void *arg)
+/*
+ * The members' records in r (a range of m/), as listings show them: the
+ * leader marked, no instance, jobs 0 (counted by the caller if it wants).
+ * Corrupt records are skipped with a warning.
+ */
+json_t *
+cluster_members_json(const struct etcd_reply *r)
 {
-	struct ac		*a = arg;
 	struct cluster_member	 m;
 	const char		*leader;
 	char			*cause = NULL;
-	json_t			*o;
+	json_t			*o, *out = json_array();
 	u_int			 i;
 
-	if (ac_failed(a, err))
-		return;
 	leader = json_string_value(json_object_get(cluster->leader, "name"));
-	a->out = json_array();
 	for (i = 0; i < r->nkvs; i++) {
 		o = json_loadb(r->kvs[i].value, r->kvs[i].vlen, 0, NULL);
 		if (o == NULL || cluster_member_parse(o, &m, &cause) != 0) {
@@ -193,9 +194,20 @@ ac_members_cb(struct etcd_reply *r, const char *err, void *arg)
 		    strcmp(leader, m.name) == 0));
 		json_object_set_new(o, "jobs", json_integer(0));
 		json_object_del(o, "instance");
-		json_array_append_new(a->out, o);
+		json_array_append_new(out, o);
 		cluster_member_clear(&m);
 	}
+	return (out);
+}
+
+static void
+ac_members_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac	*a = arg;
+
+	if (ac_failed(a, err))
+		return;
+	a->out = cluster_members_json(r);
 	etcd_range(cluster->etcd, cluster_key("r/"), 1, ac_members_jobs_cb,
 	    a);
 }

@@ -183,4 +183,11 @@ void		 cluster_job_tick(int64_t);
 void		 cluster_job_cutoff(void);
 struct job	*cluster_job_local(const char *);
 
+/* api-cluster.c: the cluster's routes */
+json_t		*cluster_members_json(const struct etcd_reply *);
+
+/* cluster-ui.c: the dashboard's cluster section */
+void		 cluster_ui_start(void);
+void		 cluster_ui_stop(void);
+
 #endif

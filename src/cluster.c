@@ -668,6 +668,7 @@ cluster_init(struct event_base *base, char **cause)
 	hex_encode(r, sizeof r, cluster->instance);
 	cluster_self();
 	cluster_job_start();
+	cluster_ui_start();
 	cluster_ev = event_new(base, -1, EV_PERSIST, cluster_timer_cb, NULL);
 	event_add(cluster_ev, &tv);
 	log_info("cluster %s: joining as %s through %s", cluster->id,
@@ -685,6 +686,7 @@ cluster_shutdown(void)
 	cluster_ev = NULL;
 	cluster_deposed();
 	cluster_job_stop();
+	cluster_ui_stop();
 	etcd_cancel(cluster->campaign);
 	etcd_free(cluster->etcd);
 	cluster_member_clear(&cluster->self);

@@ -424,3 +424,31 @@ def test_member_killed_while_its_job_runs(members, tmp):
         (jobs(other) or {}).get(jid, {})), 30, 0.2, what="its end")
     assert j["state"] == "exited" and j["exit_code"] == 0, j
     assert open(out).read() == "done\n"
+
+
+def test_the_dashboard_lists_the_members(members, tmp):
+    # The dashboard's cluster section (docs/ui.md) is fed by the cluster:
+    # /v1/session and the live state carry the members and the leader.
+    a = members("a", "t-ui", "2xH100:80G", start=False)
+    a.start("--ui", fake="2xH100:80G")
+    b = members("b", "t-ui", "1xA10:24G")
+    wait_for(lambda: leader(a) == "a", 15, 0.1, what="a to lead")
+
+    def session():
+        code, text = a.curl("GET", "/v1/session")
+        assert code == 200, text
+        return json.loads(text)["cluster"]
+
+    def session_members():
+        c = session()
+        assert c["id"] == "t-ui"
+        return c if len(c["members"]) == 2 and c["leader"] else None
+    c = wait_for(session_members, 15, 0.2, what="two members on the page")
+    assert c["leader"] == "a"
+    m = {x["name"]: x for x in c["members"]}
+    assert m["a"]["cards"] == 2 and m["b"]["cards"] == 1
+    assert m["a"]["state"] == "up" and "addr" in m["a"]
+    # a member that goes leaves the page
+    b.stop()
+    wait_for(lambda: [x["name"] for x in session()["members"]] == ["a"],
+             20, 0.2, what="b to leave the page")

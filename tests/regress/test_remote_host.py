@@ -73,17 +73,25 @@ def test_the_tree_is_copied_off_the_loop(make_daemon, make_client):
     d.wait_state("j1", "exited")
     assert c.gmux("logs", "gpu1:j1", check=0).stdout.strip() == b"4000"
     # Stopped while its files are copied: it never runs, its copy goes.
-    # (A tree the host has not had: one already stored is not made again.)
-    with open(os.path.join(c.work, "new.txt"), "w") as f:
-        f.write("new\n")
-    r = c.gmux("run", "-d", "--", "touch", "/tmp/never", check=0)
-    assert r.stdout.strip() == b"gpu1:j2"
-    c.gmux("stop", "gpu1:j2", check=0)
-    job = host_job(d, "j2")
+    # Each try is a tree the host has not had (one already stored is not
+    # made again) of 2,000 new files, so its copy outlasts the stop; a
+    # host quick enough to start the job first is tried again, and one
+    # stop in five must land while the files are copied.
+    for attempt in range(2, 7):
+        big_tree(os.path.join(c.work, "new%d" % attempt), 20)
+        r = c.gmux("run", "-d", "--", "touch", "/tmp/never", check=0)
+        jid = "j%d" % attempt
+        assert r.stdout.strip() == b"gpu1:" + jid.encode()
+        c.gmux("stop", "gpu1:" + jid, check=0)
+        job = d.wait_state(jid, ("stopped", "exited", "failed"))
+        if job["started"] is None:
+            break
+    else:
+        raise AssertionError("every job started before its stop")
     assert job["state"] == "stopped" and job["exit_code"] is None, job
-    work = os.path.join(d.home, "jobs", "j2", "work")
-    wait_for(lambda: not os.path.exists(work), 20, what="j2's copy to go")
-    assert host_job(d, "j2")["started"] is None
+    work = os.path.join(d.home, "jobs", jid, "work")
+    wait_for(lambda: not os.path.exists(work), 20, what="the copy to go")
+    assert host_job(d, jid)["started"] is None
 
 
 def test_a_tree_that_cannot_be_made_fails_its_job(make_daemon, make_client):
