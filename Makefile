@@ -255,6 +255,10 @@ $(O)/src/cmd-ui.o: src/ui-int.h
 SRCS += src/cmd-flags.c src/cmd-completion.c src/manpage.c
 SRCS += src/doctor.c src/doctor-host.c src/doctor-remote.c src/cmd-doctor.c
 SRCS += src/setup.c src/cmd-setup.c
+
+# -- containers and workspaces (issue 17, docs/containers.md)
+SRCS += src/container.c src/cmd-workspace.c src/cmd-workspace-dev.c
+SRCS += src/devcontainer.c
 all: $(O)/gmux.1
 $(O)/gmux.1: $(O)/gmux
 	@echo "  MAN     $@"

@@ -58,6 +58,8 @@ api_cards_json(void)
 		    (json_int_t)(server_cards.v[i].memory - mem)));
 		json_object_set_new(o, "jobs", json_integer(njobs[i]));
 		json_object_set_new(o, "guaranteed", json_real(seats / 100.0));
+		/* The host's, on each card: what a job with --image gets. */
+		json_object_set_new(o, "containers", container_host_json());
 		json_object_set_new(o, "burst", json_real(burst / 100.0));
 		json_object_set_new(o, "mem_used",
 		    json_integer((json_int_t)mem));

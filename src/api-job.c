@@ -178,6 +178,15 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 		api_error(req, 400, "%s", cause);
 		goto out;
 	}
+	if (r.spec.image != NULL && container_check(&r, &code, &cause) != 0) {
+		api_error(req, code, "%s", cause);
+		goto out;
+	}
+	if (r.spec.workspace &&
+	    container_workspace_taken(who->owner, r.spec.name)) {
+		api_error(req, 409, "name: a workspace %s exists", r.spec.name);
+		goto out;
+	}
 	if (r.spec.array != NULL) {
 		api_jobs_create_array(req, &r, who);
 		goto out;

@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gmux.h"
 
@@ -58,6 +59,36 @@ cards_row(struct table *t, json_t *c, int hosts)
 	free(enf);
 }
 
+/* One line per host of what a job with --image gets there. */
+static void
+cards_containers(json_t *a)
+{
+	json_t		*c, *ct, *net;
+	const char	*host, *last = "";
+	size_t		 i;
+
+	json_array_foreach(a, i, c) {
+		host = json_string_value(json_object_get(c, "host"));
+		ct = json_object_get(c, "containers");
+		if (!json_is_object(ct) || (i > 0 && strcmp(host ? host : "",
+		    last) == 0))
+			continue;
+		last = host ? host : "";
+		net = json_object_get(ct, "network");
+		if (json_is_true(json_object_get(ct, "podman")))
+			printf("%s%scontainers: podman, runtime %s, network "
+			    "%s (--deny-net) or %s (unfenced)\n",
+			    host ? host : "", host ? " " : "",
+			    json_string_value(json_object_get(ct, "runtime")),
+			    json_string_value(json_array_get(net, 0)),
+			    json_string_value(json_array_get(net, 1)));
+		else
+			printf("%s%scontainers: none (%s)\n", host ? host : "",
+			    host ? " " : "", json_string_value(
+			    json_object_get(ct, "why")));
+	}
+}
+
 static int
 cmd_cards_exec(int argc, char **argv)
 {
@@ -105,6 +136,7 @@ cmd_cards_exec(int argc, char **argv)
 			    json_object_get(c, "index")),
 			    json_string_value(why));
 	}
+	cards_containers(a);
 	json_decref(a);
 	return (0);
 }

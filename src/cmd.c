@@ -29,6 +29,7 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_remote_entry,
 	&cmd_token_entry,
 	&cmd_tenant_entry,
+	&cmd_workspace_entry,
 	&cmd_cluster_entry,
 	&cmd_workers_entry,
 	&cmd_shell_entry,

@@ -145,26 +145,18 @@ doctor_kernel(struct doctor *d)
 		    rc > 0 ? strerror(rc) : "failed");
 }
 
+/* What container.c found: podman, its runtime, the networks it may use. */
 static void
 doctor_podman(struct doctor *d)
 {
-	char	*podman, *rt;
+	char	*text = container_host_text();
 
-	if ((podman = find_program("podman")) == NULL) {
-		doctor_add(d, "podman", DOCTOR_WARN, "install podman (and "
-		    "crun) for jobs in containers", "not found in PATH");
-		return;
-	}
-	if ((rt = find_program("crun")) == NULL)
-		rt = find_program("runc");
-	if (rt != NULL)
-		doctor_add(d, "podman", DOCTOR_OK, NULL, "%s, runtime %s",
-		    podman, rt);
+	if (container_podman(NULL) != NULL)
+		doctor_add(d, "podman", DOCTOR_OK, NULL, "%s", text);
 	else
-		doctor_add(d, "podman", DOCTOR_WARN, "install crun or runc",
-		    "%s, but no OCI runtime (crun, runc) in PATH", podman);
-	free(rt);
-	free(podman);
+		doctor_add(d, "podman", DOCTOR_WARN, "install podman and runc "
+		    "for jobs in containers (gmux run --image)", "%s", text);
+	free(text);
 }
 
 /* Splits "http://HOST:PORT[/]" into host and port; the caller frees. */

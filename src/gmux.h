@@ -273,6 +273,9 @@ struct jobspec {
 	u_int		 array_count;
 	int		 stdin_file;	/* reads its directory's "stdin" */
 	int64_t		 array_submit;	/* its array's submission: its age */
+	char		*image;		/* --image: in a container; NULL */
+	int		 workspace;	/* a workspace: lives until removed */
+	char		**container_env; /* more names that go in (-e) */
 };
 struct jobreq;
 void		 jobspec_init(struct jobspec *);
@@ -286,6 +289,7 @@ int		 jobspec_element_from_json(json_t *, struct jobspec *,
 		     char **);
 int		 jobspec_gpus(const char *, char **, u_int *, char **);
 int		 jobspec_time(const char *, int64_t *, char **);
+int		 jobspec_image_ok(const char *, char **);
 
 /* jobreq.c: what a client asks for when it starts a job */
 #define JOB_BURST	0x1
@@ -855,6 +859,49 @@ void		 job_tell(struct job *);
 void		 job_restore_state(struct job *, const char *);
 extern void	(*job_state_hook)(struct job *, enum job_state);
 
+/* devcontainer.c: what a workspace takes from a devcontainer.json */
+struct devcontainer {
+	char		 *image;
+	char		 *dockerfile;	/* build.dockerfile, as written */
+	char		 *context;	/* build.context; NULL: its dir */
+	char		**mounts;	/* "source=A,target=B,type=T" */
+	char		**env;		/* containerEnv, NAME=VALUE */
+	u_int		 *ports;	/* forwardPorts */
+	u_int		  nports;
+	char		**post_create;	/* argv; NULL: none */
+};
+void		 devcontainer_init(struct devcontainer *);
+void		 devcontainer_free(struct devcontainer *);
+int		 devcontainer_parse(const char *, size_t, struct devcontainer *,
+		     char **);
+
+/* cmd-workspace-dev.c: gmux workspace create --devcontainer FILE */
+char		**workspace_devcontainer(json_t *, const char *, const char *);
+
+/* container.c: a containerized job's podman run (docs/containers.md) */
+struct container_spec {
+	const char	 *image;
+	int		  deny_net;	/* --network none, else host */
+	char		**devices;	/* --device: nodes or CDI names */
+	char		**ro;		/* mounted read-only: the shim */
+	char		**rw;		/* read-write: the region, MPS pipes */
+	char *const	 *env;		/* more names for -e: containerEnv */
+};
+struct keeper_spec;
+const char	*container_podman(char **);
+json_t		*container_host_json(void);
+char		*container_host_text(void);
+char		*container_name(u_int);
+char		**container_argv(const struct keeper_spec *, char *const *);
+void		 container_remove(u_int);
+void		 container_sweep(int (*)(u_int));
+struct jobreq;
+int		 container_check(const struct jobreq *, int *, char **);
+void		 container_spec_make(uint64_t, const struct jobreq *,
+		     struct container_spec *);
+void		 container_spec_clear(struct container_spec *);
+int		 container_workspace_taken(const char *, const char *);
+
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {
 	u_int		  id;
@@ -872,6 +919,7 @@ struct keeper_spec {
 	int		  as_account;	/* runs as uid/gid (a tenant's) */
 	uid_t		  uid;
 	gid_t		  gid;
+	const struct container_spec *container; /* NULL: native */
 };
 pid_t		 keeper_spawn(const struct keeper_spec *, int *, char **);
 int		 keeper_connect(u_int);
@@ -1981,6 +2029,7 @@ extern const struct cmd_entry cmd_version_entry;
 extern const struct cmd_entry cmd_remote_entry;
 extern const struct cmd_entry cmd_token_entry;
 extern const struct cmd_entry cmd_tenant_entry;
+extern const struct cmd_entry cmd_workspace_entry;
 extern const struct cmd_entry cmd_cluster_entry;
 extern const struct cmd_entry cmd_help_entry;
 extern const struct cmd_entry cmd_submit_entry;

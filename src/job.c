@@ -383,6 +383,7 @@ job_start(struct job *j, char **cause)
 {
 	struct keeper_spec	 s;
 	struct jail_spec	 js;
+	struct container_spec	 cs;
 	struct overlay		*ov = NULL;
 	char			*dir, *path, *out_path = NULL;
 	char			*err_path = NULL, *in_path = NULL;
@@ -430,11 +431,18 @@ job_start(struct job *j, char **cause)
 		s.cwd = js.work;
 		s.jail = &js;
 	}
+	memset(&cs, 0, sizeof cs);
 	if ((j->req.flags & JOB_TERM) &&
 	    term_job_prepare(j, &js, &term_argv, cause) != 0)
 		goto out;
 	if (term_argv != NULL)
 		s.argv = term_argv;
+	if (j->req.spec.image != NULL) {
+		/* Its fence is podman's network (container_check). */
+		container_spec_make(j->cards, &j->req, &cs);
+		s.container = &cs;
+		s.fence = NULL;
+	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
 	if (job_account_of(j, &s, &js, cause) != 0 ||
@@ -466,7 +474,7 @@ job_start(struct job *j, char **cause)
 	} else if (j->cards != 0)
 		enforce_forget(j->id);
 out:
-	if (s.argv != j->req.argv)
+	if (s.argv != j->req.argv && s.argv != term_argv)
 		strv_free(s.argv);	/* its interpreter's (tenant_publish) */
 	strv_free(s.env);
 	strv_free(term_argv);
@@ -474,6 +482,7 @@ out:
 	free(err_path);
 	free(in_path);
 	jail_spec_clear(&js);
+	container_spec_clear(&cs);
 	overlay_free(ov);
 	free(dir);
 	log_debug("%s: %s card %d seats %u: %s", __func__, j->name, j->card,
@@ -860,6 +869,7 @@ json_t *
 job_to_json(const struct job *j)
 {
 	json_t	*o, *argv;
+	char	*ctr;
 	size_t	 i;
 
 	o = json_object();
@@ -892,6 +902,11 @@ job_to_json(const struct job *j)
 	    json_null());
 	jobspec_to_json(&j->req.spec, o);
 	term_publish_to_json(o, j->req.flags, j->req.publish, j->req.npublish);
+	if (j->req.spec.image != NULL && j->state == JOB_RUNNING) {
+		ctr = container_name(j->id);
+		json_object_set_new(o, "container", json_string(ctr));
+		free(ctr);
+	}
 	if (j->req.spec.array_of != 0) {
 		json_object_set_new(o, "array_job", json_sprintf("j%u",
 		    j->req.spec.array_of));

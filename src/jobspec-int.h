@@ -95,7 +95,11 @@ int		 runopt_apply(json_t *, int, const char *, char **);
     "  --array SPEC         an array: 0-15%4, 1-9:2, 1,3,5 (% at most N " \
     "at once)\n" \
     "  --publish PORT       the owner may reach this port (gmux port; " \
-    "repeatable)\n"
+    "repeatable)\n" \
+    "  --image IMAGE        in a container of this local image (podman; " \
+    "docs/\n" \
+    "                       containers.md)\n" \
+    "  --container IMAGE    the same (a job file's #GMUX --container)\n"
 
 /* jobfile.c: a job file's #GMUX and #SBATCH directives */
 struct jobfile_dir {

@@ -1,10 +1,10 @@
 /*
  * jobspec.c: the placement directives of a job request (--gpus, --cpus,
  * --ram, --vram, --server, --mode, --job-name, --time, --output, --error,
- * --partition, --nodes, --array, payloads): read from the request's JSON
- * and checked here, as jobreq.c checks the rest.  Whether this host can
- * honour them is for the daemon (jobspec-host.c); a cluster's scheduler
- * reads the same fields.
+ * --partition, --nodes, --array, --image, payloads): read from the
+ * request's JSON and checked here, as jobreq.c checks the rest.  Whether
+ * this host can honour them is for the daemon (jobspec-host.c); a
+ * cluster's scheduler reads the same fields.
  */
 
 #include <ctype.h>
@@ -15,6 +15,7 @@
 
 #define JOBSPEC_MAX_NAME	128
 #define JOBSPEC_MAX_PATH	4096
+#define JOBSPEC_MAX_IMAGE	255
 #define JOBSPEC_MAX_TIME_MS	(86400000LL * 365)
 
 static const char *const jobspec_modes[] = { "shared", "exclusive",
@@ -38,6 +39,8 @@ jobspec_clear(struct jobspec *s)
 	free(s->partition);
 	free(s->python);
 	free(s->array);
+	free(s->image);
+	strv_free(s->container_env);
 	json_decref(s->payloads);
 	jobspec_init(s);
 }
@@ -303,6 +306,72 @@ jobspec_payloads_field(json_t *v, struct jobspec *s, char **cause)
 }
 
 /*
+ * An image's name as Podman takes it (localhost/pytorch:24,
+ * registry.example/a/b@sha256:...): letters, digits and ._-/:@, never
+ * starting with '-' (it would be a flag of podman's).
+ */
+int
+jobspec_image_ok(const char *image, char **cause)
+{
+	size_t	 i, n = strlen(image);
+
+	if (n == 0 || n > JOBSPEC_MAX_IMAGE || !isalnum((u_char)*image))
+		goto bad;
+	for (i = 0; i < n; i++) {
+		if (!isalnum((u_char)image[i]) &&
+		    strchr("._-/:@", image[i]) == NULL)
+			goto bad;
+	}
+	return (0);
+bad:
+	xasprintf(cause, "image: '%.64s' is not an image's name (letters, "
+	    "digits and ._-/:@, up to %d)", image, JOBSPEC_MAX_IMAGE);
+	return (-1);
+}
+
+/* container_env: names of variables (in env) that go in a container. */
+static int
+jobspec_names(json_t *v, struct jobspec *s, char **cause)
+{
+	json_t		*x;
+	const char	*n;
+	size_t		 i;
+
+	if (!json_is_array(v) || json_array_size(v) > 256)
+		goto bad;
+	strv_free(s->container_env);
+	s->container_env = NULL;
+	json_array_foreach(v, i, x) {
+		if ((n = json_string_value(x)) == NULL || *n == '\0' ||
+		    strlen(n) > 128 || strspn(n, "abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen(n) ||
+		    isdigit((u_char)*n))
+			goto bad;
+		strv_add(&s->container_env, n);
+	}
+	return (0);
+bad:
+	xasprintf(cause, "container_env: must be an array of up to 256 "
+	    "variables' names");
+	return (-1);
+}
+
+static int
+jobspec_image_field(json_t *v, struct jobspec *s, char **cause)
+{
+	if (!json_is_string(v) ||
+	    strlen(json_string_value(v)) != json_string_length(v)) {
+		xasprintf(cause, "image: must be an image's name");
+		return (-1);
+	}
+	if (jobspec_image_ok(json_string_value(v), cause) != 0)
+		return (-1);
+	free(s->image);
+	s->image = xstrdup(json_string_value(v));
+	return (0);
+}
+
+/*
  * One field of a request, if it is a directive: 0 if taken, -1 with
  * *cause if bad, 1 if k is not one of these.
  */
@@ -349,6 +418,18 @@ jobspec_field(const char *k, json_t *v, struct jobreq *r, char **cause)
 		return (jobspec_array_field(v, s, cause));
 	if (strcmp(k, "payloads") == 0)
 		return (jobspec_payloads_field(v, s, cause));
+	if (strcmp(k, "image") == 0)
+		return (jobspec_image_field(v, s, cause));
+	if (strcmp(k, "container_env") == 0)
+		return (jobspec_names(v, s, cause));
+	if (strcmp(k, "workspace") == 0) {
+		if (!json_is_boolean(v)) {
+			xasprintf(cause, "workspace: must be true or false");
+			return (-1);
+		}
+		s->workspace = json_is_true(v);
+		return (0);
+	}
 	if (strcmp(k, "element") == 0) {
 		xasprintf(cause, "element: the daemon sets it, not a request");
 		return (-1);
@@ -455,6 +536,18 @@ jobspec_finish(json_t *o, struct jobreq *r, char **cause)
 	}
 	if (jobspec_finish_array(&r->spec, cause) != 0)
 		return (-1);
+	if (r->spec.workspace && r->spec.image == NULL) {
+		xasprintf(cause, "workspace: needs an image");
+		return (-1);
+	}
+	if (r->spec.workspace && (r->spec.name == NULL ||
+	    strspn(r->spec.name, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+	    strlen(r->spec.name) || r->spec.name[0] == '-')) {
+		xasprintf(cause, "name: a workspace's name is letters, digits "
+		    "and ._- (not first)");
+		return (-1);
+	}
 	/* Its elements wait with the array's age: a bound would cut them. */
 	if (r->spec.array != NULL && r->timeout_ms != 0) {
 		xasprintf(cause, "timeout_ms: not for an array (its elements "
@@ -475,7 +568,9 @@ set_string(json_t *o, const char *k, const char *v)
 void
 jobspec_to_json(const struct jobspec *s, json_t *o)
 {
+	json_t	*a;
 	char	*gpus;
+	size_t	 i;
 
 	set_string(o, "name", s->name);
 	if (s->gpus != 0) {
@@ -509,6 +604,16 @@ jobspec_to_json(const struct jobspec *s, json_t *o)
 	set_string(o, "array", s->array);
 	if (s->payloads != NULL)
 		json_object_set_new(o, "payloads", json_incref(s->payloads));
+	set_string(o, "image", s->image);
+	if (s->container_env != NULL) {
+		a = json_array();
+		for (i = 0; s->container_env[i] != NULL; i++)
+			json_array_append_new(a,
+			    json_string(s->container_env[i]));
+		json_object_set_new(o, "container_env", a);
+	}
+	if (s->workspace)
+		json_object_set_new(o, "workspace", json_true());
 }
 
 /* An element's place in its array, as saved; NULL if s is no element. */

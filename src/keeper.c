@@ -61,6 +61,7 @@ struct keeper {
 	int64_t		 drain_until;
 	uint64_t	 lost;		/* bytes the log could not take */
 	char		**env;		/* the job's, plus the fence's */
+	char		**argv;		/* the job's, or its podman run */
 	char		 *path;		/* the command, found in its PATH */
 	char		**sh_argv;	/* the same by /bin/sh (no #! line) */
 	struct fence_job *fence;	/* NULL: not fenced */
@@ -170,7 +171,7 @@ keeper_child(struct keeper *k, int out, int err, int errpipe)
 		errno = ENOENT;
 		keeper_child_fail(3, 'x');
 	}
-	execve(k->path, s->argv, k->env);
+	execve(k->path, k->argv, k->env);
 	/* Not a binary nor a #! script: a shell script, as execvp has it. */
 	if (errno == ENOEXEC && k->sh_argv != NULL)
 		execve("/bin/sh", k->sh_argv, k->env);
@@ -185,7 +186,7 @@ static char **
 keeper_sh_argv(struct keeper *k)
 {
 	char	**v;
-	size_t	  n = strv_len(k->spec->argv), i;
+	size_t	  n = strv_len(k->argv), i;
 
 	if (k->path == NULL)
 		return (NULL);
@@ -193,7 +194,7 @@ keeper_sh_argv(struct keeper *k)
 	v[0] = (char *)"/bin/sh";
 	v[1] = k->path;
 	for (i = 1; i < n; i++)
-		v[i + 1] = k->spec->argv[i];
+		v[i + 1] = k->argv[i];
 	return (v);
 }
 
@@ -220,7 +221,7 @@ keeper_job_path(struct keeper *k)
 static char *
 keeper_resolve(struct keeper *k)
 {
-	const char	*cmd = k->spec->argv[0], *p, *end, *cwd;
+	const char	*cmd = k->argv[0], *p, *end, *cwd;
 	char		*path, *found = NULL;
 	struct stat	 st;
 	size_t		 len;
@@ -344,7 +345,7 @@ keeper_start_job(struct keeper *k)
 	    read(ep[0], &e, sizeof e) == (ssize_t)sizeof e) {
 		xasprintf(&k->error, "%s: %s", stage == 'c' ? k->spec->cwd :
 		    stage == 'i' ? "stdin" : stage == 'u' ? "its account" :
-		    k->spec->argv[0], strerror(e));
+		    k->argv[0], strerror(e));
 		k->error_code = stage == 'x' && e == ENOENT ? 127 : 126;
 	}
 	close(ep[0]);
@@ -827,6 +828,23 @@ fail:
 	return (-1);
 }
 
+/*
+ * A container job that did not end by its own exit (stopped, killed, or
+ * podman failed: 125 to 127) may have left its container: removed before
+ * the end is recorded, so no ended job has one.
+ */
+static void
+keeper_container_left(struct keeper *k)
+{
+	int	 code;
+
+	if (k->spec->container == NULL)
+		return;
+	code = WIFEXITED(k->wstatus) ? WEXITSTATUS(k->wstatus) : -1;
+	if (k->reason != NULL || code < 0 || (code >= 125 && code <= 127))
+		container_remove(k->spec->id);
+}
+
 static dead void
 keeper_main(const struct keeper_spec *s, int link)
 {
@@ -858,11 +876,14 @@ keeper_main(const struct keeper_spec *s, int link)
 	k.sig_fd = signalfd(-1, &set, SFD_NONBLOCK|SFD_CLOEXEC);
 	k.listen_fd = keeper_listen(&k);
 	k.env = s->env;
+	/* A container's job: the keeper execs its podman run (container.c). */
+	k.argv = s->container != NULL ? container_argv(s, k.env) : s->argv;
 	if (keeper_confine(&k) == 0 && keeper_start_job(&k) == 0) {
 		n = snprintf(msg, sizeof msg, "pid %ld\n", (long)k.pid);
 		write_all(link, msg, (size_t)n);
 		keeper_loop(&k);
 		keeper_reap_all(&k);
+		keeper_container_left(&k);
 	} else {
 		keeper_frame(&k, FRAME_STDERR, "gmux: ", 6);
 		keeper_frame(&k, FRAME_STDERR, k.error, strlen(k.error));

@@ -87,6 +87,8 @@ static const struct runopt runopts[] = {
 	{ "nodes", 1, runopt_uint, "nodes", 1, 1024 },
 	{ "array", 1, runopt_array, "array", 0, 0 },
 	{ "publish", 1, runopt_port, "publish", 1, 65535 },
+	{ "image", 1, runopt_word, "image", 0, 0 },
+	{ "container", 1, runopt_word, "image", 0, 0 },
 };
 
 /*

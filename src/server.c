@@ -307,6 +307,17 @@ server_adopt_keepers(void)
 	free(v);
 }
 
+/* Whether job id is running (a container of one that is not is orphaned). */
+static int
+server_job_running(u_int id)
+{
+	struct job	*j;
+	char		 name[16];
+
+	snprintf(name, sizeof name, "j%u", id);
+	return ((j = job_find(name)) != NULL && j->state == JOB_RUNNING);
+}
+
 static int
 server_setup(const char *fake, char **cause)
 {
@@ -341,6 +352,7 @@ server_setup(const char *fake, char **cause)
 	prepare_restore();
 	server_sched_restore();
 	server_adopt_keepers();
+	container_sweep(server_job_running);
 	server_sched_resume();
 	if ((fd = server_listen(cause)) == -1)
 		return (-1);

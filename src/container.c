@@ -1,0 +1,528 @@
+/*
+ * container.c: a containerized job (docs/containers.md).  What the host
+ * allows (podman, its runtime, its network), the `podman run` line a
+ * job's keeper execs instead of the command, and the removal of what a
+ * container job leaves behind.  Podman is spoken only through its
+ * command line, always with the values of the job's variables passed by
+ * name, never in an argv.
+ */
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmux.h"
+
+#define CONTAINER_RM_MS		30000
+#define CONTAINER_PS_MS		10000
+
+/* The variables gmux gives a job that go in by name (docs/containers.md). */
+static const char *const container_vars[] = {
+	"GMUX_", "CUDA_", "HSA_", "ROCR_", "HIP_", "ZE_", "NVIDIA_",
+	"LD_PRELOAD=", "LD_LIBRARY_PATH=",
+};
+
+static struct {
+	int		 probed;
+	char		*podman;	/* its path; NULL: none */
+	char		*runtime;	/* "runc"; NULL: podman's default */
+	char		*why;		/* why containers cannot run */
+	const char	*cgroups;	/* "v2", "hybrid", "v1" */
+	char		 home[13];	/* this daemon's label */
+} host;
+
+/*
+ * Appends s to the argv *v: strv_add keeps a list of distinct strings, and
+ * a command line repeats its flags.
+ */
+static void
+container_push(char ***v, const char *s)
+{
+	size_t	 n = strv_len(*v);
+
+	*v = xreallocarray(*v, n + 2, sizeof **v);
+	(*v)[n] = xstrdup(s);
+	(*v)[n + 1] = NULL;
+}
+
+/* Adds a formatted string to *v. */
+static void printflike(2, 3)
+container_addf(char ***v, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s;
+
+	va_start(ap, fmt);
+	xvasprintf(&s, fmt, ap);
+	va_end(ap);
+	container_push(v, s);
+	free(s);
+}
+
+/*
+ * The host's cgroups as a runtime sees them: "v2" (unified), "hybrid" (v1
+ * controllers with a v2 tree beside them: crun refuses it) or "v1".
+ */
+static const char *
+container_cgroups(void)
+{
+	struct stat	 st;
+
+	if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0)
+		return ("v2");
+	if (stat("/sys/fs/cgroup/unified", &st) == 0)
+		return ("hybrid");
+	return ("v1");
+}
+
+/*
+ * Finds podman and its runtime once per process: runc wherever it is
+ * installed (it works on every layout), else crun where cgroups are not
+ * hybrid, else none.
+ */
+static void
+container_probe(void)
+{
+	char		 hex[DIGEST_HEX];
+	const char	*h = path_home();
+
+	if (host.probed)
+		return;
+	host.probed = 1;
+	digest_buf(h, strlen(h), hex);
+	memcpy(host.home, hex, sizeof host.home - 1);
+	host.home[sizeof host.home - 1] = '\0';
+	host.cgroups = container_cgroups();
+	if ((host.podman = find_program("podman")) == NULL) {
+		host.why = xstrdup("podman is not installed (tests/setup-deps "
+		    "installs it)");
+		return;
+	}
+	if (have_program("runc"))
+		host.runtime = xstrdup("runc");
+	else if (have_program("crun") && strcmp(host.cgroups, "hybrid") != 0)
+		host.runtime = xstrdup("crun");
+	else {
+		xasprintf(&host.why, "no OCI runtime that works with %s "
+		    "cgroups (crun refuses hybrid ones): install runc",
+		    host.cgroups);
+		free(host.podman);
+		host.podman = NULL;
+	}
+}
+
+/* The path of podman, or NULL with *cause if this host has none. */
+const char *
+container_podman(char **cause)
+{
+	container_probe();
+	if (host.podman == NULL && cause != NULL)
+		xasprintf(cause, "image: %s", host.why);
+	return (host.podman);
+}
+
+/*
+ * What gmux doctor and gmux cards say of containers here (a new object):
+ * podman, the runtime, the networks a container may have, and why not.
+ */
+json_t *
+container_host_json(void)
+{
+	container_probe();
+	return (json_pack("{s:b,s:s?,s:s?,s:s,s:b,s:[ss],s:s?}", "podman",
+	    host.podman != NULL, "path", host.podman, "runtime",
+	    host.runtime, "cgroups", host.cgroups, "rootless", geteuid() != 0,
+	    "network", "none", "host", "why", host.why));
+}
+
+/* The same in one line (the caller frees it). */
+char *
+container_host_text(void)
+{
+	char	*s;
+
+	container_probe();
+	if (host.podman == NULL)
+		return (xstrdup(host.why));
+	xasprintf(&s, "podman %s, runtime %s, %s cgroups, %s, network none "
+	    "(--deny-net) or host (unfenced); --allow is refused",
+	    host.podman, host.runtime, host.cgroups, geteuid() != 0 ?
+	    "rootless" : "rootful (the daemon runs as root)");
+	return (s);
+}
+
+/* The container of job id: gmux-HOME-jN.  The caller frees it. */
+char *
+container_name(u_int id)
+{
+	char	*name;
+
+	container_probe();
+	xasprintf(&name, "gmux-%s-j%u", host.home, id);
+	return (name);
+}
+
+/*
+ * The kernel's pid_max: a runtime refuses an RLIMIT_NPROC above it on some
+ * hosts (measured: 32768 taken, 32769 refused), so nproc is held to it.
+ */
+static rlim_t
+container_pid_max(void)
+{
+	char		*text, *cause = NULL;
+	unsigned long	 n;
+
+	if ((text = read_file("/proc/sys/kernel/pid_max", 64, NULL,
+	    &cause)) == NULL) {
+		free(cause);
+		return (RLIM_INFINITY);
+	}
+	n = strtoul(text, NULL, 10);
+	free(text);
+	return (n > 0 ? (rlim_t)n : RLIM_INFINITY);
+}
+
+/*
+ * --ulimit FLAG=SOFT:HARD within the keeper's own limits: podman's
+ * defaults may pass the host's hard limit, which the runtime then refuses.
+ */
+static void
+container_limit(char ***argv, const char *flag, int resource, rlim_t max)
+{
+	struct rlimit	 rl;
+
+	if (getrlimit(resource, &rl) != 0)
+		return;
+	if (rl.rlim_max > max)
+		rl.rlim_max = max;
+	if (rl.rlim_cur > rl.rlim_max)
+		rl.rlim_cur = rl.rlim_max;
+	container_push(argv, "--ulimit");
+	if (rl.rlim_max == RLIM_INFINITY)
+		container_addf(argv, "%s=-1:-1", flag);
+	else
+		container_addf(argv, "%s=%llu:%llu", flag,
+		    (unsigned long long)rl.rlim_cur,
+		    (unsigned long long)rl.rlim_max);
+}
+
+/* -v PATH:PATH[:ro] for each path of list that exists. */
+static void
+container_mounts(char ***argv, char *const *list, const char *how)
+{
+	struct stat	 st;
+
+	for (; list != NULL && *list != NULL; list++) {
+		if (stat(*list, &st) != 0)
+			continue;
+		container_push(argv, "-v");
+		container_addf(argv, "%s:%s%s", *list, *list, how);
+	}
+}
+
+/* The environment's gmux variables, by name: -e NAME. */
+static void
+container_env(char ***argv, char *const *env)
+{
+	const char	*eq;
+	u_int		 i;
+
+	for (; env != NULL && *env != NULL; env++) {
+		if ((eq = strchr(*env, '=')) == NULL)
+			continue;
+		for (i = 0; i < nitems(container_vars); i++) {
+			if (strncmp(*env, container_vars[i],
+			    strlen(container_vars[i])) == 0)
+				break;
+		}
+		if (i == nitems(container_vars))
+			continue;
+		container_push(argv, "-e");
+		container_addf(argv, "%.*s", (int)(eq - *env), *env);
+	}
+}
+
+/* The card's device nodes, or its CDI name where the host has a spec. */
+static void
+container_devices(char ***argv, char *const *devices)
+{
+	for (; devices != NULL && *devices != NULL; devices++) {
+		container_push(argv, "--device");
+		container_push(argv, *devices);
+	}
+}
+
+/*
+ * The podman run line of spec's job (its argv after the image), with the
+ * variables of env passed by name.  The caller frees it (strv_free).
+ */
+char **
+container_argv(const struct keeper_spec *s, char *const *env)
+{
+	const struct container_spec	*c = s->container;
+	char				**argv, *name;
+	char *const			 *a;
+
+	container_probe();
+	argv = xcalloc(1, sizeof *argv);
+	container_push(&argv, host.podman != NULL ? host.podman : "podman");
+	container_push(&argv, "run");
+	container_push(&argv, "--rm");
+	container_push(&argv, "--pull=never");
+	name = container_name(s->id);
+	container_addf(&argv, "--name=%s", name);
+	free(name);
+	container_addf(&argv, "--label=gmux.home=%s", host.home);
+	container_addf(&argv, "--label=gmux.job=%u", s->id);
+	container_addf(&argv, "--runtime=%s", host.runtime);
+	container_addf(&argv, "--network=%s", c->deny_net ? "none" : "host");
+	if (s->stdin_path != NULL)
+		container_push(&argv, "-i");
+	container_limit(&argv, "nofile", RLIMIT_NOFILE, RLIM_INFINITY);
+	container_limit(&argv, "nproc", RLIMIT_NPROC, container_pid_max());
+	container_devices(&argv, c->devices);
+	container_mounts(&argv, c->ro, ":ro");
+	container_mounts(&argv, c->rw, "");
+	container_env(&argv, env);
+	for (a = c->env; a != NULL && *a != NULL; a++) {
+		container_push(&argv, "-e");
+		container_push(&argv, *a);
+	}
+	container_push(&argv, c->image);
+	for (a = s->argv; *a != NULL; a++)
+		container_push(&argv, *a);
+	return (argv);
+}
+
+/* Runs podman with args; its exit status, -1 if it could not be run. */
+static int
+container_podman_run(const char *const *args, u_int nargs, int ms,
+    char **out)
+{
+	char	**argv;
+	char	 *text;
+	u_int	  i;
+	int	  status;
+
+	if (container_podman(NULL) == NULL)
+		return (-1);
+	argv = xcalloc(1, sizeof *argv);
+	container_push(&argv, host.podman);
+	for (i = 0; i < nargs; i++)
+		container_push(&argv, args[i]);
+	text = proc_output(argv, ms, &status);
+	strv_free(argv);
+	if (out != NULL)
+		*out = text;
+	else
+		free(text);
+	return (text == NULL ? -1 : status);
+}
+
+/* Removes job id's container if it is left (stopped, killed, failed). */
+void
+container_remove(u_int id)
+{
+	char		*name = container_name(id);
+	const char	*args[] = { "rm", "-f", "-i", "-t", "0", name };
+	int		 rc;
+
+	rc = container_podman_run(args, nitems(args), CONTAINER_RM_MS, NULL);
+	log_debug("%s: %s: %d", __func__, name, rc);
+	free(name);
+}
+
+/*
+ * At the daemon's start: removes this daemon's containers whose job is not
+ * running (running(id) says), the orphans of a keeper that died.  Only
+ * where a container job was ever started here (the mark), so a daemon
+ * that never ran one never runs podman.
+ */
+void
+container_sweep(int (*running)(u_int))
+{
+	char		*mark, *out = NULL, *line, *next, *label;
+	const char	*args[] = { "ps", "-a", "--format",
+			    "{{.ID}} {{index .Labels \"gmux.job\"}}",
+			    "--filter", NULL };
+	u_int		 id;
+	char		 cid[80];
+
+	xasprintf(&mark, "%s/containers", path_home());
+	if (access(mark, F_OK) != 0 || container_podman(NULL) == NULL) {
+		free(mark);
+		return;
+	}
+	free(mark);
+	xasprintf(&label, "label=gmux.home=%s", host.home);
+	args[5] = label;
+	if (container_podman_run(args, nitems(args), CONTAINER_PS_MS,
+	    &out) != 0)
+		goto out;
+	for (line = out; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if (sscanf(line, "%79s %u", cid, &id) != 2 || running(id))
+			continue;
+		log_debug("%s: j%u: %s is an orphan", __func__, id, cid);
+		container_remove(id);
+	}
+out:
+	free(out);
+	free(label);
+}
+
+/* Marks this home as one that has run a container (container_sweep). */
+static void
+container_mark(void)
+{
+	char	*mark, *cause = NULL;
+
+	xasprintf(&mark, "%s/containers", path_home());
+	if (access(mark, F_OK) != 0 &&
+	    write_file_atomic(mark, "", 0, 0600, &cause) != 0) {
+		log_warnx("%s: %s", __func__, cause);
+		free(cause);
+	}
+	free(mark);
+}
+
+/*
+ * The card's nodes for a container: its CDI name where the host has an
+ * NVIDIA spec, else the NVIDIA or AMD device nodes that exist.  Added to
+ * *devices; a fake card has none.
+ */
+static void
+container_card_devices(const struct card *c, char ***devices)
+{
+	static const char *const nv[] = { "/dev/nvidiactl",
+	    "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia[0-9]*" };
+	static const char *const amd[] = { "/dev/kfd",
+	    "/dev/dri/renderD*" };
+	const char *const	*pat = c->vendor == VENDOR_AMD ? amd : nv;
+	u_int			 n = c->vendor == VENDOR_AMD ? nitems(amd) :
+				     nitems(nv), i;
+	glob_t			 g;
+	size_t			 k;
+	char			*id;
+
+	if (c->fake || (c->vendor != VENDOR_NVIDIA && c->vendor != VENDOR_AMD))
+		return;
+	if (c->vendor == VENDOR_NVIDIA && (glob("/etc/cdi/nvidia*.yaml", 0,
+	    NULL, &g) == 0 || glob("/var/run/cdi/nvidia*.yaml", 0, NULL,
+	    &g) == 0)) {
+		globfree(&g);
+		id = card_device_id(c);
+		container_addf(devices, "nvidia.com/gpu=%s", id);
+		free(id);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (glob(pat[i], 0, NULL, &g) != 0)
+			continue;
+		for (k = 0; k < g.gl_pathc; k++)
+			strv_add(devices, g.gl_pathv[k]);
+		globfree(&g);
+	}
+}
+
+/*
+ * Whether request r, which names an image, can run here as asked: 0, or
+ * -1 with *code (an HTTP status) and *cause.  A container the fence
+ * cannot cover is refused, never run unfenced.
+ */
+int
+container_check(const struct jobreq *r, int *code, char **cause)
+{
+	const struct fence	*f = r->fence;
+
+	*code = 400;
+	if (r->confined) {
+		xasprintf(cause, "image: a remote job's jail is not carried "
+		    "into a container yet; containers are for local jobs");
+		*code = 403;
+		return (-1);
+	}
+	if (f != NULL && (!f->deny_net || f->nrules != 0 || f->npins != 0)) {
+		xasprintf(cause, "allow: a container's connects cannot be "
+		    "fenced yet (only --deny-net: an empty network); it is "
+		    "not run unfenced");
+		return (-1);
+	}
+	if (container_podman(cause) == NULL) {
+		*code = 422;
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * What a job on cards (bit i: card i) asking r gets in its container: the
+ * same paths a jail lets a remote job reach (the shim and the fake driver
+ * to load, the region, MPS's pipes), at their own paths, and the cards'
+ * device nodes.  Cleared by container_spec_clear.
+ */
+void
+container_spec_make(uint64_t cards, const struct jobreq *r,
+    struct container_spec *cs)
+{
+	struct jail_spec	 js;
+	char			*scripts;
+	u_int			 i;
+
+	memset(cs, 0, sizeof *cs);
+	memset(&js, 0, sizeof js);
+	cs->image = r->spec.image;
+	cs->env = r->spec.container_env;
+	cs->deny_net = r->fence != NULL && r->fence->deny_net;
+	enforce_jail_paths(cards, &js);
+	cs->ro = js.exec;
+	cs->rw = js.rw;
+	for (i = 0; js.sockets != NULL && js.sockets[i] != NULL; i++)
+		strv_add(&cs->rw, js.sockets[i]);
+	strv_free(js.sockets);
+	/* A job file runs as its copy under the home: it goes in too. */
+	xasprintf(&scripts, "%s/scripts/", path_home());
+	if (r->argv != NULL && r->argv[0] != NULL &&
+	    strncmp(r->argv[0], scripts, strlen(scripts)) == 0 &&
+	    strstr(r->argv[0], "/..") == NULL)
+		strv_add(&cs->ro, r->argv[0]);
+	free(scripts);
+	for (i = 0; i < server_cards.n && i < 64; i++) {
+		if (cards & (1ULL << i))
+			container_card_devices(&server_cards.v[i],
+			    &cs->devices);
+	}
+	container_mark();
+}
+
+void
+container_spec_clear(struct container_spec *cs)
+{
+	strv_free(cs->devices);
+	strv_free(cs->ro);
+	strv_free(cs->rw);
+	memset(cs, 0, sizeof *cs);
+}
+
+/* Whether owner has a live workspace called name (names are per owner). */
+int
+container_workspace_taken(const char *owner, const char *name)
+{
+	struct job	*j;
+
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (j->req.spec.workspace && j->req.spec.name != NULL &&
+		    (j->state == JOB_QUEUED || j->state == JOB_RUNNING) &&
+		    strcmp(j->req.spec.name, name) == 0 &&
+		    strcmp(j->owner, owner) == 0)
+			return (1);
+	}
+	return (0);
+}
