@@ -201,11 +201,15 @@ def test_silent_connections_are_dropped_and_capped(make_daemon):
     d = make_daemon()
     d.env["GMUX_AUTH_TIMEOUT"] = "1"
     d.env["GMUX_TCP_CONNECTIONS_MAX"] = "4"
+    # (no grace for a handshake under way: the oldest goes at once)
+    d.env["GMUX_TCP_ANON_GRACE_MS"] = "0"
     d.serve_tls()
     # Four that say nothing (no TLS handshake, or no request after it).
     quiet = [socket.create_connection(("127.0.0.1", d.port))
              for _ in range(2)]
     quiet += [tls_connect(d.port) for _ in range(2)]
+    # (the loop has taken them in: it answered a request since)
+    assert d.gmux("ps").returncode == 0
     # A fifth makes room: the oldest without a token is cut at once (a
     # client with a token still gets in); the host answers on its socket.
     s = socket.create_connection(("127.0.0.1", d.port), timeout=5)
