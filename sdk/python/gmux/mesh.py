@@ -365,8 +365,7 @@ class Session:
         if card is not None:
             spec["card"] = card
         if opts.cpus:
-            spec["cpus"] = opts.cpus       # checked by the job, pinned by
-                                           # the worker
+            spec["cpus"] = opts.cpus       # the worker's, not the job's
         if not opts.fresh:
             spec["fresh"] = False          # the worker's, not the job's
         return spec
@@ -438,7 +437,10 @@ class Session:
                "GMUX_WORKER_FRESH": "1" if opts.fresh else "0",
                "GMUX_CARD_MODELS": ",".join("%d=%s" % (c.index, c.model)
                                             for c in self.cards)}
-        fields = {k: v for k, v in spec.items() if k != "fresh"}
+        # cpus is the worker's to pin, not the job's to check: gpumesh's
+        # cores=8 runs on a smaller host too, on all it has.
+        fields = {k: v for k, v in spec.items()
+                  if k not in ("cpus", "fresh")}
         if "cpus" in spec:
             env["GMUX_WORKER_CPUS"] = str(spec["cpus"])
         if self.remote:

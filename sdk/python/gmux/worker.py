@@ -434,8 +434,7 @@ def _score() -> "tuple[float, str]":
 def _pin_cpus() -> None:
     """With GMUX_WORKER_CPUS=N, the worker and its children on N of the
     CPUs it may use, from an offset its job's number gives (workers of one
-    host spread over them).  The job's cpus= was checked against the host
-    when it was started."""
+    host spread over them); N at least all of them leaves them all."""
     n = int(os.environ.get("GMUX_WORKER_CPUS", "0") or 0)
     try:
         cpus = sorted(os.sched_getaffinity(0))
