@@ -16,17 +16,37 @@
 
 #define DEV_MAX_FILE	(1024 * 1024)
 
+/*
+ * Exits 2 with the message (for the file), formatted on the stack: what
+ * the caller held is freed before, so nothing is left at exit.
+ */
 static dead void printflike(2, 3)
 dev_fail(const char *file, const char *fmt, ...)
 {
 	va_list	 ap;
-	char	*s;
+	char	 s[1024];
 
 	va_start(ap, fmt);
-	xvasprintf(&s, fmt, ap);
+	vsnprintf(s, sizeof s, fmt, ap);
 	va_end(ap);
 	cmd_usage_error(&cmd_workspace_entry, "devcontainer: %s: %s", file,
 	    s);
+}
+
+/* What gmux cannot honour yet, or a clash with the command line; NULL. */
+static const char *
+dev_refused(json_t *o, const struct devcontainer *dc)
+{
+	if (dc->mounts != NULL)
+		return ("mounts: not supported yet (a workspace has only its "
+		    "image)");
+	if (dc->nports != 0)
+		return ("forwardPorts: not supported yet (published ports "
+		    "come with gmux port)");
+	if (json_object_get(o, "image") != NULL)
+		return ("image: --image and --devcontainer are one or the "
+		    "other");
+	return (NULL);
 }
 
 /* A path of the file's, relative to its directory.  Allocated. */
@@ -44,28 +64,41 @@ dev_path(const char *file, const char *rel)
 	return (p);
 }
 
-/* podman build of the file's Dockerfile here; the image's name. */
+/*
+ * The image the file's Dockerfile makes (podman build, here), named for
+ * the workspace: its name (the caller frees it), or NULL with why.
+ */
 static char *
-dev_build(const char *file, const char *name, const struct devcontainer *dc)
+dev_build(const char *file, const char *name, const struct devcontainer *dc,
+    char *why, size_t size)
 {
 	const char	*podman;
 	char		*df, *ctx, *img, *cause = NULL, *argv[10], *p;
 	int		 status;
 
-	if (hosts_remote())
-		dev_fail(file, "build.dockerfile: images are built on the host "
-		    "itself, not with --remote (yet)");
-	if ((podman = container_podman(&cause)) == NULL)
-		dev_fail(file, "%s", cause);
-	df = dev_path(file, dc->dockerfile);
-	ctx = dev_path(file, dc->context != NULL ? dc->context : ".");
+	if (hosts_remote()) {
+		snprintf(why, size, "build.dockerfile: images are built on the "
+		    "host itself, not with --remote (yet)");
+		return (NULL);
+	}
+	if ((podman = container_podman(&cause)) == NULL) {
+		snprintf(why, size, "%s", cause);
+		free(cause);
+		return (NULL);
+	}
 	/* A repository's name is lower case. */
 	xasprintf(&img, "localhost/gmux-devcontainer-%s:latest", name);
 	for (p = img; *p != '\0'; p++)
 		*p = (char)tolower((u_char)*p);
-	if (jobspec_image_ok(img, &cause) != 0)
-		cmd_usage_error(&cmd_workspace_entry, "name: %s is not fit to "
-		    "name its image (letters, digits and ._-)", name);
+	if (jobspec_image_ok(img, &cause) != 0) {
+		snprintf(why, size, "name: %.128s is not fit to name its image "
+		    "(letters, digits and ._-)", name);
+		free(cause);
+		free(img);
+		return (NULL);
+	}
+	df = dev_path(file, dc->dockerfile);
+	ctx = dev_path(file, dc->context != NULL ? dc->context : ".");
 	argv[0] = (char *)podman;
 	argv[1] = (char *)"build";
 	argv[2] = (char *)"-q";
@@ -79,9 +112,13 @@ dev_build(const char *file, const char *name, const struct devcontainer *dc)
 	free(proc_output(argv, 1800000, &status));
 	free(df);
 	free(ctx);
-	if (status != 0)
-		dev_fail(file, "build.dockerfile: podman build failed (%d; "
-		    "podman build -f %s shows why)", status, dc->dockerfile);
+	if (status != 0) {
+		snprintf(why, size, "build.dockerfile: podman build failed "
+		    "(%d; podman build -f %.256s shows why)", status,
+		    dc->dockerfile);
+		free(img);
+		return (NULL);
+	}
 	return (img);
 }
 
@@ -120,26 +157,31 @@ char **
 workspace_devcontainer(json_t *o, const char *name, const char *file)
 {
 	struct devcontainer	 dc;
-	char			*text, *cause = NULL, *img, **post;
+	char			*text, *cause = NULL, *img, **post, why[1024];
+	const char		*no;
 	size_t			 len;
+	int			 rc;
 
-	if ((text = read_file(file, DEV_MAX_FILE, &len, &cause)) == NULL)
-		cmd_usage_error(&cmd_workspace_entry, "devcontainer: %s",
-		    cause);
+	if ((text = read_file(file, DEV_MAX_FILE, &len, &cause)) == NULL) {
+		snprintf(why, sizeof why, "%s", cause);
+		free(cause);
+		cmd_usage_error(&cmd_workspace_entry, "devcontainer: %s", why);
+	}
 	devcontainer_init(&dc);
-	if (devcontainer_parse(text, len, &dc, &cause) != 0)
-		dev_fail(file, "%s", cause);
+	rc = devcontainer_parse(text, len, &dc, &cause);
 	free(text);
-	if (dc.mounts != NULL)
-		dev_fail(file, "mounts: not supported yet (a workspace has "
-		    "only its image)");
-	if (dc.nports != 0)
-		dev_fail(file, "forwardPorts: not supported yet (published "
-		    "ports come with gmux port)");
-	if (json_object_get(o, "image") != NULL)
-		dev_fail(file, "image: --image and --devcontainer are one or "
-		    "the other");
-	img = dc.image != NULL ? xstrdup(dc.image) : dev_build(file, name, &dc);
+	if (rc != 0 || (no = dev_refused(o, &dc)) != NULL) {
+		snprintf(why, sizeof why, "%s", rc != 0 ? cause : no);
+		free(cause);
+		devcontainer_free(&dc);
+		dev_fail(file, "%s", why);
+	}
+	if (dc.image != NULL)
+		img = xstrdup(dc.image);
+	else if ((img = dev_build(file, name, &dc, why, sizeof why)) == NULL) {
+		devcontainer_free(&dc);
+		dev_fail(file, "%s", why);
+	}
 	json_object_set_new(o, "image", json_string(img));
 	free(img);
 	dev_env(o, &dc);

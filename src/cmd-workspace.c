@@ -304,6 +304,7 @@ workspace_save(const char *name, const char *image)
 		    "itself, not with --remote (yet)");
 	if ((podman = container_podman(&cause)) == NULL) {
 		fprintf(stderr, "gmux workspace: %s\n", cause);
+		free(cause);
 		exit(1);
 	}
 	j = workspace_find(name);
@@ -312,11 +313,13 @@ workspace_save(const char *name, const char *image)
 		fprintf(stderr, "gmux workspace: %s has no container yet (it "
 		    "is %s)\n", name, json_string_value(json_object_get(j,
 		    "state")));
+		json_decref(j);
 		exit(1);
 	}
 	if (workspace_wait_container(podman, ctr) != 0) {
 		fprintf(stderr, "gmux workspace: %s: its container %s is not "
 		    "there\n", name, ctr);
+		json_decref(j);
 		exit(1);
 	}
 	argv[0] = (char *)podman;
