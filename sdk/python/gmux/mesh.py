@@ -76,7 +76,10 @@ class Options:
     ``idle`` seconds before an unused worker exits, ``fresh``: each call
     in a newly forked process (the default), or, False, successive calls
     in one forked process until one crashes it (faster; a call sees what
-    earlier ones left in memory)."""
+    earlier ones left in memory), ``python`` the name of an interpreter
+    the host publishes (PYTHON_INTERPRETERS, docs/tenants.md) for the
+    workers to run on instead of this one (it needs python3-cloudpickle,
+    and a Python whose pickles this one can read)."""
     share: Optional[float] = None
     mem: Union[int, str, None] = None
     gpu: Optional[str] = None
@@ -91,6 +94,7 @@ class Options:
     card: Optional[int] = None
     idle: float = 60.0
     fresh: bool = True
+    python: Optional[str] = None
 
     def replace(self, **kw: Any) -> "Options":
         if "allow" in kw and kw["allow"] is not None:
@@ -368,6 +372,8 @@ class Session:
             spec["cpus"] = opts.cpus       # the worker's, not the job's
         if not opts.fresh:
             spec["fresh"] = False          # the worker's, not the job's
+        if opts.python is not None:
+            spec["python"] = opts.python   # the daemon puts it as argv[0]
         return spec
 
     def cards_any(self) -> bool:
@@ -466,6 +472,8 @@ class Session:
                 "GMUX_WORKER_CWD": os.getcwd(),
                 "GMUX_WORKER_PATH": os.pathsep.join(p for p in sys.path
                                                     if p)})
+        if "python" in spec:
+            argv[0] = "python3"     # the published one, in its place
         with self.api_lock:
             job = self.api.run(argv, cwd=cwd, env=env, task_worker=True,
                                **fields)

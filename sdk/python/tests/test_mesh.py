@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 import gmux
-from conftest import wait_for, reset
+from conftest import Daemon, _fresh, regress, reset, wait_for
 
 try:
     import numpy
@@ -366,3 +366,28 @@ def test_default_calls_share_no_state_and_outlive_a_crash(daemon):
     with pytest.raises(gmux.TaskError, match="lost 3 times"):
         g()
     assert f(7)[0] is None                             # the worker lives
+
+
+def test_workers_run_on_a_published_interpreter(home, monkeypatch):
+    # python="NAME" names an interpreter the host publishes
+    # (PYTHON_INTERPRETERS); the workers run on it, not on this one.
+    bindir = os.path.join(home, "py", "bin")
+    os.makedirs(bindir)
+    alt = os.path.join(bindir, "python3")
+    os.symlink(sys.executable, alt)
+    with open(os.path.join(home, "config"), "w") as f:
+        f.write("PYTHON_INTERPRETERS=alt=%s\n" % alt)
+    d = Daemon(home)
+    d.start()
+    _fresh(d, monkeypatch)
+    try:
+        where = gmux.mesh(lambda: (sys.executable, os.environ["GMUX_PYTHON"]),
+                          python="alt")
+        assert where() == (alt, alt)
+        assert gmux.mesh(lambda: sys.executable)() != alt
+        with pytest.raises(gmux.APIError, match="python"):
+            gmux.mesh(lambda: 1, python="nosuch")()
+    finally:
+        reset()
+        d.stop()
+        regress._check_sanitizers(d)
