@@ -259,6 +259,22 @@ SRCS += src/setup.c src/cmd-setup.c
 # -- containers and workspaces (issue 17, docs/containers.md)
 SRCS += src/container.c src/cmd-workspace.c src/cmd-workspace-dev.c
 SRCS += src/devcontainer.c
+
+# -- the fence inside containers (issue 17)
+# gmux-fence-exec, a fenced container's first process: static (an image
+# may have no C library), nothing of gmux's linked in.
+all: $(O)/gmux-fence-exec
+$(O)/gmux-fence-exec: shim/fence-exec.c
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) -O2 -g -std=c11 -D_GNU_SOURCE $(WARN) -static -o $@ $<
+install: install-fence-exec
+install-fence-exec: $(O)/gmux-fence-exec
+	install -d $(DESTDIR)$(PREFIX)/lib/gmux
+	install -m 0755 $(O)/gmux-fence-exec \
+	    $(DESTDIR)$(PREFIX)/lib/gmux/gmux-fence-exec
+.PHONY: install-fence-exec
+
 all: $(O)/gmux.1
 $(O)/gmux.1: $(O)/gmux
 	@echo "  MAN     $@"

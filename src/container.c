@@ -25,7 +25,7 @@
 /* The variables gmux gives a job that go in by name (docs/containers.md). */
 static const char *const container_vars[] = {
 	"GMUX_", "CUDA_", "HSA_", "ROCR_", "HIP_", "ZE_", "NVIDIA_",
-	"LD_PRELOAD=", "LD_LIBRARY_PATH=",
+	"LD_PRELOAD=", "LD_LIBRARY_PATH=", "RES_OPTIONS=",
 };
 
 static struct {
@@ -33,6 +33,7 @@ static struct {
 	char		*podman;	/* its path; NULL: none */
 	char		*runtime;	/* "runc"; NULL: podman's default */
 	char		*why;		/* why containers cannot run */
+	char		*fence_exec;	/* gmux-fence-exec; NULL: none */
 	const char	*cgroups;	/* "v2", "hybrid", "v1" */
 	char		 home[13];	/* this daemon's label */
 } host;
@@ -99,6 +100,8 @@ container_probe(void)
 	memcpy(host.home, hex, sizeof host.home - 1);
 	host.home[sizeof host.home - 1] = '\0';
 	host.cgroups = container_cgroups();
+	host.fence_exec = enforce_find_file("GMUX_FENCE_EXEC",
+	    "gmux-fence-exec");
 	if ((host.podman = find_program("podman")) == NULL) {
 		host.why = xstrdup("podman is not installed (tests/setup-deps "
 		    "installs it)");
@@ -135,10 +138,11 @@ json_t *
 container_host_json(void)
 {
 	container_probe();
-	return (json_pack("{s:b,s:s?,s:s?,s:s,s:b,s:[ss],s:s?}", "podman",
-	    host.podman != NULL, "path", host.podman, "runtime",
+	return (json_pack("{s:b,s:s?,s:s?,s:s,s:b,s:[ss],s:b,s:s?}",
+	    "podman", host.podman != NULL, "path", host.podman, "runtime",
 	    host.runtime, "cgroups", host.cgroups, "rootless", geteuid() != 0,
-	    "network", "none", "host", "why", host.why));
+	    "network", "none", "host", "fence", host.fence_exec != NULL,
+	    "why", host.why));
 }
 
 /* The same in one line (the caller frees it). */
@@ -151,9 +155,11 @@ container_host_text(void)
 	if (host.podman == NULL)
 		return (xstrdup(host.why));
 	xasprintf(&s, "podman %s, runtime %s, %s cgroups, %s, network none "
-	    "(--deny-net) or host (unfenced); --allow is refused",
+	    "(--deny-net) or host (unfenced, or --allow: %s)",
 	    host.podman, host.runtime, host.cgroups, geteuid() != 0 ?
-	    "rootless" : "rootful (the daemon runs as root)");
+	    "rootless" : "rootful (the daemon runs as root)",
+	    host.fence_exec != NULL ? "gmux's fence inside" :
+	    "refused, no gmux-fence-exec");
 	return (s);
 }
 
@@ -259,6 +265,21 @@ container_devices(char ***argv, char *const *devices)
 }
 
 /*
+ * A job with --allow: its fence is installed inside, by gmux-fence-exec
+ * as the container's first process, mounted read-only at its own path;
+ * the keeper's end of the fence's socket is descriptor 3 (keeper.c).
+ */
+static void
+container_fence(char ***argv, const struct container_spec *c)
+{
+	if (!c->fenced)
+		return;
+	container_push(argv, "--preserve-fds=1");
+	container_push(argv, "-v");
+	container_addf(argv, "%s:%s:ro", host.fence_exec, host.fence_exec);
+}
+
+/*
  * The podman run line of spec's job (its argv after the image), with the
  * variables of env passed by name.  The caller frees it (strv_free).
  */
@@ -294,7 +315,10 @@ container_argv(const struct keeper_spec *s, char *const *env)
 		container_push(&argv, "-e");
 		container_push(&argv, *a);
 	}
+	container_fence(&argv, c);
 	container_push(&argv, c->image);
+	if (c->fenced)
+		container_push(&argv, host.fence_exec);
 	for (a = s->argv; *a != NULL; a++)
 		container_push(&argv, *a);
 	return (argv);
@@ -433,6 +457,36 @@ container_card_devices(const struct card *c, char ***devices)
 }
 
 /*
+ * Whether r's fence can cover its container: --deny-net is podman's empty
+ * network; --allow is gmux's fence inside (container_fence), except where
+ * it could not hold: a unix: rule (the supervisor reaches no socket in the
+ * container's mounts), a workspace (`podman exec` would run outside the
+ * filter), a host without gmux-fence-exec.  0, or -1 with *cause.
+ */
+static int
+container_check_fence(const struct jobreq *r, char **cause)
+{
+	const struct fence	*f = r->fence;
+	const char		*why = NULL;
+
+	container_probe();
+	if (f == NULL || (f->deny_net && f->nrules == 0 && f->npins == 0))
+		return (0);
+	if (fence_has_unix(f))
+		why = "a unix: rule cannot reach a socket from inside a "
+		    "container";
+	else if (r->spec.workspace)
+		why = "a workspace's other processes (podman exec) would be "
+		    "outside the fence";
+	else if (host.fence_exec == NULL)
+		why = "gmux-fence-exec is not installed beside gmux";
+	if (why == NULL)
+		return (0);
+	xasprintf(cause, "allow: %s; it is not run unfenced", why);
+	return (-1);
+}
+
+/*
  * Whether request r, which names an image, can run here as asked: 0, or
  * -1 with *code (an HTTP status) and *cause.  A container the fence
  * cannot cover is refused, never run unfenced.
@@ -440,8 +494,6 @@ container_card_devices(const struct card *c, char ***devices)
 int
 container_check(const struct jobreq *r, int *code, char **cause)
 {
-	const struct fence	*f = r->fence;
-
 	*code = 400;
 	if (r->confined) {
 		xasprintf(cause, "image: a remote job's jail is not carried "
@@ -449,12 +501,8 @@ container_check(const struct jobreq *r, int *code, char **cause)
 		*code = 403;
 		return (-1);
 	}
-	if (f != NULL && (!f->deny_net || f->nrules != 0 || f->npins != 0)) {
-		xasprintf(cause, "allow: a container's connects cannot be "
-		    "fenced yet (only --deny-net: an empty network); it is "
-		    "not run unfenced");
+	if (container_check_fence(r, cause) != 0)
 		return (-1);
-	}
 	if (container_podman(cause) == NULL) {
 		*code = 422;
 		return (-1);
@@ -481,6 +529,8 @@ container_spec_make(uint64_t cards, const struct jobreq *r,
 	cs->image = r->spec.image;
 	cs->env = r->spec.container_env;
 	cs->deny_net = r->fence != NULL && r->fence->deny_net;
+	cs->fenced = r->fence != NULL && !cs->deny_net &&
+	    r->fence->nrules != 0;
 	enforce_jail_paths(cards, &js);
 	cs->ro = js.exec;
 	cs->rw = js.rw;

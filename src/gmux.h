@@ -507,6 +507,7 @@ int		 card_fake_parse(const char *, struct cards *, char **);
 /* enforce.c: the one interface through which caps and ceilings change */
 void		 enforce_init(struct cards *);
 char		*enforce_find_shim(void);
+char		*enforce_find_file(const char *, const char *);
 void		 enforce_shutdown(void);
 int		 enforce_job_env(u_int, const struct card *, u_int, u_int,
 		     uint64_t, char ***, char **);
@@ -882,6 +883,7 @@ char		**workspace_devcontainer(json_t *, const char *, const char *);
 struct container_spec {
 	const char	 *image;
 	int		  deny_net;	/* --network none, else host */
+	int		  fenced;	/* --allow: the fence goes inside */
 	char		**devices;	/* --device: nodes or CDI names */
 	char		**ro;		/* mounted read-only: the shim */
 	char		**rw;		/* read-write: the region, MPS pipes */
@@ -1141,6 +1143,8 @@ struct fence_job *fence_job_create(const struct fence *, const char *,
 		     const struct jail *, char **);
 void		 fence_job_env(const struct fence_job *, char ***);
 void		 fence_job_child(struct fence_job *);
+void		 fence_job_inside(struct fence_job *);
+void		 fence_job_child_pass(struct fence_job *, int);
 int		 fence_job_start(struct fence_job *, char **);
 u_int		 fence_job_pollfds(const struct fence_job *, struct pollfd *);
 void		 fence_job_dispatch(struct fence_job *, const struct pollfd *,

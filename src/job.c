@@ -438,10 +438,11 @@ job_start(struct job *j, char **cause)
 	if (term_argv != NULL)
 		s.argv = term_argv;
 	if (j->req.spec.image != NULL) {
-		/* Its fence is podman's network (container_check). */
+		/* Its fence: podman's network, or inside (container_check). */
 		container_spec_make(j->cards, &j->req, &cs);
 		s.container = &cs;
-		s.fence = NULL;
+		if (!cs.fenced)
+			s.fence = NULL;
 	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;

@@ -134,6 +134,30 @@ keeper_drop(const struct keeper_spec *s, int errpipe)
 }
 
 /*
+ * In the job: its descriptors for exec, 0 to 2 and the error pipe (at 3,
+ * close-on-exec) and no other; a container whose fence is installed
+ * inside has the fence's socket at 3 (podman --preserve-fds=1) and the
+ * error pipe at 4.  Returns the error pipe's.
+ */
+static int
+keeper_child_fds(struct keeper *k, int errpipe)
+{
+	int	 ep = 3;
+
+	if (k->fence != NULL && k->spec->container != NULL) {
+		if ((errpipe = fcntl(errpipe, F_DUPFD_CLOEXEC, 10)) == -1)
+			_exit(126);
+		fence_job_child_pass(k->fence, 3);
+		ep = 4;
+	}
+	if (dup2(errpipe, ep) == -1)
+		_exit(126);
+	fcntl(ep, F_SETFD, FD_CLOEXEC);
+	closefrom(ep + 1);
+	return (ep);
+}
+
+/*
  * In the job: the last steps before exec.  Never returns.  The command is
  * looked up in the job's own PATH (the caller's), not the keeper's.
  */
@@ -142,7 +166,7 @@ keeper_child(struct keeper *k, int out, int err, int errpipe)
 {
 	const struct keeper_spec	*s = k->spec;
 	sigset_t			 set;
-	int				 null;
+	int				 null, ep;
 
 	setpgid(0, 0);
 	signal(SIGPIPE, SIG_DFL);
@@ -161,21 +185,18 @@ keeper_child(struct keeper *k, int out, int err, int errpipe)
 	keeper_drop(s, errpipe);
 	if (s->cwd != NULL && chdir(s->cwd) == -1)
 		keeper_child_fail(errpipe, 'c');
-	if (k->fence != NULL)
+	if (k->fence != NULL && s->container == NULL)
 		fence_job_child(k->fence);	/* exits 126 if it cannot */
-	if (dup2(errpipe, 3) == -1)
-		_exit(126);
-	fcntl(3, F_SETFD, FD_CLOEXEC);
-	closefrom(4);
+	ep = keeper_child_fds(k, errpipe);
 	if (k->path == NULL) {
 		errno = ENOENT;
-		keeper_child_fail(3, 'x');
+		keeper_child_fail(ep, 'x');
 	}
 	execve(k->path, k->argv, k->env);
 	/* Not a binary nor a #! script: a shell script, as execvp has it. */
 	if (errno == ENOEXEC && k->sh_argv != NULL)
 		execve("/bin/sh", k->sh_argv, k->env);
-	keeper_child_fail(3, 'x');
+	keeper_child_fail(ep, 'x');
 }
 
 /*
@@ -821,6 +842,8 @@ keeper_confine(struct keeper *k)
 	fence_free(open);
 	if (k->fence == NULL)
 		goto fail;
+	if (s->container != NULL)
+		fence_job_inside(k->fence);
 	fence_job_env(k->fence, &k->env);
 	return (0);
 fail:
