@@ -260,7 +260,8 @@ SRCS += src/setup.c src/cmd-setup.c
 SRCS += src/container.c src/cmd-workspace.c src/cmd-workspace-dev.c
 SRCS += src/devcontainer.c
 
-# -- the fence inside containers (issue 17)
+# -- the fence inside containers, containers as the owner (issue 17)
+SRCS += src/tenant-subid.c src/container-account.c
 # gmux-fence-exec, a fenced container's first process: static (an image
 # may have no C library), nothing of gmux's linked in.
 all: $(O)/gmux-fence-exec

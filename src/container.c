@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "container-int.h"
 
 #define CONTAINER_RM_MS		30000
 #define CONTAINER_PS_MS		10000
@@ -42,7 +43,7 @@ static struct {
  * Appends s to the argv *v: strv_add keeps a list of distinct strings, and
  * a command line repeats its flags.
  */
-static void
+void
 container_push(char ***v, const char *s)
 {
 	size_t	 n = strv_len(*v);
@@ -53,7 +54,7 @@ container_push(char ***v, const char *s)
 }
 
 /* Adds a formatted string to *v. */
-static void printflike(2, 3)
+void printflike(2, 3)
 container_addf(char ***v, const char *fmt, ...)
 {
 	va_list	 ap;
@@ -305,6 +306,9 @@ container_argv(const struct keeper_spec *s, char *const *env)
 	container_addf(&argv, "--network=%s", c->deny_net ? "none" : "host");
 	if (s->stdin_path != NULL)
 		container_push(&argv, "-i");
+	/* An account's podman is set-uid's (newuidmap): its command is not. */
+	if (s->as_account)
+		container_push(&argv, "--security-opt=no-new-privileges");
 	container_limit(&argv, "nofile", RLIMIT_NOFILE, RLIM_INFINITY);
 	container_limit(&argv, "nproc", RLIMIT_NPROC, container_pid_max());
 	container_devices(&argv, c->devices);
@@ -487,17 +491,20 @@ container_check_fence(const struct jobreq *r, char **cause)
 }
 
 /*
- * Whether request r, which names an image, can run here as asked: 0, or
- * -1 with *code (an HTTP status) and *cause.  A container the fence
- * cannot cover is refused, never run unfenced.
+ * Whether request r of owner, which names an image, can run here as
+ * asked: 0, or -1 with *code (an HTTP status) and *cause.  A container
+ * the fence cannot cover is refused, never run unfenced; a remote job's
+ * runs only as its tenant's account.
  */
 int
-container_check(const struct jobreq *r, int *code, char **cause)
+container_check(const struct jobreq *r, const char *owner, int *code,
+    char **cause)
 {
 	*code = 400;
-	if (r->confined) {
-		xasprintf(cause, "image: a remote job's jail is not carried "
-		    "into a container yet; containers are for local jobs");
+	if (r->confined && !container_account_owner(owner)) {
+		xasprintf(cause, "image: a remote job's container runs only as "
+		    "its tenant's account (TENANT_ACCOUNTS=1, a root daemon): "
+		    "its jail is not carried into a container");
 		*code = 403;
 		return (-1);
 	}
@@ -529,8 +536,11 @@ container_spec_make(uint64_t cards, const struct jobreq *r,
 	cs->image = r->spec.image;
 	cs->env = r->spec.container_env;
 	cs->deny_net = r->fence != NULL && r->fence->deny_net;
-	cs->fenced = r->fence != NULL && !cs->deny_net &&
-	    r->fence->nrules != 0;
+	/* A remote job's: its own fence inside, or the open one (NOLOOP). */
+	cs->remote = r->confined;
+	cs->loopback = r->confined && jail_open_loopback();
+	cs->fenced = !cs->deny_net && (r->confined || (r->fence != NULL &&
+	    r->fence->nrules != 0));
 	enforce_jail_paths(cards, &js);
 	cs->ro = js.exec;
 	cs->rw = js.rw;

@@ -884,6 +884,8 @@ struct container_spec {
 	const char	 *image;
 	int		  deny_net;	/* --network none, else host */
 	int		  fenced;	/* --allow: the fence goes inside */
+	int		  remote;	/* came over TCP: as its account */
+	int		  loopback;	/* remote: REMOTE_LOOPBACK=1 */
 	char		**devices;	/* --device: nodes or CDI names */
 	char		**ro;		/* mounted read-only: the shim */
 	char		**rw;		/* read-write: the region, MPS pipes */
@@ -898,11 +900,20 @@ char		**container_argv(const struct keeper_spec *, char *const *);
 void		 container_remove(u_int);
 void		 container_sweep(int (*)(u_int));
 struct jobreq;
-int		 container_check(const struct jobreq *, int *, char **);
+int		 container_check(const struct jobreq *, const char *, int *,
+		     char **);
 void		 container_spec_make(uint64_t, const struct jobreq *,
 		     struct container_spec *);
 void		 container_spec_clear(struct container_spec *);
 int		 container_workspace_taken(const char *, const char *);
+/* container-account.c: as the job's tenant account, rootless */
+int		 container_account_owner(const char *);
+int		 container_account_cwd(struct keeper_spec *);
+void		 container_account_env(const struct keeper_spec *, char **);
+int		 container_account_load(const struct keeper_spec *,
+		     char *const *, char **);
+void		 container_account_remove(const struct keeper_spec *,
+		     char *const *);
 
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {
@@ -1143,7 +1154,7 @@ struct fence_job *fence_job_create(const struct fence *, const char *,
 		     const struct jail *, char **);
 void		 fence_job_env(const struct fence_job *, char ***);
 void		 fence_job_child(struct fence_job *);
-void		 fence_job_inside(struct fence_job *);
+void		 fence_job_inside(struct fence_job *, int);
 void		 fence_job_child_pass(struct fence_job *, int);
 int		 fence_job_start(struct fence_job *, char **);
 u_int		 fence_job_pollfds(const struct fence_job *, struct pollfd *);

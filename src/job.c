@@ -443,10 +443,14 @@ job_start(struct job *j, char **cause)
 		s.container = &cs;
 		if (!cs.fenced)
 			s.fence = NULL;
+		/* A remote job's jail: its account, its container. */
+		if (cs.remote)
+			s.jail = NULL;
 	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
 	if (job_account_of(j, &s, &js, cause) != 0 ||
+	    container_account_cwd(&s) != 0 ||
 	    tenant_publish(j, &s.argv, &s.env, j->req.confined ? &js : NULL,
 	    cause) != 0)
 		goto out;

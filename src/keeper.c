@@ -128,8 +128,13 @@ keeper_drop(const struct keeper_spec *s, int errpipe)
 	if (syscall(SYS_setgroups, 0, NULL) != 0 ||
 	    syscall(SYS_setresgid, s->gid, s->gid, s->gid) != 0 ||
 	    syscall(SYS_setresuid, s->uid, s->uid, s->uid) != 0 ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
 	    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+		keeper_child_fail(errpipe, 'u');
+	/*
+	 * Rootless podman maps the account's subordinate IDs with set-uid
+	 * newuidmap: its container's processes get no_new_privs instead.
+	 */
+	if (s->container == NULL && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		keeper_child_fail(errpipe, 'u');
 }
 
@@ -836,6 +841,8 @@ keeper_confine(struct keeper *k)
 		if (policy == NULL)
 			policy = open = fence_open();
 	}
+	if (policy == NULL && s->container != NULL && s->container->fenced)
+		policy = open = fence_open();	/* a remote job's */
 	if (policy == NULL)
 		return (0);
 	k->fence = fence_job_create(policy, s->cwd, k->jail, &k->error);
@@ -843,7 +850,8 @@ keeper_confine(struct keeper *k)
 	if (k->fence == NULL)
 		goto fail;
 	if (s->container != NULL)
-		fence_job_inside(k->fence);
+		fence_job_inside(k->fence, s->container->remote &&
+		    !s->container->loopback);
 	fence_job_env(k->fence, &k->env);
 	return (0);
 fail:
@@ -865,7 +873,28 @@ keeper_container_left(struct keeper *k)
 		return;
 	code = WIFEXITED(k->wstatus) ? WEXITSTATUS(k->wstatus) : -1;
 	if (k->reason != NULL || code < 0 || (code >= 125 && code <= 127))
-		container_remove(k->spec->id);
+		container_account_remove(k->spec, k->env);
+}
+
+/*
+ * An account's container: its image into its store (125 if it fails).
+ * Podman's pause process, which holds the account's user namespace for
+ * all its podman commands, is started by the first of them: not as the
+ * keeper's subreaped child, or the keeper's end would kill it (and the
+ * account's next podman would find it gone).  The job is not started yet.
+ */
+static int
+keeper_load_image(struct keeper *k)
+{
+	int	 rc;
+
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	rc = container_account_load(k->spec, k->env, &k->error);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (rc == 0)
+		return (0);
+	k->error_code = 125;
+	return (-1);
 }
 
 static dead void
@@ -900,8 +929,10 @@ keeper_main(const struct keeper_spec *s, int link)
 	k.listen_fd = keeper_listen(&k);
 	k.env = s->env;
 	/* A container's job: the keeper execs its podman run (container.c). */
+	container_account_env(s, k.env);
 	k.argv = s->container != NULL ? container_argv(s, k.env) : s->argv;
-	if (keeper_confine(&k) == 0 && keeper_start_job(&k) == 0) {
+	if (keeper_confine(&k) == 0 && keeper_load_image(&k) == 0 &&
+	    keeper_start_job(&k) == 0) {
 		n = snprintf(msg, sizeof msg, "pid %ld\n", (long)k.pid);
 		write_all(link, msg, (size_t)n);
 		keeper_loop(&k);

@@ -52,6 +52,9 @@ uint64_t	 tenant_disk_limit(const struct tenant *);
 /* tenant-account.c: accounts, their removal and archive */
 int		 tenant_archive(struct tenant *, char **);
 
+/* tenant-subid.c: the account's subordinate UIDs (its containers) */
+int		 tenant_subids(const struct tenant *, char **);
+
 /* tenant-uid.c: a UID allocated once in the cluster's store */
 int		 tenant_cluster_uid(struct tenant *, char **);
 
