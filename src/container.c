@@ -35,6 +35,8 @@ static struct {
 	char		*runtime;	/* "runc"; NULL: podman's default */
 	char		*why;		/* why containers cannot run */
 	char		*fence_exec;	/* gmux-fence-exec; NULL: none */
+	char		*user;		/* rootless: the daemon's user */
+	int		 subuids;	/* rootless: it has a range */
 	const char	*cgroups;	/* "v2", "hybrid", "v1" */
 	char		 home[13];	/* this daemon's label */
 } host;
@@ -84,6 +86,36 @@ container_cgroups(void)
 }
 
 /*
+ * Whether the daemon's user (rootless) has subordinate UIDs and GIDs:
+ * without, podman maps only the user itself (root inside), and an image
+ * with files of other users fails.
+ */
+static int
+container_subuids(const char *user)
+{
+	static const char *const files[] = { "/etc/subuid", "/etc/subgid" };
+	char		 line[512], uid[16];
+	size_t		 n = strlen(user);
+	u_int		 i, found = 0;
+	FILE		*f;
+
+	snprintf(uid, sizeof uid, "%u:", (u_int)getuid());
+	for (i = 0; i < nitems(files); i++) {
+		if ((f = fopen(files[i], "re")) == NULL)
+			continue;
+		while (fgets(line, sizeof line, f) != NULL) {
+			if ((strncmp(line, user, n) == 0 && line[n] == ':') ||
+			    strncmp(line, uid, strlen(uid)) == 0) {
+				found++;
+				break;
+			}
+		}
+		fclose(f);
+	}
+	return (found == nitems(files));
+}
+
+/*
  * Finds podman and its runtime once per process: runc wherever it is
  * installed (it works on every layout), else crun where cgroups are not
  * hybrid, else none.
@@ -103,6 +135,10 @@ container_probe(void)
 	host.cgroups = container_cgroups();
 	host.fence_exec = enforce_find_file("GMUX_FENCE_EXEC",
 	    "gmux-fence-exec");
+	if (geteuid() != 0) {
+		host.user = user_name(getuid());
+		host.subuids = container_subuids(host.user);
+	}
 	if ((host.podman = find_program("podman")) == NULL) {
 		host.why = xstrdup("podman is not installed (tests/setup-deps "
 		    "installs it)");
@@ -139,11 +175,32 @@ json_t *
 container_host_json(void)
 {
 	container_probe();
-	return (json_pack("{s:b,s:s?,s:s?,s:s,s:b,s:[ss],s:b,s:s?}",
+	return (json_pack("{s:b,s:s?,s:s?,s:s,s:b,s:[ss],s:b,s:o,s:s?}",
 	    "podman", host.podman != NULL, "path", host.podman, "runtime",
 	    host.runtime, "cgroups", host.cgroups, "rootless", geteuid() != 0,
 	    "network", "none", "host", "fence", host.fence_exec != NULL,
-	    "why", host.why));
+	    "subuids", host.user == NULL ? json_null() :
+	    json_boolean(host.subuids), "why", host.why));
+}
+
+/*
+ * What a rootless host lacks that containers may need (a new string), or
+ * NULL: gmux doctor warns with it.
+ */
+char *
+container_host_warning(void)
+{
+	char	*s;
+
+	container_probe();
+	if (host.podman == NULL || host.user == NULL || host.subuids)
+		return (NULL);
+	xasprintf(&s, "%s has no subordinate UIDs and GIDs (/etc/subuid, "
+	    "/etc/subgid): podman maps only %s (root inside), and an image "
+	    "with files of other users fails; as root: usermod "
+	    "--add-subuids FROM-TO --add-subgids FROM-TO %s", host.user,
+	    host.user, host.user);
+	return (s);
 }
 
 /* The same in one line (the caller frees it). */

@@ -895,6 +895,7 @@ struct keeper_spec;
 const char	*container_podman(char **);
 json_t		*container_host_json(void);
 char		*container_host_text(void);
+char		*container_host_warning(void);
 char		*container_name(u_int);
 char		**container_argv(const struct keeper_spec *, char *const *);
 void		 container_remove(u_int);
