@@ -31,12 +31,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gmux.h"
+
 #define FENCE_SOCK	3
 #define FENCE_IN_LANDLOCK 0x1	/* as src/fence-int.h has it */
-
-#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
-#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV	(1UL << 5)
-#endif
 
 static void
 fail(const char *what, int code)
@@ -52,66 +50,15 @@ fail(const char *what, int code)
 static unsigned short
 recv_filter(struct sock_filter *insns, size_t size, int *ruleset)
 {
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
-	ssize_t		 n;
-	union {
-		char		 buf[CMSG_SPACE(sizeof (int))];
-		struct cmsghdr	 align;
-	} u;
+	ssize_t	 n;
 
-	memset(&m, 0, sizeof m);
-	iov.iov_base = insns;
-	iov.iov_len = size;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.buf;
-	m.msg_controllen = sizeof u.buf;
-	*ruleset = -1;
-	while ((n = recvmsg(FENCE_SOCK, &m, MSG_CMSG_CLOEXEC)) == -1 &&
-	    errno == EINTR)
-		;
-	cm = CMSG_FIRSTHDR(&m);
-	if (n > 0 && cm != NULL && cm->cmsg_level == SOL_SOCKET &&
-	    cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof
-	    (int)))
-		memcpy(ruleset, CMSG_DATA(cm), sizeof *ruleset);
-	if (n <= 0 || n % (ssize_t)sizeof *insns != 0 ||
-	    (m.msg_flags & (MSG_TRUNC|MSG_CTRUNC))) {
+	n = fdpass_recv(FENCE_SOCK, insns, size, ruleset);
+	if (n <= 0 || n % (ssize_t)sizeof *insns != 0) {
 		if (n >= 0)
 			errno = EPROTO;
 		return (0);
 	}
 	return ((unsigned short)(n / (ssize_t)sizeof *insns));
-}
-
-/* Sends fd with the byte c over sock. */
-static int
-send_listener(int sock, int fd, char c)
-{
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
-	union {
-		char		 buf[CMSG_SPACE(sizeof (int))];
-		struct cmsghdr	 align;
-	} u;
-
-	memset(&m, 0, sizeof m);
-	memset(&u, 0, sizeof u);
-	iov.iov_base = &c;
-	iov.iov_len = 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.buf;
-	m.msg_controllen = sizeof u.buf;
-	cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof (int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-	return (sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1);
 }
 
 int
@@ -137,15 +84,9 @@ main(int argc, char **argv)
 		c |= FENCE_IN_LANDLOCK;
 	if (ruleset != -1)
 		close(ruleset);
-	lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-	    SECCOMP_FILTER_FLAG_NEW_LISTENER|
-	    SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
-	if (lfd == -1 && errno == EINVAL)	/* before Linux 5.19 */
-		lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-		    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-	if (lfd == -1)
+	if ((lfd = fence_install(&prog)) == -1)
 		fail("seccomp", 126);
-	if (send_listener(FENCE_SOCK, lfd, c) != 0)
+	if (fdpass_send(FENCE_SOCK, &c, 1, lfd) != 1)
 		fail("sending the listener", 126);
 	close(lfd);
 	close(FENCE_SOCK);

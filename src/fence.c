@@ -563,13 +563,7 @@ fence_job_child(struct fence_job *fj)
 	child_landlock(fj);
 	prog.len = fj->filter->len;
 	prog.filter = fj->filter->prog;
-	lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-	    SECCOMP_FILTER_FLAG_NEW_LISTENER|
-	    SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
-	if (lfd == -1 && errno == EINVAL)	/* before Linux 5.19 */
-		lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-		    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-	if (lfd == -1)
+	if ((lfd = fence_install(&prog)) == -1)
 		child_fail("seccomp");
 	if (send_fd(fj->sp[1], lfd, (char)ns) != 0)
 		child_fail("sending the listener");
@@ -599,33 +593,14 @@ fence_job_inside(struct fence_job *fj, int noloop)
 static int
 send_filter(struct fence_job *fj)
 {
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
-	size_t		 len = fj->filter->len * sizeof *fj->filter->prog;
-	int		 fd = -1, rc;
-	union {
-		char		 buf[CMSG_SPACE(sizeof (int))];
-		struct cmsghdr	 align;
-	} u;
+	size_t	 len = fj->filter->len * sizeof *fj->filter->prog;
+	int	 fd = -1, rc;
 
-	memset(&m, 0, sizeof m);
-	memset(&u, 0, sizeof u);
-	iov.iov_base = fj->filter->prog;
-	iov.iov_len = len;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	if (fj->landlock >= 4 && (fd = landlock_ruleset(fj->landlock,
-	    LANDLOCK_NET|LANDLOCK_SCOPE)) != -1) {
-		m.msg_control = u.buf;
-		m.msg_controllen = sizeof u.buf;
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof (int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-	}
-	rc = sendmsg(fj->sp[0], &m, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+	if (fj->landlock >= 4)
+		fd = landlock_ruleset(fj->landlock,
+		    LANDLOCK_NET|LANDLOCK_SCOPE);
+	rc = fdpass_send(fj->sp[0], fj->filter->prog, len, fd) ==
+	    (ssize_t)len ? 0 : -1;
 	if (fd != -1)
 		close(fd);
 	return (rc);

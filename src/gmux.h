@@ -86,6 +86,10 @@ int		 set_nonblock(int);
 ssize_t		 write_all(int, const void *, size_t);
 int		 send_fd(int, int, char);
 int		 recv_fd(int, char *);
+
+/* fdpass.c: a message with a descriptor, over a Unix socket */
+ssize_t		 fdpass_send(int, const void *, size_t, int);
+ssize_t		 fdpass_recv(int, void *, size_t, int *);
 char		*strv_join(char *const *, const char *);
 struct evbuffer;
 struct evbuffer	*buf_new(void);
@@ -1156,6 +1160,9 @@ struct fence_job *fence_job_create(const struct fence *, const char *,
 void		 fence_job_env(const struct fence_job *, char ***);
 void		 fence_job_child(struct fence_job *);
 void		 fence_job_inside(struct fence_job *, int);
+/* fence-install.c: the filter and its listener (only system calls) */
+struct sock_fprog;
+int		 fence_install(const struct sock_fprog *);
 void		 fence_job_child_pass(struct fence_job *, int);
 int		 fence_job_start(struct fence_job *, char **);
 u_int		 fence_job_pollfds(const struct fence_job *, struct pollfd *);
