@@ -917,6 +917,7 @@ struct keeper_spec {
 	const char	 *out_path;	/* stdout copied here too; NULL */
 	const char	 *err_path;	/* stderr copied here too; NULL */
 	int		  as_account;	/* runs as uid/gid (a tenant's) */
+	char		**ro;		/* bound read-only for it; NULL */
 	uid_t		  uid;
 	gid_t		  gid;
 	const struct container_spec *container; /* NULL: native */
@@ -936,6 +937,8 @@ int		 tenant_python(const char *, char **, char **);
 struct jail_spec;
 int		 tenant_publish(const struct job *, char ***, char ***,
 		     struct jail_spec *, char **);
+char		**tenant_datasets(void);
+int		 tenant_datasets_enter(char *const *, int, const char **);
 int		 tenant_check(const struct job *, int *, char **);
 int		 tenant_admit(struct job *, int *, char **);
 void		 tenant_hold(struct job *);

@@ -449,6 +449,8 @@ job_start(struct job *j, char **cause)
 	    tenant_publish(j, &s.argv, &s.env, j->req.confined ? &js : NULL,
 	    cause) != 0)
 		goto out;
+	if (!j->req.confined && s.container == NULL)
+		s.ro = tenant_datasets();	/* its jail reads them else */
 	if (jobspec_host_paths(j, &out_path, &err_path, cause) != 0)
 		goto out;
 	s.out_path = out_path;
@@ -477,6 +479,7 @@ out:
 	if (s.argv != j->req.argv && s.argv != term_argv)
 		strv_free(s.argv);	/* its interpreter's (tenant_publish) */
 	strv_free(s.env);
+	strv_free(s.ro);
 	strv_free(term_argv);
 	free(out_path);
 	free(err_path);

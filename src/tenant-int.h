@@ -30,6 +30,8 @@ struct tenant {
 	uint64_t	 disk_used;
 	int64_t		 disk_at;	/* 0: not measured yet */
 	int		 allocating;	/* a UID asked of etcd (not kept) */
+	int		 making;	/* its account being made (not kept) */
+	char		*make_error;	/* why the making failed, told once */
 	TAILQ_ENTRY(tenant) entry;
 };
 TAILQ_HEAD(tenants, tenant);

@@ -166,7 +166,8 @@ tenant_check(const struct job *j, int *code, char **cause)
 /*
  * A new job at the gate: 0 if it goes to the scheduler; 1 if it is held
  * (queued, *cause its reason); -1 if refused (*code, *cause).  Its
- * owner's account is made here on its first job.
+ * owner's account is made from here on its first job: held meanwhile,
+ * even with --nowait (it is no question of fitting).
  */
 int
 tenant_admit(struct job *j, int *code, char **cause)
@@ -185,13 +186,13 @@ tenant_admit(struct job *j, int *code, char **cause)
 		*code = 422;
 		return (-1);
 	}
-	if (rc != 2) {
-		if ((t = tenant_find(j->owner)) == NULL)
-			return (0);
-		if ((rc = tq_now(t, j, cause)) == 0) {
-			t->active = clock_ms();
-			return (0);
-		}
+	if (rc == 2)
+		return (1);	/* its UID or account on the way: not a fit */
+	if ((t = tenant_find(j->owner)) == NULL)
+		return (0);
+	if (tq_now(t, j, cause) == 0) {
+		t->active = clock_ms();
+		return (0);
 	}
 	if (j->req.flags & JOB_NOWAIT) {
 		*code = 409;
@@ -222,15 +223,22 @@ tenant_held(struct job *j)
 	return (1);
 }
 
-/* Once a second: held jobs that fit now go to the scheduler. */
+/*
+ * Once a second, and when an owner's account or UID is there: held jobs
+ * that fit now go to the scheduler.  Never within itself.
+ */
 void
 tenant_quota_tick(void)
 {
+	static int	 busy;
 	struct job	*j;
 	char		*cause = NULL;
 	u_int		 i, n = 0, id;
 	int		 code, rc;
 
+	if (busy)
+		return;
+	busy = 1;
 	for (i = 0; i < tq_nheld; i++) {
 		id = tq_held[i];
 		if ((j = job_find_id(id)) == NULL || j->state != JOB_QUEUED)
@@ -249,4 +257,5 @@ tenant_quota_tick(void)
 		cause = NULL;
 	}
 	tq_nheld = n;
+	busy = 0;
 }

@@ -52,6 +52,8 @@ tenant_alloc_done(struct tenant_alloc *a, uid_t uid)
 	}
 	free(a->name);
 	free(a);
+	if (uid != 0)
+		tenant_quota_tick();	/* its held jobs go on at once */
 }
 
 static void

@@ -7,6 +7,7 @@ owner-separation half also runs with the daemon as an unprivileged user."""
 
 import json
 import os
+import pathlib
 import pwd
 import random
 import shutil
@@ -67,6 +68,15 @@ def host():
         d.stop()
         _kill_keepers(d.home)
         shutil.rmtree(d.home, ignore_errors=True)
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory every account may cross (pytest's tmp_path is 0700)."""
+    p = tempfile.mkdtemp(prefix="gts", dir="/tmp")
+    os.chmod(p, 0o755)
+    yield pathlib.Path(p)
+    shutil.rmtree(p, ignore_errors=True)
 
 
 def set_clock(d, ms):
@@ -134,6 +144,65 @@ def test_first_job_makes_a_private_account(host):
     d.start(addr="127.0.0.1:%d" % d.port)
     assert tenant(d, "alice")["uid"] == t["uid"]
     assert tenants(d)["accounts"] is True
+
+
+def _tool(path, text):
+    path.write_text("#!/bin/sh\n" + text)
+    path.chmod(0o755)
+
+
+@needs_root
+def test_the_account_is_made_off_the_loop(host, tmp_path):
+    # useradd, wrapped (a directory first in the daemon's PATH), waits
+    # for the test's word: the daemon must answer meanwhile
+    tools, began, go = tmp_path / "tools", tmp_path / "began", tmp_path / "go"
+    tools.mkdir()
+    os.chmod(tmp_path, 0o755)
+    _tool(tools / "useradd", ': > %s\nwhile [ ! -e %s ]; do sleep 0.02; '
+          'done\nexec /usr/sbin/useradd "$@"\n' % (began, go))
+    d = host(start=False)
+    d.env["PATH"] = "%s:%s" % (tools, d.env["PATH"])
+    d.serve_tls()
+    alice = d.token_for("alice")
+    st, j = run(d, alice, "id", "-u")
+    assert st == 201 and j["state"] == "queued", j
+    wait_for(began.exists, 30, what="useradd to begin")
+    # the loop answers while the account is made: the job is held, saying
+    # why, and one with --nowait waits too (it is not a question of fit)
+    st, e = https_json(d.port, "GET", "/v1/jobs/%s/explain" % j["id"],
+                       token=alice)
+    assert st == 200 and e["explain"] == (
+        "%s queued: tenant: making alice's account" % j["id"])
+    r = d.gmux("explain", j["id"], check=0)
+    assert b"making alice's account" in r.stdout
+    st, j2 = run(d, alice, "id", "-un", no_wait=True)
+    assert st == 201 and j2["state"] == "queued", j2
+    assert [x["id"] for x in d.json("ps", "--json")
+            if x["owner"] == "alice"] == [j["id"], j2["id"]]
+    bob = d.token_for("bob")
+    assert _accounts() == []
+    go.touch()
+    # made: both start, as her account
+    assert ended(d, alice, j["id"])["exit_code"] == 0
+    assert ended(d, alice, j2["id"])["exit_code"] == 0
+    uid = pwd.getpwnam(PREFIX + "alice").pw_uid
+    assert output(d, alice, j["id"]).strip() == str(uid)
+    assert output(d, alice, j2["id"]).strip() == PREFIX + "alice"
+    # a useradd that fails fails the job with its reason, told once: the
+    # next job tries again
+    _tool(tools / "useradd", 'echo "useradd: the test says no" >&2\n'
+          'exit 1\n')
+    st, jb = run(d, bob, "true")
+    assert st == 201, jb
+    e = ended(d, bob, jb["id"])
+    assert e["state"] == "failed" and e["reason"] == (
+        "tenant: useradd %sbob failed: useradd: the test says no" % PREFIX)
+    assert PREFIX + "bob" not in _accounts()
+    _tool(tools / "useradd", 'exec /usr/sbin/useradd "$@"\n')
+    st, jb = run(d, bob, "id", "-un")
+    assert st == 201, jb
+    assert ended(d, bob, jb["id"])["exit_code"] == 0
+    assert output(d, bob, jb["id"]).strip() == PREFIX + "bob"
 
 
 @needs_root
@@ -315,6 +384,45 @@ def test_datasets_are_read_only_and_interpreters_named(host, tmp_path):
     r = d.gmux("run", "--python", "py3", "--", "python3", "-c",
                "import sys; print(sys.executable)")
     assert r.returncode == 0 and r.stdout == b"/usr/bin/python3\n", r
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv")
+def test_datasets_are_read_only_for_local_jobs(host, shared_dir):
+    data = shared_dir / "data"
+    data.mkdir()
+    (data / "set.txt").write_text("coco-ish\n")
+    os.chmod(data, 0o777)        # the mount alone keeps writes out
+    os.chmod(data / "set.txt", 0o666)
+    d = host("DATASETS_DIRECTORIES=/nonexistent:%s\n" % data)
+    script = ("id -un; cat {0}/set.txt; echo x > {0}/new || exit 3"
+              .format(data))
+    # a job from the socket, as the daemon's user (root): not confined
+    r = d.gmux("run", "--", "sh", "-c", script)
+    assert r.returncode == 3, r
+    assert r.stdout == b"root\ncoco-ish\n"
+    assert b"Read-only file system" in r.stderr
+    # one as a tenant's account: a local user that is not the daemon's
+    # (nobody, let through the socket's 0600 by DAC_OVERRIDE alone)
+    body = json.dumps({"argv": ["sh", "-c", script.replace(
+        "exit 3", "echo y >> %s/set.txt || exit 4" % data)],
+        "share": "0.25", "cwd": "/"})
+    r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup",
+                        "--clear-groups", "--inh-caps=+dac_override",
+                        "--ambient-caps=+dac_override", "curl", "-s",
+                        "--unix-socket", d.socket, "-X", "POST",
+                        "--data-binary", body, "http://gmux/v1/jobs"],
+                       capture_output=True, timeout=30)
+    j = json.loads(r.stdout)
+    assert j["owner"] == "nobody", j
+    wait_for(lambda: d.job(j["id"])["state"] not in ("queued", "running"),
+             30, what=j["id"] + " to end")
+    code, log = d.curl("GET", "/v1/jobs/%s/log?raw=1" % j["id"])
+    assert d.job(j["id"])["exit_code"] == 4, log
+    assert log.startswith(PREFIX + "nobody\ncoco-ish\n"), log
+    assert log.count("Read-only file system") == 2
+    assert sorted(os.listdir(data)) == ["set.txt"]
+    assert (data / "set.txt").read_text() == "coco-ish\n"
 
 
 # -- quotas (any user) --------------------------------------------------------
