@@ -19,6 +19,7 @@ import pytest
 
 from conftest import Daemon, GMUX, T0, free_port, wait_for, _kill_keepers
 from remotelib import https, https_json
+from test_shell import terms  # noqa: F401 (a fixture)
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="accounts need root")
@@ -249,6 +250,70 @@ def test_alice_cannot_reach_what_is_bobs(host):
     assert https_json(d.port, "GET", "/v1/jobs/" + jid,
                       token=bob)[1]["state"] == "running"
     d.gmux("stop", jid, check=0)
+
+
+def _as(uid, *argv):
+    """argv run as uid (its own group, no other)."""
+    return subprocess.run(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid,
+                           "--clear-groups"] + list(argv),
+                          capture_output=True, timeout=30)
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("tmux") is None or
+                    shutil.which("setpriv") is None,
+                    reason="needs tmux and setpriv")
+def test_a_tenants_shell_runs_as_its_account(host, make_client, terms):
+    from test_shell import SHELL, remote_client, started
+    d = host()
+    alice = remote_client(d, make_client, "alice")
+    t = terms(alice.env, "shell", "--share", "0.25", "--", *SHELL)
+    jid = started(d, t)
+    t.keys("echo as-$(id -un)-$(id -G)", "Enter")
+    pw = pwd.getpwnam(PREFIX + "alice")
+    t.wait(r"(?m)^as-%s-%d$" % (pw.pw_name, pw.pw_gid))
+    # the session's files are her account's, its directory hers alone
+    tdir = os.path.join(d.home, "jobs", jid, "term")
+    names = [tdir] + [os.path.join(tdir, n) for n in os.listdir(tdir)]
+    assert {"cmd.sh", "tmux.conf", "tmux.sock", "ready"} <= set(
+        os.listdir(tdir))
+    assert {os.lstat(n).st_uid for n in names} == {pw.pw_uid}
+    assert stat.S_IMODE(os.stat(tdir).st_mode) == 0o700
+    # the tmux client the daemon runs for her is hers too, not root's
+    clients = [p for p in os.listdir("/proc") if p.isdigit() and
+               _cwd(p) == tdir and b"attach-session" in _cmdline(p)]
+    assert clients and {os.stat("/proc/" + p).st_uid
+                        for p in clients} == {pw.pw_uid}
+    # bob's account reaches neither her files nor her session
+    st, jb = run(d, d.token_for("bob"), "true")
+    assert st == 201, jb
+    wait_for(lambda: PREFIX + "bob" in _accounts(), 30, what="bob's account")
+    bob = pwd.getpwnam(PREFIX + "bob").pw_uid
+    r = _as(bob, "cat", os.path.join(tdir, "cmd.sh"))
+    assert r.returncode != 0 and b"Permission denied" in r.stderr
+    r = _as(bob, "tmux", "-S", os.path.join(tdir, "tmux.sock"), "ls")
+    assert r.returncode != 0 and b"as-" not in r.stdout
+    # nor through the API: her session is not his to attach
+    r = remote_client(d, make_client, "bob").gmux("shell", jid)
+    assert r.returncode == 1 and b"alice's" in r.stderr + r.stdout
+    t.keys("exit 4", "Enter")
+    t.wait(r"CLIENT-EXIT=4")
+    assert d.wait_state(jid, "exited")["exit_code"] == 4
+
+
+def _cwd(pid):
+    try:
+        return os.readlink("/proc/%s/cwd" % pid)
+    except OSError:
+        return None
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 @needs_root
