@@ -1715,6 +1715,7 @@ int		 api_array_get(struct evhttp_request *, const char *,
 int		 api_array_stop(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_array_list(json_t *, int, const struct api_who *);
+int		 api_array_mine(const char *, const struct api_who *);
 void		 api_job_status(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_queue_list(struct evhttp_request *, const char *,
