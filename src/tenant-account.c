@@ -7,11 +7,13 @@
  */
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <ftw.h>
 #include <grp.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -323,6 +325,78 @@ tenant_account(const char *owner, uid_t *uid, gid_t *gid, char **home,
 }
 
 /*
+ * Whatever still runs as t's account (a process that left its job's
+ * group) is killed, so that its account can go (userdel refuses an
+ * account in use; -f would leave its processes running): a child that
+ * becomes the account signals every process it may, that is the
+ * account's.  Its jobs have ended: their keepers are not the account's.
+ */
+static int
+tenant_kill_all(const struct tenant *t)
+{
+	pid_t	 pid;
+	int	 ws;
+
+	if (!t->has_uid || t->uid == 0 || t->uid == getuid())
+		return (0);
+	if ((pid = fork()) == -1)
+		return (-1);
+	if (pid == 0) {
+		if (setgroups(0, NULL) != 0 || setresgid(t->gid, t->gid,
+		    t->gid) != 0 || setresuid(t->uid, t->uid, t->uid) != 0)
+			_exit(1);
+		kill(-1, SIGKILL);
+		_exit(0);
+	}
+	while (waitpid(pid, &ws, 0) == -1 && errno == EINTR)
+		;
+	return (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? 0 : -1);
+}
+
+/*
+ * tenant rm's end, once t's jobs have ended: archived, its account gone,
+ * its record forgotten (t is freed).  1 while some job of it has not
+ * ended (asked again by the tick); 0 once done; -1 with *cause.
+ */
+int
+tenant_remove(struct tenant *t, char **cause)
+{
+	struct job	*j;
+	char		*name;
+
+	if (t->making)
+		return (1);	/* useradd is running: it goes after */
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (!job_ended(j) && strcmp(j->owner, t->name) == 0)
+			return (1);
+	}
+	if (tenant_archive(t, cause) != 0)
+		return (-1);
+	name = xstrdup(t->name);
+	tenant_forget(t);
+	tenants_save();
+	log_info("tenant %s removed", name);
+	free(name);
+	return (0);
+}
+
+/* Each second: the removals waiting for their jobs' ends. */
+void
+tenant_remove_tick(void)
+{
+	struct tenant	*t, *next;
+	char		*cause = NULL;
+
+	TAILQ_FOREACH_SAFE(t, tenants_all(), entry, next) {
+		if (!t->removing || tenant_remove(t, &cause) != -1)
+			continue;
+		log_warnx("tenant %s: %s", t->name, cause);
+		free(cause);
+		cause = NULL;
+	}
+}
+
+/*
  * Archives t's home to $GMUX_HOME/tenants/archive/ACCOUNT-YYYYMMDD.tar.gz
  * (0600), then removes the account and the home.  A mapped tenant's user
  * is left alone.  Returns 0 or -1 with *cause (nothing removed then).
@@ -334,7 +408,7 @@ tenant_archive(struct tenant *t, char **cause)
 	struct tm	 tm;
 	time_t		 now = (time_t)(clock_ms() / 1000);
 	char		 day[16], *dir, *tar, *base, *parent, *slash;
-	char		*del[] = { "userdel", "-f", t->account, NULL };
+	char		*del[] = { "userdel", t->account, NULL };
 	int		 rc = -1, saved;
 
 	if (t->user != NULL || t->state != TENANT_ACTIVE)
@@ -357,7 +431,8 @@ tenant_archive(struct tenant *t, char **cause)
 		if (rc != 0)
 			goto out;
 	}
-	if (getpwnam(t->account) != NULL && tenant_tool(del, cause) != 0)
+	if (getpwnam(t->account) != NULL && (tenant_kill_all(t) != 0 ||
+	    tenant_tool(del, cause) != 0))
 		goto out;
 	confine_remove(t->home);
 	t->state = TENANT_ARCHIVED;

@@ -340,8 +340,21 @@ def test_a_removed_tenant_is_gone(host):
     assert st == 201
     ended(d, alice, j["id"])
     assert PREFIX + "alice" in _accounts()
+    # a running job is stopped with its grace (its TERM trap runs and
+    # writes in her home before it is archived); a process that left its
+    # job's group is killed, so that userdel needs no -f
+    st, j = run(d, alice, "sh", "-c", 'trap \'echo bye > "$HOME/bye"; '
+                'exit 0\' TERM; setsid sleep 300 & echo up > "$HOME/up"; '
+                'while :; do sleep 0.05; done')
+    assert st == 201, j
+    home = os.path.join(d.homes, PREFIX + "alice")
+    wait_for(lambda: os.path.exists(os.path.join(home, "up")), 20,
+             what="her job to run")
+    uid = pwd.getpwnam(PREFIX + "alice").pw_uid
     r = d.gmux("tenant", "rm", "alice", check=0)
-    assert b"removed alice" in r.stdout
+    assert r.stdout == b"removed alice\n", r
+    assert _uid_procs(uid) == []
+    assert d.job(j["id"])["state"] == "stopped"
     # her token no longer works, her account and home are gone, archived
     st, _ = https_json(d.port, "GET", "/v1/jobs", token=alice)
     assert st == 401
@@ -354,9 +367,22 @@ def test_a_removed_tenant_is_gone(host):
     listing = subprocess.run(["tar", "-tzf", os.path.join(arch, tars[0])],
                              capture_output=True, check=True).stdout.decode()
     assert PREFIX + "alice/notes" in listing
+    assert PREFIX + "alice/bye" in listing
     # the books keep her
     u = d.json("usage", "--by", "owner", "--json")
     assert "alice" in json.dumps(u)
+
+
+def _uid_procs(uid):
+    """The processes that run as uid."""
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and os.stat("/proc/" + p).st_uid == uid:
+                found.append(p)
+        except OSError:
+            pass
+    return found
 
 
 @needs_root
