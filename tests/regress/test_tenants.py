@@ -554,20 +554,43 @@ def test_a_job_over_its_jobs_quota_waits_with_the_reason(host):
 def test_a_job_that_could_never_fit_its_quota_is_refused(host):
     d = host(accounts=False)
     alice = d.token_for("alice")
-    r = d.gmux("tenant", "quota", "alice", "--share", "0.5", "--mem", "10G")
+    r = d.gmux("tenant", "quota", "alice", "--share", "0.5", "--mem", "50G")
     assert r.returncode == 0, r.stderr
     st, e = run(d, alice, "true", share="0.75")
     assert st == 422 and e["error"] == ("quota: alice's share is 0.5 cards; "
                                         "the job asks 0.75")
-    st, e = run(d, alice, "true", mem="20G")
-    assert st == 422 and e["error"] == ("quota: alice's memory is 10G; the "
-                                        "job asks 20G")
+    st, e = run(d, alice, "true", mem="60G")
+    assert st == 422 and e["error"] == ("quota: alice's memory is 50G; the "
+                                        "job asks 60G")
     st, j1 = run(d, alice, "sleep", "60", share="0.5")
     assert st == 201
     st, j2 = run(d, alice, "true")
     st, e = https_json(d.port, "GET", "/v1/jobs/%s/explain" % j2["id"],
                        token=alice)
     assert "quota: alice's jobs hold its share (--share 0.5)" in e["explain"]
+    https_json(d.port, "POST", "/v1/jobs/%s/stop" % j1["id"], token=alice)
+    assert ended(d, alice, j2["id"])["exit_code"] == 0
+
+
+def test_a_job_without_mem_counts_its_default_cap(host):
+    # no --mem: the job's cap is its share of the card's memory (80G
+    # here), and that is what counts toward --mem, queued or running
+    d = host(accounts=False)
+    alice = d.token_for("alice")
+    d.gmux("tenant", "quota", "alice", "--mem", "30G", check=0)
+    st, e = run(d, alice, "true", share="0.5")
+    assert st == 422 and e["error"] == ("quota: alice's memory is 30G; the "
+                                        "job asks 40G")
+    st, j1 = run(d, alice, "sleep", "60")          # 0.25: 20G
+    assert st == 201 and j1["state"] == "running", j1
+    st, j2 = run(d, alice, "true")
+    assert st == 201 and j2["state"] == "queued", j2
+    st, e = https_json(d.port, "GET", "/v1/jobs/%s/explain" % j2["id"],
+                       token=alice)
+    assert e["explain"] == ("%s queued: quota: alice's jobs hold its memory "
+                            "(--mem 30G)" % j2["id"])
+    st, j3 = run(d, alice, "true", mem="10G")      # 20G + 10G fits
+    assert st == 201 and ended(d, alice, j3["id"])["exit_code"] == 0
     https_json(d.port, "POST", "/v1/jobs/%s/stop" % j1["id"], token=alice)
     assert ended(d, alice, j2["id"])["exit_code"] == 0
 
