@@ -658,8 +658,12 @@ def test_another_owners_jobs_are_not_there(host):
 
 @pytest.mark.skipif(not ROOT or shutil.which("setpriv") is None,
                     reason="needs root to start a daemon as another user")
-def test_owners_apart_with_an_unprivileged_daemon(host):
-    d = host(accounts=True, start=False)
+def test_owners_apart_with_an_unprivileged_daemon(host, shared_dir):
+    data = shared_dir / "data"
+    data.mkdir()
+    (data / "set.txt").write_text("coco-ish\n")
+    os.chmod(data, 0o777)
+    d = host("DATASETS_DIRECTORIES=%s\n" % data, accounts=True, start=False)
     nobody = pwd.getpwnam("nobody")
     for dirpath, dirs, files in os.walk(d.home):
         for n in [dirpath] + [os.path.join(dirpath, f) for f in files]:
@@ -692,6 +696,15 @@ def test_owners_apart_with_an_unprivileged_daemon(host):
     st, u = https_json(d.port, "GET", "/v1/usage?by=owner", token=alice)
     assert "bob" not in json.dumps(u)
     https(d.port, "POST", "/v1/jobs/%s/stop" % jb["id"], token=bob)
+    # a job from the socket, not confined, as the unprivileged daemon's
+    # user: the datasets are read-only in its user and mount namespace
+    r = subprocess.run([GMUX, "run", "--", "sh", "-c", "id -u; cat "
+                        "%s/set.txt; echo x > %s/new || exit 3" % (data, data)],
+                       env=d.env, cwd="/", capture_output=True, timeout=60)
+    assert r.returncode == 3, r
+    assert r.stdout == b"%d\ncoco-ish\n" % nobody.pw_uid
+    assert b"Read-only file system" in r.stderr
+    assert os.listdir(data) == ["set.txt"]
 
 
 # -- the same UID on every member (a real etcd) -------------------------------
