@@ -84,6 +84,7 @@ char		*read_file(const char *, size_t, size_t *, char **);
 int		 mkdir_p(const char *, int);
 int		 set_nonblock(int);
 ssize_t		 write_all(int, const void *, size_t);
+int		 write_proc(const char *, const char *);
 int		 send_fd(int, int, char);
 int		 recv_fd(int, char *);
 char		*strv_join(char *const *, const char *);

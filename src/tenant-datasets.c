@@ -47,19 +47,6 @@ tenant_datasets(void)
 	return (dirs);
 }
 
-/* Writes s to one of this process's /proc files. */
-static int
-tds_write(const char *path, const char *s)
-{
-	int	 fd, rc;
-
-	if ((fd = open(path, O_WRONLY|O_CLOEXEC)) == -1)
-		return (-1);
-	rc = write_all(fd, s, strlen(s)) == -1 ? -1 : 0;
-	close(fd);
-	return (rc);
-}
-
 /* A mount namespace of its own (and a user namespace, unless root). */
 static int
 tds_unshare(const char **what)
@@ -76,9 +63,9 @@ tds_unshare(const char **what)
 	if (unshare(CLONE_NEWUSER|CLONE_NEWNS) != 0)
 		return (-1);
 	*what = "the user namespace's maps";
-	if (tds_write("/proc/self/setgroups", "deny") != 0 ||
-	    tds_write("/proc/self/uid_map", uid) != 0 ||
-	    tds_write("/proc/self/gid_map", gid) != 0)
+	if (write_proc("/proc/self/setgroups", "deny") != 0 ||
+	    write_proc("/proc/self/uid_map", uid) != 0 ||
+	    write_proc("/proc/self/gid_map", gid) != 0)
 		return (-1);
 	return (0);
 }

@@ -224,18 +224,10 @@ def test_alice_cannot_reach_what_is_bobs(host):
     out = output(d, alice, ja["id"])
     assert "bobs-secret" not in out and "Permission denied" in out
     assert PREFIX + "alice" in out
-    # nor, through the API, his job, log, output, pulls, stop or resize
+    # nor, through the API, his job, log, output, pulls, stop or resize:
+    # to her it is not there
     jid = jb["id"]
-    for method, path, body in (
-            ("GET", "/v1/jobs/" + jid, b""),
-            ("GET", "/v1/jobs/%s/log" % jid, b""),
-            ("GET", "/v1/jobs/%s/explain" % jid, b""),
-            ("POST", "/v1/jobs/%s/pull" % jid, b'{"globs":["*"]}'),
-            ("POST", "/v1/jobs/%s/stop" % jid, b""),
-            ("PATCH", "/v1/jobs/" + jid, b'{"share":"0.5"}')):
-        st, _, body = https(d.port, method, path, body, token=alice)
-        assert st == 404, (method, path, st, body)
-        assert json.loads(body) == {"error": "no job " + jid}
+    _not_there(d, alice, jid)
     st, ps = https_json(d.port, "GET", "/v1/jobs?all=1", token=alice)
     assert st == 200 and [j["owner"] for j in ps] == ["alice"]
     # her usage is hers alone, and she may not ask for his
@@ -619,6 +611,20 @@ def test_tenant_commands_check_their_input(host):
     assert out.startswith("accounts: off (TENANT_ACCOUNTS=0)")
 
 
+def _not_there(d, token, jid):
+    """Every route of job jid answers token 404 "no job jid"."""
+    for method, path, body in (
+            ("GET", "", b""), ("GET", "/status", b""), ("GET", "/log", b""),
+            ("GET", "/explain", b""), ("GET", "/terminal", b""),
+            ("POST", "/pull", b'{"globs":["*"]}'),
+            ("PATCH", "", b'{"share":"0.5"}'), ("POST", "/stop", b"")):
+        st, _, reply = https(d.port, method, "/v1/jobs/%s%s" % (jid, path),
+                             body, token=token,
+                             headers={"Upgrade": "gmux-term/1"})
+        assert (st, json.loads(reply)) == (404, {"error": "no job " +
+                                                 jid}), (method, path)
+
+
 def test_another_owners_jobs_are_not_there(host):
     # not 403 "j1 is root's": another owner's job, array or element is no
     # job to a token (404 as for none), on every route; the host sees all
@@ -628,23 +634,8 @@ def test_another_owners_jobs_are_not_there(host):
     wait_for(lambda: d.job(arr + "_0").get("state") == "running", 20,
              what="the array's first element")
     alice = d.token_for("alice")
-    for method, path, body in (
-            ("GET", "/v1/jobs/" + arr, b""),
-            ("GET", "/v1/jobs/%s/status" % arr, b""),
-            ("POST", "/v1/jobs/%s/stop" % arr, b""),
-            ("GET", "/v1/jobs/%s_0" % arr, b""),
-            ("GET", "/v1/jobs/%s_0/log" % arr, b""),
-            ("GET", "/v1/jobs/%s_0/explain" % arr, b""),
-            ("POST", "/v1/jobs/%s_0/pull" % arr, b'{"globs":["*"]}'),
-            ("PATCH", "/v1/jobs/%s_0" % arr, b'{"share":"0.5"}'),
-            ("POST", "/v1/jobs/%s_0/stop" % arr, b""),
-            ("POST", "/v1/jobs/%s_5/stop" % arr, b""),
-            ("GET", "/v1/jobs/%s_0/terminal" % arr, b"")):
-        st, _, reply = https(d.port, method, path, body, token=alice,
-                             headers={"Upgrade": "gmux-term/1"})
-        name = path.split("/")[3]
-        assert (st, json.loads(reply)) == (404, {"error": "no job " +
-                                                 name}), (method, path)
+    for name in (arr, arr + "_0", arr + "_5"):
+        _not_there(d, alice, name)
     # her stop of an element not made yet did not stop it
     st = d.json("status", "--json", arr)
     states = {e["index"]: e["state"] for e in st["elements"]}
