@@ -226,10 +226,6 @@ tenant_make(struct tenant *t, char **cause)
 {
 	struct tenant_make	*m;
 
-	if (t->make_error != NULL) {
-		*cause = xstrdup(t->make_error);
-		return (-1);
-	}
 	if (!t->making) {
 		m = xcalloc(1, sizeof *m);
 		m->name = xstrdup(t->name);
@@ -302,6 +298,10 @@ tenant_account(const char *owner, uid_t *uid, gid_t *gid, char **home,
 	if (tenant_name_check(owner, cause) != 0)
 		return (-1);
 	t = tenant_get(owner);
+	if (t->make_error != NULL) {	/* its UID or account: told once */
+		*cause = xstrdup(t->make_error);
+		return (-1);
+	}
 	if (!t->has_uid) {
 		if ((rc = tenant_cluster_uid(t, cause)) != 0)
 			return (rc);

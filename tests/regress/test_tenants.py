@@ -736,6 +736,29 @@ def test_bobs_uid_is_the_same_on_two_members(host):
         e.stop()
 
 
+@needs_root
+@pytest.mark.skipif(shutil.which("etcd") is None,
+                    reason="etcd-server is not installed")
+def test_a_uid_the_cluster_cannot_give_fails_its_jobs(host):
+    from clusterlib import Etcd
+    e = Etcd(1).start()
+    try:
+        lo = 200000
+        d = host("CLUSTER_MODE=member\nCLUSTER_ID=tf\nETCD=%s\nNAME=m1\n"
+                 "TENANT_UID_RANGE=%d-%d\n" % (e.urls, lo, lo), start=False)
+        d.serve_tls()
+        e.put("/gmux/tf/t/byuid/%d" % lo, "someone")
+        carol = d.token_for("carol")
+        st, j = run(d, carol, "true", no_wait=True)
+        assert st == 201, j      # held while asked, --nowait or not
+        j = ended(d, carol, j["id"])
+        assert (j["state"], j["reason"]) == (
+            "failed", "tenant: TENANT_UID_RANGE is full in the cluster")
+        assert _accounts() == []
+    finally:
+        e.stop()
+
+
 def _derived(d, name):
     """The UID a standalone host derives for name (docs/tenants.md)."""
     h = 2166136261
