@@ -22,9 +22,19 @@ from test_tenants import (PREFIX, ended, host, needs_root,  # noqa: F401
                           no_accounts_left, output, run, tenant)
 
 
+def account(name):
+    """The tenant's account, once it is made (off the daemon's loop)."""
+    def made():
+        try:
+            return pwd.getpwnam(PREFIX + name)
+        except KeyError:
+            return None
+    return wait_for(made, 60, what="the account of " + name)
+
+
 def as_account(name, *args):
     """podman ARGS as the tenant's account, in its home."""
-    pw = pwd.getpwnam(PREFIX + name)
+    pw = account(name)
     return subprocess.run(
         ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
          "--clear-groups", "env", "-i", "HOME=" + pw.pw_dir,
