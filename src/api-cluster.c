@@ -17,6 +17,9 @@ struct ac {				/* a request waiting for etcd */
 	char			*owner;	/* who asks (a copy: it outlives the
 					   dispatch) */
 	int			 admin;
+	int			 proxied;	/* a member's call */
+	int			 confined;
+	enum api_transport	 transport;
 	json_t			*out;
 };
 
@@ -39,6 +42,9 @@ ac_new(struct evhttp_request *req, const struct api_who *who)
 	a->req = req;
 	a->owner = xstrdup(who->owner);
 	a->admin = who->admin;
+	a->proxied = who->proxied;
+	a->confined = who->confined;
+	a->transport = who->transport;
 	return (a);
 }
 
@@ -673,6 +679,58 @@ ac_get_cb(struct etcd_reply *r, const char *err, void *arg)
 	ac_free(a);
 }
 
+/* Who asked, again, valid while a is. */
+static void
+ac_who(const struct ac *a, struct api_who *who)
+{
+	memset(who, 0, sizeof *who);
+	who->transport = a->transport;
+	who->owner = a->owner;
+	who->admin = a->admin;
+	who->confined = a->confined;
+	who->proxied = a->proxied;
+}
+
+/*
+ * The job's record came: its output is read here if it runs here, else
+ * asked of its member (a member's own call is never passed on again: the
+ * job moved meanwhile).
+ */
+static void
+ac_log_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac		*a = arg;
+	const struct etcd_kv	*kv;
+	const char		*member, *id = json_string_value(a->body);
+	struct api_who		 who;
+	struct job		*j;
+	json_t			*o;
+
+	if (ac_failed(a, err))
+		return;
+	if ((o = ac_find(a, r, id, &kv, 0)) == NULL) {
+		ac_free(a);
+		return;
+	}
+	ac_who(a, &who);
+	member = json_string_value(json_object_get(o, "member"));
+	if (member == NULL)
+		api_error(a->req, 409, "%s is %s: no output yet", id,
+		    json_string_value(json_object_get(o, "state")));
+	else if (strcmp(member, cluster->name) != 0 && a->proxied)
+		api_error(a->req, 409, "%s runs on %s now", id, member);
+	else if (strcmp(member, cluster->name) != 0)
+		cluster_peer_relay(member, evhttp_request_get_uri(a->req), &who,
+		    a->req);
+	else if ((j = cluster_job_local(id)) == NULL)
+		api_error(a->req, 409, "%s has not started on %s yet", id,
+		    member);
+	else
+		api_job_log(a->req, j->name, &who);
+	json_decref(o);
+	ac_free(a);
+}
+
 /* A request about one job: its id, kept in a->body; NULL if sent 400. */
 static struct ac *
 ac_job_request(struct evhttp_request *req, const char *id,
@@ -700,6 +758,21 @@ api_cluster_job(struct evhttp_request *req, const char *id,
 
 	if ((a = ac_job_request(req, id, who)) != NULL)
 		etcd_range(cluster->etcd, cluster->prefix, 1, ac_get_cb, a);
+}
+
+/*
+ * GET /v1/cluster/jobs/ID/log?from=N&follow=1: a cluster job's output,
+ * asked of any member: read here, or relayed from the member that runs it
+ * (docs/cluster.md, "Members calling members").
+ */
+void
+api_cluster_log(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	struct ac	*a;
+
+	if ((a = ac_job_request(req, id, who)) != NULL)
+		etcd_range(cluster->etcd, cluster->prefix, 1, ac_log_cb, a);
 }
 
 /*

@@ -1265,6 +1265,12 @@ size_t		 tls_pending(const struct tls_conn *);
 ssize_t		 tls_read(struct tls_conn *, void *, size_t);
 ssize_t		 tls_write(struct tls_conn *, const void *, size_t);
 void		 tls_close(struct tls_conn *);
+void		 tls_server_ask_certificates(void *);
+int		 tls_bev_client_pin(struct bufferevent *, char *);
+struct bufferevent *tls_peer_bev(struct event_base *,
+		     const struct tls_identity *, const char *, const char *,
+		     char **);
+char		*tls_peer_pin_error(struct bufferevent *);
 
 /* token.c */
 struct token {
@@ -1760,6 +1766,14 @@ void		 api_cluster_submit(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_cluster_stop(struct evhttp_request *, const char *,
 		     const struct api_who *);
+void		 api_cluster_log(struct evhttp_request *, const char *,
+		     const struct api_who *);
+
+/* cluster-peer.c: members calling members (docs/cluster.md) */
+#define PEER_OWNER_HEADER	"X-Gmux-Peer-Owner"
+#define PEER_ADMIN_HEADER	"X-Gmux-Peer-Admin"
+const char	*cluster_peer_conn(struct bufferevent *);
+int		 cluster_peer_owner_ok(const char *);
 
 /* server-tls.c: the TCP listener, TLS and tokens */
 extern const char *server_tls_addr;

@@ -1,0 +1,157 @@
+"""Members calling members (docs/cluster.md, "Members calling members"):
+a member's call is taken only from a live member of the same cluster,
+shown by its TLS client certificate; the owner it acts for is believed
+from no one else; and a job's output is read through any member."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import _kill_keepers, free_port, wait_for
+from clusterlib import VERBOSE, cluster_state, etcd, jobs, member  # noqa
+from clusterlib import submit, tmp  # noqa
+from remotelib import https
+
+pytestmark = pytest.mark.skipif(shutil.which("etcd") is None,
+                                reason="etcd-server is not installed")
+
+OWNER = "X-Gmux-Peer-Owner"
+
+
+@pytest.fixture
+def peers(tmp, etcd):
+    """Members that serve TLS on loopback, as members reach each other."""
+    made = []
+
+    def make(name, cid):
+        d = member(tmp, etcd, name, cid)
+        made.append(d)
+        d.serve_tls(*VERBOSE, fake=d.fake)
+        return d
+    yield make
+    for d in made:
+        if d.running is not None and os.path.exists("/proc/%d" % d.running):
+            d.stop()
+        _kill_keepers(d.home)
+
+
+def _cert(d):
+    return (os.path.join(d.home, "tls", "cert.pem"),
+            os.path.join(d.home, "tls", "key.pem"))
+
+
+def _joined(d, n):
+    wait_for(lambda: len(cluster_state(d)) == n, 30, 0.1,
+             what="%d members" % n)
+
+
+def _stranger(tmp):
+    """A certificate and key of no member's."""
+    cert, key = os.path.join(tmp, "x.pem"), os.path.join(tmp, "x.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=x",
+                    "-days", "1", "-keyout", key, "-out", cert],
+                   check=True, capture_output=True, timeout=30)
+    return cert, key
+
+
+def _as(d, owner, cert=None, token=None, path="/v1/jobs"):
+    st, _, body = https(d.port, "GET", path, token=token, cert=cert,
+                        headers={OWNER: owner} if owner else None)
+    return st, body
+
+
+def _placed(d, jid):
+    """Waits until the job runs (or has ended) on its member."""
+    wait_for(lambda: (jobs(d) or {}).get(jid, {}).get("state") in
+             ("running", "exited", "failed", "stopped"), 30, 0.1,
+             what="%s to run" % jid)
+
+
+def test_only_a_live_member_may_say_whom_it_acts_for(peers, tmp):
+    a, b = peers("a", "p1"), peers("b", "p1")
+    other = peers("o", "p2")            # a member, of another cluster
+    _joined(a, 2)
+    _joined(other, 1)
+    alice = a.token_for("alice")
+    st, _, body = https(a.port, "POST", "/v1/jobs", json.dumps(
+        {"argv": ["sleep", "60"]}).encode(), token=alice)
+    assert st == 201, body
+    mine = json.loads(body)["id"]
+
+    # b's certificate: b is a live member of p1, so a takes its word
+    st, body = _as(a, "alice", cert=_cert(b))
+    assert st == 200, body
+    assert [j["id"] for j in json.loads(body)] == [mine]
+    st, body = _as(a, "bob", cert=_cert(b))
+    assert st == 200 and json.loads(body) == []
+
+    # nobody else's word is taken
+    for cert in (_stranger(tmp), _cert(other), None):
+        st, body = _as(a, "alice", cert=cert)
+        assert st == 403, (cert, st, body)
+        assert b"only a member of this cluster" in body
+    # a token's holder cannot say it acts for another owner, even with a
+    # member's certificate beside its token
+    bob = a.token_for("bob")
+    for cert in (None, _cert(b)):
+        st, body = _as(a, "alice", cert=cert, token=bob)
+        assert st == 403 and mine.encode() not in body, body
+    st, body = _as(a, None, token=bob)
+    assert st == 200 and json.loads(body) == []
+    # a member's certificate without the header is no one
+    st, body = _as(a, None, cert=_cert(b))
+    assert st == 401, body
+    # and the host's own routes stay on its socket
+    st, body = _as(a, "alice", cert=_cert(b), path="/v1/tokens")
+    assert st == 401 and b"alice" not in body, body
+
+    # b goes: its record's delete reaches a, which takes its word no more
+    b.stop()
+    wait_for(lambda: _as(a, "alice", cert=_cert(b))[0] == 403, 30, 0.1,
+             what="a to refuse the member that left")
+    https(a.port, "POST", "/v1/jobs/%s/stop" % mine, token=alice)
+
+
+def test_a_jobs_output_through_any_member(peers, tmp):
+    a, b = peers("a", "p3"), peers("b", "p3")
+    _joined(a, 2)
+    _joined(b, 2)
+    r = submit(a, tmp, "sh", "-c", "echo one; sleep 1; echo two",
+               flags=("--share", "0.25", "--server", "b"))
+    assert r.returncode == 0, r.stderr
+    jid = r.stdout.decode().strip()
+    _placed(a, jid)
+    # followed from a, the member that does not run it: relayed from b
+    f = a.gmux("cluster", "logs", "-f", jid, timeout=60)
+    assert f.returncode == 0, f.stderr
+    assert f.stdout.decode() == "one\ntwo\n"
+    rec = wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
+                   "exited" and jobs(a)[jid], 30, 0.1, what="its end")
+    assert rec["member"] == "b"
+    for d in (a, b):
+        out = d.gmux("cluster", "logs", jid, check=0).stdout.decode()
+        assert out == "one\ntwo\n"
+
+    # a running one, read and stopped through a
+    r = submit(a, tmp, "sh", "-c", "echo started; exec sleep 60",
+               flags=("--share", "0.25", "--server", "b"))
+    jid = r.stdout.decode().strip()
+    _placed(a, jid)
+    wait_for(lambda: "started" in a.gmux("cluster", "logs", jid)
+             .stdout.decode(), 30, 0.2, what="its output through a")
+    f = a.popen("cluster", "logs", "-f", jid, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
+    a.gmux("cluster", "stop", jid, check=0)
+    out, err = f.communicate(timeout=60)
+    assert f.returncode == 0, err
+    assert out.decode().startswith("started\n")
+    wait_for(lambda: (jobs(b) or {}).get(jid, {}).get("state") ==
+             "stopped", 30, 0.1, what="it to stop")
+
+    # queued and unknown jobs say so
+    r = a.gmux("cluster", "logs", "nosuch.job")
+    assert r.returncode != 0 and b"no cluster job nosuch.job" in r.stderr
