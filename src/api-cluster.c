@@ -435,6 +435,8 @@ ac_submit_cb(struct etcd_reply *r, const char *err, void *arg)
 	a->out = json_pack("{s:s,s:s,s:O,s:I,s:s}", "id", id, "owner",
 	    a->owner, "req", a->body, "submitted", (json_int_t)clock_ms(),
 	    "from", cluster->name);
+	if (a->confined)	/* its member jails it (cluster-job.c) */
+		json_object_set_new(a->out, "confined", json_true());
 	free(id);
 	if (cluster_shape_parse(a->out, &s, &why) == 0)
 		why = cluster_refusal(v, n, &s);
@@ -790,6 +792,31 @@ api_cluster_stop(struct evhttp_request *req, const char *id,
 }
 
 /*
+ * A job from another machine (over TCP) runs jailed on its member, as a
+ * remote job does, in an empty directory there: a directory of a host
+ * means nothing on another, and a synced tree does not travel between
+ * members yet.
+ */
+static int
+ac_confined_refusal(const struct jobreq *r, char **cause)
+{
+	if (r->cwd != NULL)
+		xasprintf(cause, "cwd: a cluster job from another machine "
+		    "runs in an empty directory on its member, not in a "
+		    "directory of a host");
+	else if (r->manifest != NULL)
+		xasprintf(cause, "manifest: a synced tree does not travel to "
+		    "a cluster job's member yet; submit on a member, or send "
+		    "the files with the job's command");
+	else if (r->spec.array != NULL)
+		xasprintf(cause, "array: a cluster array from another machine "
+		    "is not taken yet; submit it on a member");
+	else
+		return (0);
+	return (-1);
+}
+
+/*
  * POST /v1/cluster/jobs: a job for the cluster (the body as POST
  * /v1/jobs), queued for the leader to place; 422 if no member could ever
  * hold it.
@@ -805,15 +832,10 @@ api_cluster_submit(struct evhttp_request *req, const char *id,
 
 	if (!ac_member(req))
 		return;
-	if (who->transport == API_TCP) {
-		api_error(req, 403, "cluster jobs are submitted on a member's "
-		    "Unix socket for now (a TCP client's jail does not travel "
-		    "yet)");
-		return;
-	}
 	jobreq_init(&r);
 	if ((body = api_body(req, &cause)) == NULL ||
-	    jobreq_from_json(body, &r, &cause) != 0) {
+	    jobreq_from_json(body, &r, &cause) != 0 ||
+	    (who->confined && ac_confined_refusal(&r, &cause) != 0)) {
 		api_error(req, 400, "%s", cause);
 		free(cause);
 		json_decref(body);

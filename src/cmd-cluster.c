@@ -195,6 +195,10 @@ cluster_submit(int argc, char **argv)
 	if (pulls != NULL)
 		cmd_usage_error(&cmd_cluster_entry, "--pull: not for cluster "
 		    "jobs yet");
+	/* From another machine, a cluster job runs in an empty directory on
+	 * its member (docs/cluster.md): this one's means nothing there. */
+	if (hosts_remote())
+		json_object_del(req, "cwd");
 	o = cmd_call(&cmd_cluster_entry, "POST", "/v1/cluster/jobs", req);
 	printf("%s\n", cl_str(o, "id"));
 	json_decref(o);

@@ -1812,6 +1812,7 @@ void		 api_job_pull(struct evhttp_request *, const char *,
 struct prepare;
 int		 api_remote_job(struct evhttp_request *, const struct api_who *,
 		     struct jobreq *, u_int, struct prepare **);
+int		 api_remote_empty_tree(struct jobreq *, u_int, char **);
 void		 api_remote_job_undo(u_int);
 json_t		*api_remote_warnings(const struct jobreq *);
 void		 api_tokens_list(struct evhttp_request *, const char *,

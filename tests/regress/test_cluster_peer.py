@@ -155,3 +155,67 @@ def test_a_jobs_output_through_any_member(peers, tmp):
     # queued and unknown jobs say so
     r = a.gmux("cluster", "logs", "nosuch.job")
     assert r.returncode != 0 and b"no cluster job nosuch.job" in r.stderr
+
+
+def _https_json(d, method, path, token, body=None):
+    st, _, data = https(d.port, method, path, json.dumps(body).encode()
+                        if body is not None else b"", token=token)
+    try:
+        return st, json.loads(data)
+    except ValueError:
+        return st, data
+
+
+def test_a_tenant_submits_over_tcp_and_its_member_jails_it(peers, tmp):
+    """A token's holder submits to a; the job runs on b, as its owner, in
+    an empty directory there (confined, as a remote job); its output is
+    read through a; another owner cannot see it, read it or stop it."""
+    a, b = peers("a", "p4"), peers("b", "p4")
+    _joined(a, 2)
+    _joined(b, 2)
+    alice, bob = a.token_for("alice"), a.token_for("bob")
+    req = {"argv": ["sh", "-c", "pwd; ls -A | wc -l; echo hi; "
+                    "exec sleep 60"], "share": 0.25, "server": "b"}
+    # what does not travel is refused with the field it names
+    for extra, field in (({"cwd": "/tmp"}, b"cwd:"),
+                         ({"array": "0-3"}, b"array:")):
+        st, o = _https_json(a, "POST", "/v1/cluster/jobs", alice,
+                            dict(req, **extra))
+        assert st == 400 and o["error"].encode().startswith(field), o
+    st, o = _https_json(a, "POST", "/v1/cluster/jobs", alice, req)
+    assert st == 201, o
+    jid = o["id"]
+    rec = wait_for(lambda: (lambda j: j if j.get("state") == "running"
+                            else None)((jobs(a) or {}).get(jid, {})), 30,
+                   0.1, what="it to run on b")
+    assert rec["member"] == "b" and rec["owner"] == "alice"
+    assert rec.get("confined") is True
+    # on b: alice's local job, jailed in an empty directory of its own
+    local = [j for j in b.json("ps", "-a", "--json")
+             if j.get("owner") == "alice"]
+    assert len(local) == 1 and local[0]["confined"] is True, local
+    work = os.path.join(b.home, "jobs", local[0]["id"], "work")
+
+    def out():
+        st, _, data = https(a.port, "GET", "/v1/cluster/jobs/%s/log?"
+                            "from=0&raw=1" % jid, token=alice)
+        return st == 200 and b"hi\n" in data and data
+    data = wait_for(out, 30, 0.2, what="its output through a")
+    assert data.startswith(("%s\n0\nhi\n" % work).encode()), data
+
+    # alice sees it in the cluster's listing; bob does not, nor reads or
+    # stops it: 404, as for a job that does not exist
+    st, ls = _https_json(a, "GET", "/v1/cluster/jobs", alice)
+    assert st == 200 and [j["id"] for j in ls] == [jid]
+    st, ls = _https_json(a, "GET", "/v1/cluster/jobs", bob)
+    assert st == 200 and ls == []
+    for method, path in (("GET", "/v1/cluster/jobs/%s" % jid),
+                         ("GET", "/v1/cluster/jobs/%s/log" % jid),
+                         ("POST", "/v1/cluster/jobs/%s/stop" % jid)):
+        st, o = _https_json(a, method, path, bob)
+        assert st == 404 and b"hi" not in json.dumps(o).encode(), (path, o)
+    assert (jobs(a) or {})[jid]["state"] == "running"
+    st, o = _https_json(a, "POST", "/v1/cluster/jobs/%s/stop" % jid, alice)
+    assert st == 200, o
+    wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
+             "stopped", 30, 0.1, what="it to stop")
