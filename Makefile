@@ -215,8 +215,9 @@ $(O)/tests/test-etcd $(O)/tests/test-cluster $(O)/bench/cluster-sim \
 	$(O)/fuzz/fuzz-etcd: src/cluster-int.h tests/unit/etcd-server.h
 
 # -- peer: members calling members (issue 15; docs/cluster.md)
-SRCS += src/cluster-peer.c
-$(O)/src/cluster-peer.o $(O)/fuzz/src/cluster-peer.o: src/cluster-int.h
+SRCS += src/cluster-peer.c src/cluster-usage.c
+$(O)/src/cluster-peer.o $(O)/fuzz/src/cluster-peer.o \
+    $(O)/src/cluster-usage.o $(O)/fuzz/src/cluster-usage.o: src/cluster-int.h
 
 # -- tenants (issue 14): accounts, quotas, retention (docs/tenants.md)
 SRCS += src/tenant.c src/tenant-account.c src/tenant-uid.c

@@ -210,6 +210,7 @@ int		 cluster_peer_call(const char *, const char *,
 		     const struct api_who *, peer_cb, void *, char **);
 void		 cluster_peer_relay(const char *, const char *,
 		     const struct api_who *, struct evhttp_request *);
+const char	**cluster_peer_names(u_int *);
 
 /* api-cluster.c: the cluster's routes */
 json_t		*cluster_members_json(const struct etcd_reply *);

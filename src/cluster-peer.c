@@ -404,3 +404,26 @@ cluster_peer_relay(const char *member, const char *uri,
 	evhttp_connection_set_closecb(evhttp_request_get_connection(client),
 	    peer_client_gone, pc);
 }
+
+/*
+ * The live members' names (the caller frees the vector, not the names,
+ * which last until the mirror next changes: use them at once).
+ */
+const char **
+cluster_peer_names(u_int *n)
+{
+	const struct cluster_member	*m;
+	struct mirror_entry		*me;
+	const char			**v;
+	size_t				 it = 0;
+
+	*n = 0;
+	if (peer_m == NULL)
+		return (xcalloc(1, sizeof *v));
+	v = xcalloc(mirror_count(peer_m) + 1, sizeof *v);
+	while (mirror_next(peer_m, &it, &me)) {
+		if ((m = peer_member_of(me)) != NULL)
+			v[(*n)++] = m->name;
+	}
+	return (v);
+}

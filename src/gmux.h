@@ -1774,6 +1774,10 @@ void		 api_cluster_log(struct evhttp_request *, const char *,
 #define PEER_ADMIN_HEADER	"X-Gmux-Peer-Admin"
 const char	*cluster_peer_conn(struct bufferevent *);
 int		 cluster_peer_owner_ok(const char *);
+/* cluster-usage.c */
+void		 cluster_usage(struct evhttp_request *, const struct api_who *);
+int		 cluster_usage_merges(struct evhttp_request *,
+		     const struct api_who *);
 
 /* server-tls.c: the TCP listener, TLS and tokens */
 extern const char *server_tls_addr;

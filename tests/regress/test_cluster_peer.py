@@ -219,3 +219,69 @@ def test_a_tenant_submits_over_tcp_and_its_member_jails_it(peers, tmp):
     assert st == 200, o
     wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
              "stopped", 30, 0.1, what="it to stop")
+
+
+def test_usage_merges_every_members_books(peers, tmp, etcd):
+    """GET /v1/usage on a member: each live member's rows, marked with
+    their member, each member applying the owner filter; a member that
+    does not answer is named."""
+    a = peers("a", "p5")
+    b = member(tmp, etcd, "b", "p5", extra="CLUSTER_LEASE=60\n")
+    b.serve_tls(*VERBOSE, fake=b.fake)
+    try:
+        _usage_on_two(a, b)
+    finally:
+        if b.running is not None:
+            b.stop()
+        _kill_keepers(b.home)
+
+
+def _usage_on_two(a, b):
+    _joined(a, 2)
+    _joined(b, 2)
+    alice, bob = a.token_for("alice"), a.token_for("bob")
+    # alice: a job on a (local, over TCP) and a cluster job on b
+    st, o = _https_json(a, "POST", "/v1/jobs", alice,
+                        {"argv": ["true"], "share": 0.5})
+    assert st == 201, o
+    st, o = _https_json(a, "POST", "/v1/cluster/jobs", alice,
+                        {"argv": ["true"], "share": 0.5, "server": "b"})
+    assert st == 201, o
+    jid = o["id"]
+    wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
+             "exited", 30, 0.1, what="alice's job on b")
+    # and the host's own user, on b
+    assert b.gmux("run", "--share", "0.25", "--", "true").returncode == 0
+
+    def rows(token):
+        st, o = _https_json(a, "GET", "/v1/usage", token)
+        assert st == 200, o
+        return o
+    o = wait_for(lambda: (lambda o: o if len(o["rows"]) == 2 else None)
+                 (rows(alice)), 30, 0.2, what="alice's rows on a and b")
+    assert sorted((r["host"], r["owner"]) for r in o["rows"]) == [
+        ("a", "alice"), ("b", "alice")]
+    assert o["total"]["jobs"] == 2
+    assert sorted(o["members"]["answered"]) == ["a", "b"]
+    assert o["members"]["missing"] == []
+    o = rows(bob)
+    assert o["rows"] == [] and o["total"]["jobs"] == 0
+    # the admin (a's own socket) sees every owner, on every member
+    out = a.json("usage", "--json")
+    mine = [r for r in out["rows"] if r["owner"] != "alice"]
+    assert len(mine) == 1 and mine[0]["host"] == "b", out
+    assert sorted(r["host"] for r in out["rows"] if r["owner"] ==
+                  "alice") == ["a", "b"]
+    # here=1: a's books alone
+    st, o = _https_json(a, "GET", "/v1/usage?here=1", alice)
+    assert st == 200 and len(o["rows"]) == 1 and "host" not in o["rows"][0]
+
+    # b dies; its record lives on (a 60 s lease): a says b did not answer
+    b.kill9()
+    r = a.gmux("usage")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().splitlines()[1].split()[0] == "HOST"
+    assert b"gmux usage: member b did not answer" in r.stderr, r.stderr
+    st, o = _https_json(a, "GET", "/v1/usage", alice)
+    assert [m["name"] for m in o["members"]["missing"]] == ["b"]
+    assert [r["host"] for r in o["rows"]] == ["a"]
