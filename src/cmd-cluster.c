@@ -226,6 +226,20 @@ cluster_stop(const char *id)
 }
 
 /*
+ * Does id name a cluster job (SUBMITTER.T, docs/cluster.md) rather than
+ * a host's (jN, jN_K, HOST:jN)?  gmux logs, attach and stop ask any
+ * member for those.
+ */
+int
+cmd_cluster_id(const char *id)
+{
+	const char	*dot = strchr(id, '.');
+
+	return (dot != NULL && dot != id && dot[1] != '\0' &&
+	    strpbrk(id, ":/?") == NULL);
+}
+
+/*
  * A cluster job's output, from whichever member this asks: that member
  * reads it, or relays it from the member that runs it.
  */

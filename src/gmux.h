@@ -2031,6 +2031,7 @@ json_t		*cmd_call(const struct cmd_entry *, const char *, const char *,
 		     json_t *);
 json_t		*cmd_call_here(const struct cmd_entry *, const char *,
 		     const char *, json_t *);
+int		 cmd_cluster_id(const char *);	/* cmd-cluster.c */
 
 /* cmd-*.c: one command each */
 extern const struct cmd_entry cmd_serve_entry;

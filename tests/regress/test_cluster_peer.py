@@ -135,6 +135,16 @@ def test_a_jobs_output_through_any_member(peers, tmp):
     for d in (a, b):
         out = d.gmux("cluster", "logs", jid, check=0).stdout.decode()
         assert out == "one\ntwo\n"
+        assert d.gmux("logs", jid, check=0).stdout.decode() == out
+
+    # gmux attach, from a, ends with the job's exit code on b
+    r = submit(a, tmp, "sh", "-c", "echo three; sleep 1; exit 3",
+               flags=("--share", "0.25", "--server", "b"))
+    jid = r.stdout.decode().strip()
+    _placed(a, jid)
+    r = a.gmux("attach", jid, timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout.decode() == "three\n"
 
     # a running one, read and stopped through a
     r = submit(a, tmp, "sh", "-c", "echo started; exec sleep 60",
@@ -143,9 +153,9 @@ def test_a_jobs_output_through_any_member(peers, tmp):
     _placed(a, jid)
     wait_for(lambda: "started" in a.gmux("cluster", "logs", jid)
              .stdout.decode(), 30, 0.2, what="its output through a")
-    f = a.popen("cluster", "logs", "-f", jid, stdout=subprocess.PIPE,
+    f = a.popen("logs", "-f", jid, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE)
-    a.gmux("cluster", "stop", jid, check=0)
+    assert a.gmux("stop", jid, check=0).stdout.decode() == jid + "\n"
     out, err = f.communicate(timeout=60)
     assert f.returncode == 0, err
     assert out.decode().startswith("started\n")
