@@ -200,6 +200,8 @@ struct job	*cluster_job_local(const char *);
 /* cluster-peer.c: members calling members */
 typedef void	(*peer_cb)(int, struct evbuffer *, const char *, void *);
 struct evbuffer;
+void		 cluster_member_cache_free(void *);
+const struct cluster_member *cluster_member_cached(struct mirror_entry *);
 void		 cluster_peer_start(void);
 void		 cluster_peer_stop(void);
 void		 cluster_peer_tick(void);

@@ -36,31 +36,37 @@ struct peer_call {
 	int			 failed;	/* an evhttp error came */
 };
 
-struct peer_parsed {
+/* A member record, parsed once: the mirror's cache of it. */
+struct cluster_parsed {
 	int			 ok;
 	struct cluster_member	 m;
 };
 
-static void
-peer_cache_free(void *arg)
+void
+cluster_member_cache_free(void *arg)
 {
-	struct peer_parsed	*p = arg;
+	struct cluster_parsed	*p = arg;
 
 	cluster_member_clear(&p->m);
 	free(p);
 }
 
-/* A mirrored member record, parsed once (NULL: corrupt, said once). */
-static const struct cluster_member *
-peer_member_of(struct mirror_entry *me)
+/*
+ * A mirrored member record, parsed on first use and kept as the entry's
+ * cache (free it with cluster_member_cache_free); NULL if corrupt, said
+ * once per key and revision.
+ */
+const struct cluster_member *
+cluster_member_cached(struct mirror_entry *me)
 {
-	struct peer_parsed	*p = me->cache;
+	struct cluster_parsed	*p = me->cache;
 	char			*cause = NULL;
 
 	if (p == NULL) {
 		me->cache = p = xcalloc(1, sizeof *p);
 		if (cluster_member_parse(me->val, &p->m, &cause) != 0) {
-			log_debug("%s: %s: %s", __func__, me->key, cause);
+			log_warnx("cluster: %s (revision %lld): %s; skipped",
+			    me->key, (long long)me->mod_rev, cause);
 			free(cause);
 			return (NULL);
 		}
@@ -73,7 +79,7 @@ void
 cluster_peer_start(void)
 {
 	peer_m = mirror_create(cluster->etcd, cluster_key("m/"), NULL, NULL);
-	mirror_cache_free(peer_m, peer_cache_free);
+	mirror_cache_free(peer_m, cluster_member_cache_free);
 }
 
 void
@@ -108,7 +114,7 @@ cluster_peer_by_pin(const char *pin)
 	    cluster->lease == 0 || !mirror_ready(peer_m))
 		return (NULL);
 	while (mirror_next(peer_m, &it, &me)) {
-		if ((m = peer_member_of(me)) != NULL && m->pin != NULL &&
+		if ((m = cluster_member_cached(me)) != NULL && m->pin != NULL &&
 		    digest_valid(m->pin) && digest_equal(m->pin, pin))
 			return (m->name);
 	}
@@ -322,9 +328,14 @@ peer_open(const char *member, enum evhttp_cmd_type method, const char *uri,
 
 	if (peer_m != NULL && (me = mirror_get(peer_m, cluster_key("m/%s",
 	    member))) != NULL && me->val != NULL)
-		m = peer_member_of(me);
-	if (m == NULL || m->addr == NULL || m->pin == NULL) {
+		m = cluster_member_cached(me);
+	if (m == NULL) {
 		xasprintf(cause, "member %s is not live", member);
+		return (NULL);
+	}
+	if (m->addr == NULL || m->pin == NULL) {
+		xasprintf(cause, "member %s serves no TLS (ADDR), so no member "
+		    "can call it", member);
 		return (NULL);
 	}
 	if (id == NULL) {
@@ -422,7 +433,7 @@ cluster_peer_names(u_int *n)
 		return (xcalloc(1, sizeof *v));
 	v = xcalloc(mirror_count(peer_m) + 1, sizeof *v);
 	while (mirror_next(peer_m, &it, &me)) {
-		if ((m = peer_member_of(me)) != NULL)
+		if ((m = cluster_member_cached(me)) != NULL)
 			v[(*n)++] = m->name;
 	}
 	return (v);

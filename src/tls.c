@@ -562,6 +562,27 @@ tls_new_session(SSL *ssl, SSL_SESSION *sess)
 	return (0);	/* OpenSSL keeps its reference */
 }
 
+/* A new client context: TLS 1.2 or later, the pin as the whole check. */
+static SSL_CTX *
+tls_pinned_ctx(char **cause)
+{
+	SSL_CTX	*ctx;
+
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		*cause = tls_error("SSL_CTX_new");
+		return (NULL);
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	/* A peer closing without close_notify is an end of stream: HTTP's
+	 * own framing tells a whole reply from a cut one. */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF |
+	    SSL_OP_NO_RENEGOTIATION);
+	/* VERIFY_PEER: with NONE a failed check would be ignored. */
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_cert_verify_callback(ctx, tls_pin_verify, NULL);
+	return (ctx);
+}
+
 /* The client context, made once: TLS 1.2 or later, the pin as the check. */
 static SSL_CTX *
 tls_client_ctx(char **cause)
@@ -576,18 +597,8 @@ tls_client_ctx(char **cause)
 	OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG|OPENSSL_INIT_NO_ATEXIT|
 	    OPENSSL_INIT_NO_ADD_ALL_CIPHERS|OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
 	    NULL);
-	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
-		*cause = tls_error("SSL_CTX_new");
+	if ((ctx = tls_pinned_ctx(cause)) == NULL)
 		return (NULL);
-	}
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	/* A peer closing without close_notify is an end of stream: HTTP's
-	 * own framing tells a whole reply from a cut one. */
-	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF |
-	    SSL_OP_NO_RENEGOTIATION);
-	/* VERIFY_PEER: with NONE a failed check would be ignored. */
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_cert_verify_callback(ctx, tls_pin_verify, NULL);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	/* Sessions are kept in files (tls_new_session), not in memory. */
@@ -931,15 +942,8 @@ tls_peer_ctx(const struct tls_identity *id, char **cause)
 	if (ctx != NULL && strcmp(pin, id->pin) == 0)
 		return (ctx);
 	SSL_CTX_free(ctx);
-	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
-		*cause = tls_error("SSL_CTX_new");
+	if ((ctx = tls_pinned_ctx(cause)) == NULL)
 		return (NULL);
-	}
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF |
-	    SSL_OP_NO_RENEGOTIATION);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_cert_verify_callback(ctx, tls_pin_verify, NULL);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	if (SSL_CTX_use_certificate(ctx, id->cert) != 1 ||
 	    SSL_CTX_use_PrivateKey(ctx, id->key) != 1) {

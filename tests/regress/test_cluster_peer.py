@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from conftest import _kill_keepers, free_port, wait_for
-from clusterlib import VERBOSE, cluster_state, etcd, jobs, member  # noqa
-from clusterlib import submit, tmp  # noqa
+from conftest import wait_for
+from clusterlib import cluster_state, etcd, jobs  # noqa
+from clusterlib import members, submit, tmp  # noqa
 from remotelib import https
 
 pytestmark = pytest.mark.skipif(shutil.which("etcd") is None,
@@ -22,20 +22,9 @@ OWNER = "X-Gmux-Peer-Owner"
 
 
 @pytest.fixture
-def peers(tmp, etcd):
+def peers(members):
     """Members that serve TLS on loopback, as members reach each other."""
-    made = []
-
-    def make(name, cid):
-        d = member(tmp, etcd, name, cid)
-        made.append(d)
-        d.serve_tls(*VERBOSE, fake=d.fake)
-        return d
-    yield make
-    for d in made:
-        if d.running is not None and os.path.exists("/proc/%d" % d.running):
-            d.stop()
-        _kill_keepers(d.home)
+    return lambda name, cid, **kw: members(name, cid, tls=True, **kw)
 
 
 def _cert(d):
@@ -231,19 +220,13 @@ def test_a_tenant_submits_over_tcp_and_its_member_jails_it(peers, tmp):
              "stopped", 30, 0.1, what="it to stop")
 
 
-def test_usage_merges_every_members_books(peers, tmp, etcd):
+def test_usage_merges_every_members_books(peers):
     """GET /v1/usage on a member: each live member's rows, marked with
     their member, each member applying the owner filter; a member that
     does not answer is named."""
     a = peers("a", "p5")
-    b = member(tmp, etcd, "b", "p5", extra="CLUSTER_LEASE=60\n")
-    b.serve_tls(*VERBOSE, fake=b.fake)
-    try:
-        _usage_on_two(a, b)
-    finally:
-        if b.running is not None:
-            b.stop()
-        _kill_keepers(b.home)
+    b = peers("b", "p5", extra="CLUSTER_LEASE=60\n")
+    _usage_on_two(a, b)
 
 
 def _usage_on_two(a, b):
