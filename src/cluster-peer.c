@@ -34,6 +34,10 @@ struct peer_call {
 	char			*member;
 	int			 started;	/* the relayed reply began */
 	int			 failed;	/* an evhttp error came */
+	int			 busy;		/* a chunk is going out */
+	int			 sent;		/* a chunk went out */
+	int			 ending;	/* the end waits for it */
+	int			 turn;		/* the end waits for a turn */
 };
 
 /* A member record, parsed once: the mirror's cache of it. */
@@ -212,7 +216,53 @@ peer_why(struct peer_call *pc)
 	return (why);
 }
 
-/* The call is over: its answer, then it goes (after evhttp is done). */
+/* Frees the call on the loop's next turn (after evhttp is done with it). */
+static void
+peer_later(struct peer_call *pc)
+{
+	struct timeval	 tv = { 0, 0 };
+
+	event_base_once(cluster->base, -1, EV_TIMEOUT, peer_free_cb, pc, &tv);
+}
+
+/* The relayed reply ends; the reply's end may free the client's request. */
+static void
+peer_relay_end(struct peer_call *pc)
+{
+	evhttp_connection_set_closecb(evhttp_request_get_connection(
+	    pc->client), NULL, NULL);
+	evhttp_send_reply_end(pc->client);
+	pc->client = NULL;
+	peer_later(pc);
+}
+
+static void
+peer_relay_end_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct peer_call	*pc = arg;
+
+	pc->turn = 0;
+	if (pc->client == NULL)		/* it went meanwhile */
+		peer_free(pc);
+	else
+		peer_relay_end(pc);
+}
+
+/*
+ * A chunk has gone out to the client.  The end waits for it: libevent 2.1
+ * loses what an end follows while a chunk is being written (follow.c).
+ */
+static void
+peer_written(struct evhttp_connection *c, void *arg)
+{
+	struct peer_call	*pc = arg;
+
+	pc->busy = 0;
+	if (pc->ending)
+		peer_relay_end(pc);
+}
+
+/* The call is over: its answer, then it goes. */
 static void
 peer_done(struct evhttp_request *req, void *arg)
 {
@@ -222,22 +272,32 @@ peer_done(struct evhttp_request *req, void *arg)
 	int			 code;
 
 	code = req != NULL ? evhttp_request_get_response_code(req) : 0;
+	log_debug("%s: %s: %d%s", __func__, pc->member, code, pc->failed ?
+	    " (failed)" : "");
 	if (code == 0 || (pc->failed && !pc->started))
 		why = peer_why(pc);
+	pc->req = NULL;
+	if (pc->client != NULL && pc->started) {
+		pc->ending = 1;		/* when what was sent has gone out */
+		if (!pc->busy && !pc->sent) {	/* the head alone: a turn */
+			pc->turn = 1;
+			event_base_once(cluster->base, -1, EV_TIMEOUT,
+			    peer_relay_end_cb, pc, &tv);
+		}
+		else if (!pc->busy)
+			peer_relay_end(pc);
+		free(why);
+		return;
+	}
 	if (pc->client != NULL) {
-		if (pc->started)
-			evhttp_send_reply_end(pc->client);
-		else
-			api_error(pc->client, 502, "%s", why);
+		evhttp_connection_set_closecb(evhttp_request_get_connection(
+		    pc->client), NULL, NULL);
+		api_error(pc->client, 502, "%s", why);
+		pc->client = NULL;
 	} else
 		pc->cb(why != NULL ? 0 : code, pc->body, why, pc->arg);
 	free(why);
-	pc->req = NULL;
-	if (pc->client != NULL)
-		evhttp_connection_set_closecb(evhttp_request_get_connection(
-		    pc->client), NULL, NULL);
-	pc->client = NULL;
-	event_base_once(cluster->base, -1, EV_TIMEOUT, peer_free_cb, pc, &tv);
+	peer_later(pc);
 }
 
 static void
@@ -259,8 +319,11 @@ peer_chunk(struct evhttp_request *req, void *arg)
 		evbuffer_add_buffer(pc->body, in);
 		return;
 	}
-	if (pc->started)
-		evhttp_send_reply_chunk(pc->client, in);
+	if (pc->started && evbuffer_get_length(in) > 0) {
+		pc->busy = pc->sent = 1;
+		evhttp_send_reply_chunk_with_cb(pc->client, in, peer_written,
+		    pc);
+	}
 	evbuffer_drain(in, evbuffer_get_length(in));
 }
 
@@ -296,7 +359,8 @@ peer_client_gone(struct evhttp_connection *c, void *arg)
 		evhttp_cancel_request(pc->req);
 	pc->req = NULL;
 	pc->client = NULL;
-	peer_free(pc);
+	if (!pc->turn)		/* else the end's turn frees it */
+		peer_free(pc);
 }
 
 /* The request's headers: who it is for (the owner), never a token. */
@@ -307,7 +371,6 @@ peer_headers(struct evhttp_request *req, const char *host,
 	struct evkeyvalq	*h = evhttp_request_get_output_headers(req);
 
 	evhttp_add_header(h, "Host", host);
-	evhttp_add_header(h, "Connection", "close");
 	evhttp_add_header(h, PEER_OWNER_HEADER, who->owner);
 	if (who->admin)
 		evhttp_add_header(h, PEER_ADMIN_HEADER, "1");

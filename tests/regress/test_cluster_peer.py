@@ -218,6 +218,11 @@ def test_a_tenant_submits_over_tcp_and_its_member_jails_it(peers, tmp):
     assert st == 200, o
     wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
              "stopped", 30, 0.1, what="it to stop")
+    # an ended job's whole log, relayed over TLS at once (the relay's end
+    # waits for its chunks to go out)
+    st, _, data = https(a.port, "GET", "/v1/cluster/jobs/%s/log?from=0&"
+                        "raw=1" % jid, token=alice)
+    assert st == 200 and data.startswith(("%s\n0\nhi\n" % work).encode())
 
 
 def test_usage_merges_every_members_books(peers):
@@ -278,3 +283,44 @@ def _usage_on_two(a, b):
     st, o = _https_json(a, "GET", "/v1/usage", alice)
     assert [m["name"] for m in o["members"]["missing"]] == ["b"]
     assert [r["host"] for r in o["rows"]] == ["a"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="accounts need root")
+def test_a_tenants_cluster_job_runs_as_its_account(peers, tmp):
+    """With TENANT_ACCOUNTS=1, a token's cluster job runs on its member as
+    the owner's account there, the UID the cluster allocated."""
+    import pwd
+    import random
+    prefix = "gp%04x-" % random.randrange(0x10000)
+    conf = ("TENANT_ACCOUNTS=1\nTENANT_ACCOUNT_PREFIX=%s\n"
+            "TENANT_UID_RANGE=230000-230999\n" % prefix)
+    os.chmod(tmp, 0o711)    # the accounts pass through to their homes
+    try:
+        a = peers("a", "p6", extra=conf + "TENANT_HOME_ROOT=%s/ha\n" % tmp)
+        b = peers("b", "p6", extra=conf + "TENANT_HOME_ROOT=%s/hb\n" % tmp)
+        _joined(a, 2)
+        _joined(b, 2)
+        alice = a.token_for("alice")
+        st, o = _https_json(a, "POST", "/v1/cluster/jobs", alice,
+                            {"argv": ["sh", "-c", "id -u; pwd"],
+                             "share": 0.25, "server": "b"})
+        assert st == 201, o
+        jid = o["id"]
+        rec = wait_for(lambda: (lambda j: j if j.get("state") in
+                                ("exited", "failed") else None)
+                       ((jobs(a) or {}).get(jid, {})), 60, 0.2,
+                       what="its end")
+        st, _, out = https(a.port, "GET", "/v1/cluster/jobs/%s/log?from=0"
+                           "&raw=1" % jid, token=alice)
+        assert rec["state"] == "exited" and st == 200, (rec, st, out)
+        uid = pwd.getpwnam(prefix + "alice").pw_uid
+        assert 230000 <= uid <= 230999
+        assert out.decode().splitlines()[0] == str(uid)
+        assert os.path.isdir(os.path.join(tmp, "hb", prefix + "alice"))
+        assert not os.path.exists(os.path.join(tmp, "ha", prefix + "alice"))
+    finally:
+        for p in pwd.getpwall():
+            if p.pw_name.startswith(prefix):
+                subprocess.run(["userdel", "-r", "-f", p.pw_name],
+                               capture_output=True)
+                subprocess.run(["groupdel", p.pw_name], capture_output=True)
