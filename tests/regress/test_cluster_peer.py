@@ -324,3 +324,31 @@ def test_a_tenants_cluster_job_runs_as_its_account(peers, tmp):
                 subprocess.run(["userdel", "-r", "-f", p.pw_name],
                                capture_output=True)
                 subprocess.run(["groupdel", p.pw_name], capture_output=True)
+
+
+def test_a_members_new_key_is_taken_and_its_old_one_refused(peers, tmp):
+    """Pins rotate: b's key made again; its new record's pin is what a
+    checks b by and takes b's calls by; the old key is no one's."""
+    a, b = peers("a", "p7"), peers("b", "p7")
+    _joined(a, 2)
+    old = [open(f, "rb").read() for f in _cert(b)]
+    b.stop()
+    for f in _cert(b):
+        os.unlink(f)
+    b.start(fake=b.fake, addr="127.0.0.1:%d" % b.port)
+    assert open(_cert(b)[1], "rb").read() != old[1]     # a new key
+    alice = a.token_for("alice")
+
+    def answered():
+        st, o = _https_json(a, "GET", "/v1/usage", alice)
+        return st == 200 and sorted(o["members"]["answered"]) == ["a", "b"]
+    wait_for(answered, 30, 0.2, what="a to call b by its new pin")
+    st, body = _as(a, "alice", cert=_cert(b))
+    assert st == 200, body
+    for f, data in zip((os.path.join(tmp, "old.pem"),
+                        os.path.join(tmp, "old.key")), old):
+        with open(f, "wb") as fh:
+            fh.write(data)
+    st, body = _as(a, "alice", cert=(os.path.join(tmp, "old.pem"),
+                                      os.path.join(tmp, "old.key")))
+    assert st == 403, body
