@@ -16,7 +16,7 @@
 
 struct cu {
 	struct evhttp_request	*req;
-	struct usage		 u;	/* merged; by, since, until: the first */
+	struct usage		 u;	/* merged (by, since: the first's) */
 	int			 any;	/* a member has answered */
 	json_t			*missing;	/* [{"name", "error"}] */
 	json_t			*answered;	/* [name] */

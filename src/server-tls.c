@@ -297,10 +297,11 @@ static void
 server_tls_peer(struct evhttp_request *req, const char *owner)
 {
 	struct evhttp_connection	*c = evhttp_request_get_connection(req);
-	struct evkeyvalq		*h = evhttp_request_get_input_headers(req);
+	struct evkeyvalq		*h;
 	struct api_who			 who;
 	const char			*member, *admin;
 
+	h = evhttp_request_get_input_headers(req);
 	member = cluster_peer_conn(evhttp_connection_get_bufferevent(c));
 	if (member == NULL || evhttp_find_header(h, "Authorization") != NULL) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
