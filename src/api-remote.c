@@ -404,6 +404,41 @@ api_remote_job(struct evhttp_request *req, const struct api_who *who,
 }
 
 /*
+ * A confined job that brought no tree (a cluster job that came over TCP
+ * to another member) runs as a remote job without one: in an empty
+ * jobs/jN/work, with the host's PATH and HOME added to what it sent.
+ * Returns 0, or -1 with *cause (nothing left behind).
+ */
+int
+api_remote_empty_tree(struct jobreq *r, u_int id, char **cause)
+{
+	char	*dir, *work;
+	int	 rc = -1;
+
+	dir = path_job(id);
+	work = path_job_file(id, "work");
+	worktree_remove(id);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		xasprintf(cause, "%s: %s", dir, strerror(errno));
+	else if (mkdir(work, 0700) != 0) {
+		xasprintf(cause, "%s: %s", work, strerror(errno));
+		rmdir(dir);
+	} else {
+		free(r->cwd);
+		r->cwd = work;
+		work = NULL;
+		if (r->env != NULL) {
+			api_env_default(&r->env, "PATH", jail_path());
+			api_env_default(&r->env, "HOME", getenv("HOME"));
+		}
+		rc = 0;
+	}
+	free(work);
+	free(dir);
+	return (rc);
+}
+
+/*
  * What a remote job's submitter should know at once: the --allow rules
  * its fence will refuse because this host keeps its loopback closed to
  * remote jobs (REMOTE_LOOPBACK).  A JSON array of lines, or NULL.

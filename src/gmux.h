@@ -1269,6 +1269,12 @@ size_t		 tls_pending(const struct tls_conn *);
 ssize_t		 tls_read(struct tls_conn *, void *, size_t);
 ssize_t		 tls_write(struct tls_conn *, const void *, size_t);
 void		 tls_close(struct tls_conn *);
+void		 tls_server_ask_certificates(void *);
+int		 tls_bev_client_pin(struct bufferevent *, char *);
+struct bufferevent *tls_peer_bev(struct event_base *,
+		     const struct tls_identity *, const char *, const char *,
+		     char **);
+char		*tls_peer_pin_error(struct bufferevent *);
 
 /* token.c */
 struct token {
@@ -1765,6 +1771,18 @@ void		 api_cluster_submit(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_cluster_stop(struct evhttp_request *, const char *,
 		     const struct api_who *);
+void		 api_cluster_log(struct evhttp_request *, const char *,
+		     const struct api_who *);
+
+/* cluster-peer.c: members calling members (docs/cluster.md) */
+#define PEER_OWNER_HEADER	"X-Gmux-Peer-Owner"
+#define PEER_ADMIN_HEADER	"X-Gmux-Peer-Admin"
+const char	*cluster_peer_conn(struct bufferevent *);
+int		 cluster_peer_owner_ok(const char *);
+/* cluster-usage.c */
+void		 cluster_usage(struct evhttp_request *, const struct api_who *);
+int		 cluster_usage_merges(struct evhttp_request *,
+		     const struct api_who *);
 
 /* server-tls.c: the TCP listener, TLS and tokens */
 extern const char *server_tls_addr;
@@ -1803,6 +1821,7 @@ void		 api_job_pull(struct evhttp_request *, const char *,
 struct prepare;
 int		 api_remote_job(struct evhttp_request *, const struct api_who *,
 		     struct jobreq *, u_int, struct prepare **);
+int		 api_remote_empty_tree(struct jobreq *, u_int, char **);
 void		 api_remote_job_undo(u_int);
 json_t		*api_remote_warnings(const struct jobreq *);
 void		 api_tokens_list(struct evhttp_request *, const char *,
@@ -2017,6 +2036,7 @@ json_t		*cmd_call(const struct cmd_entry *, const char *, const char *,
 		     json_t *);
 json_t		*cmd_call_here(const struct cmd_entry *, const char *,
 		     const char *, json_t *);
+int		 cmd_cluster_id(const char *);	/* cmd-cluster.c */
 
 /* cmd-*.c: one command each */
 extern const struct cmd_entry cmd_serve_entry;

@@ -68,6 +68,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/cluster/jobs", api_cluster_submit },
 	{ EVHTTP_REQ_GET, "/v1/cluster/jobs/*", api_cluster_job },
 	{ EVHTTP_REQ_POST, "/v1/cluster/jobs/*/stop", api_cluster_stop },
+	{ EVHTTP_REQ_GET, "/v1/cluster/jobs/*/log", api_cluster_log },
 	/* tasks (issue 13): docs/tasks.md */
 	{ EVHTTP_REQ_GET, "/v1/tasks/connect", api_tasks_connect },
 	{ EVHTTP_REQ_GET, "/v1/workers", api_workers_list },
