@@ -259,6 +259,9 @@ SRCS += src/setup.c src/cmd-setup.c
 # -- containers and workspaces (issue 17, docs/containers.md)
 SRCS += src/container.c src/cmd-workspace.c src/cmd-workspace-dev.c
 SRCS += src/devcontainer.c
+
+# -- containers for remote jobs, images that travel (issue 17)
+SRCS += src/imageref.c
 all: $(O)/gmux.1
 $(O)/gmux.1: $(O)/gmux
 	@echo "  MAN     $@"

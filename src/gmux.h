@@ -291,6 +291,10 @@ int		 jobspec_gpus(const char *, char **, u_int *, char **);
 int		 jobspec_time(const char *, int64_t *, char **);
 int		 jobspec_image_ok(const char *, char **);
 
+/* imageref.c: an image's name as a client may give it */
+#define IMAGEREF_MAX	255
+int		 imageref_check(const char *, char **);
+
 /* jobreq.c: what a client asks for when it starts a job */
 #define JOB_BURST	0x1
 #define JOB_PREEMPTIBLE	0x2
@@ -886,8 +890,11 @@ struct container_spec {
 	char		**ro;		/* mounted read-only: the shim */
 	char		**rw;		/* read-write: the region, MPS pipes */
 	char *const	 *env;		/* more names for -e: containerEnv */
+	int		  confined;	/* a remote job's: its tree, no host */
+	char		 *tree;		/* -v of its tree at /work, confined */
 };
 struct keeper_spec;
+struct overlay;
 const char	*container_podman(char **);
 json_t		*container_host_json(void);
 char		*container_host_text(void);
@@ -900,6 +907,9 @@ int		 container_check(const struct jobreq *, int *, char **);
 void		 container_spec_make(uint64_t, const struct jobreq *,
 		     struct container_spec *);
 void		 container_spec_clear(struct container_spec *);
+void		 container_spec_confine(struct container_spec *, u_int,
+		     const struct overlay *);
+char		**container_confined_env(char *const *);
 int		 container_workspace_taken(const char *, const char *);
 
 /* keeper.c: the small process that owns one job */
@@ -1573,6 +1583,7 @@ struct overlay;
 struct overlay	*overlay_create(const char *, const char *, const char *,
 		     const char *);
 void		 overlay_free(struct overlay *);
+char		*overlay_podman_volume(const struct overlay *, const char *);
 int		 overlay_enter(const struct overlay *, const char **);
 int		 overlay_view(const char *, const char *, char **);
 int		 overlay_ready(char **);
