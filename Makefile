@@ -261,7 +261,7 @@ SRCS += src/container.c src/cmd-workspace.c src/cmd-workspace-dev.c
 SRCS += src/devcontainer.c
 
 # -- containers for remote jobs, images that travel (issue 17)
-SRCS += src/imageref.c
+SRCS += src/imageref.c src/image.c src/api-image.c src/run-image.c
 all: $(O)/gmux.1
 $(O)/gmux.1: $(O)/gmux
 	@echo "  MAN     $@"

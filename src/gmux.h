@@ -912,6 +912,12 @@ void		 container_spec_confine(struct container_spec *, u_int,
 char		**container_confined_env(char *const *);
 int		 container_workspace_taken(const char *, const char *);
 
+/* image.c: images that travel, the host's side (docs/containers.md) */
+struct cas;
+const char	*image_state(const char *, int, const char **);
+int		 image_load(struct cas *, const char *, const struct manifest *,
+		     int *, char **);
+
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {
 	u_int		  id;
@@ -1458,6 +1464,8 @@ int		 remote_pull_pattern(const char *, char **);
 /* remote-host.c: the host's side of the sync routes */
 int		 remote_host_manifest_post(struct cas *, const char *,
 		     uint64_t, const void *, size_t, json_t **, char **);
+int		 remote_host_load(struct cas *, const char *, struct manifest *,
+		     char **);
 int		 remote_host_manifest_get(struct cas *, const char *, uint64_t,
 		     const char *, json_t **, char **);
 int		 remote_host_blob_put(struct cas *, const char *, const char *,
@@ -1690,6 +1698,7 @@ const char	*api_me(void);
 int		 api_may(const struct api_who *, const char *);
 void		 api_setup(struct evhttp *);
 json_t		*api_body(struct evhttp_request *, char **);
+struct cas	*api_remote_cas(struct evhttp_request *);
 void		 api_send(struct evhttp_request *, int, struct evbuffer *);
 void		 api_reply(struct evhttp_request *, int, json_t *);
 void		 api_error(struct evhttp_request *, int, const char *, ...)
@@ -1805,6 +1814,10 @@ void		 api_blob_put(struct evhttp_request *, const char *,
 void		 api_blob_get(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_job_pull(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_image_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_images_post(struct evhttp_request *, const char *,
 		     const struct api_who *);
 struct prepare;
 int		 api_remote_job(struct evhttp_request *, const struct api_who *,
@@ -1988,6 +2001,11 @@ void		 remote_probe_clear(struct remote_probe *, u_int);
 #define RUN_DETACH	0x1	/* run -d */
 #define RUN_QUIET	0x2	/* run -q */
 int		 run_remote(json_t *, int, char **);
+int		 run_remote_sync(const struct remote *, const char *, int,
+		     char *);
+
+/* run-image.c: images that travel, the client's side */
+int		 run_image(const struct remote *, json_t *);
 void		 run_why(const struct stream *);	/* cmd-run.c */
 int		 run_retry(const char *, struct client_reply *); /* cmd-run.c */
 int		 run_refused(long);			/* cmd-run.c */
