@@ -262,6 +262,7 @@ SRCS += src/devcontainer.c
 
 # -- containers for remote jobs, images that travel (issue 17)
 SRCS += src/imageref.c src/image.c src/api-image.c src/run-image.c
+SRCS += src/image-shared.c
 all: $(O)/gmux.1
 $(O)/gmux.1: $(O)/gmux
 	@echo "  MAN     $@"

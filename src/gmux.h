@@ -918,6 +918,9 @@ const char	*image_state(const char *, int, const char **);
 int		 image_load(struct cas *, const char *, const struct manifest *,
 		     int *, char **);
 
+/* image-shared.c: images across members with shared homes */
+void		 image_shared_prepare(const char *);
+
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {
 	u_int		  id;

@@ -880,6 +880,8 @@ keeper_main(const struct keeper_spec *s, int link)
 	k.argv = s->container != NULL ? container_argv(s, k.env) : s->argv;
 	if (s->container != NULL && s->container->confined)
 		k.env = container_confined_env(k.env);	/* podman's own */
+	if (s->container != NULL)
+		image_shared_prepare(s->container->image);
 	if (keeper_confine(&k) == 0 && keeper_start_job(&k) == 0) {
 		n = snprintf(msg, sizeof msg, "pid %ld\n", (long)k.pid);
 		write_all(link, msg, (size_t)n);
