@@ -265,6 +265,10 @@ SRCS += src/setup.c src/cmd-setup.c
 # -- containers and workspaces (issue 17, docs/containers.md)
 SRCS += src/container.c src/cmd-workspace.c src/cmd-workspace-dev.c
 SRCS += src/devcontainer.c
+
+# -- containers for remote jobs, images that travel (issue 17)
+SRCS += src/imageref.c src/image.c src/api-image.c src/run-image.c
+SRCS += src/image-shared.c
 all: $(O)/gmux.1
 $(O)/gmux.1: $(O)/gmux
 	@echo "  MAN     $@"

@@ -99,6 +99,13 @@ api_remote_store_or_fail(struct evhttp_request *req)
 	return (c);
 }
 
+/* The blob store for another family's routes; NULL: answered 500. */
+struct cas *
+api_remote_cas(struct evhttp_request *req)
+{
+	return (api_remote_store_or_fail(req));
+}
+
 /* The raw request body. */
 static const void *
 api_raw(struct evhttp_request *req, size_t *len)

@@ -226,22 +226,28 @@ container_mounts(char ***argv, char *const *list, const char *how)
 	}
 }
 
+/* Whether NAME=VALUE is one of gmux's variables (container_vars). */
+static int
+container_var(const char *kv)
+{
+	u_int	 i;
+
+	for (i = 0; i < nitems(container_vars); i++) {
+		if (strncmp(kv, container_vars[i],
+		    strlen(container_vars[i])) == 0)
+			return (1);
+	}
+	return (0);
+}
+
 /* The environment's gmux variables, by name: -e NAME. */
 static void
 container_env(char ***argv, char *const *env)
 {
 	const char	*eq;
-	u_int		 i;
 
 	for (; env != NULL && *env != NULL; env++) {
-		if ((eq = strchr(*env, '=')) == NULL)
-			continue;
-		for (i = 0; i < nitems(container_vars); i++) {
-			if (strncmp(*env, container_vars[i],
-			    strlen(container_vars[i])) == 0)
-				break;
-		}
-		if (i == nitems(container_vars))
+		if ((eq = strchr(*env, '=')) == NULL || !container_var(*env))
 			continue;
 		container_push(argv, "-e");
 		container_addf(argv, "%.*s", (int)(eq - *env), *env);
@@ -256,6 +262,21 @@ container_devices(char ***argv, char *const *devices)
 		container_push(argv, "--device");
 		container_push(argv, *devices);
 	}
+}
+
+/*
+ * A remote job's container (docs/containers.md, "Remote jobs"): no
+ * capability, no new privileges, its tree at /work and its working
+ * directory there; nothing else of the host's but the share's paths.
+ */
+static void
+container_confined_args(char ***argv, const struct container_spec *c)
+{
+	container_push(argv, "--cap-drop=all");
+	container_push(argv, "--security-opt=no-new-privileges");
+	container_push(argv, "-v");
+	container_push(argv, c->tree);
+	container_push(argv, "--workdir=/work");
 }
 
 /*
@@ -282,6 +303,8 @@ container_argv(const struct keeper_spec *s, char *const *env)
 	container_addf(&argv, "--label=gmux.job=%u", s->id);
 	container_addf(&argv, "--runtime=%s", host.runtime);
 	container_addf(&argv, "--network=%s", c->deny_net ? "none" : "host");
+	if (c->confined)
+		container_confined_args(&argv, c);
 	if (s->stdin_path != NULL)
 		container_push(&argv, "-i");
 	container_limit(&argv, "nofile", RLIMIT_NOFILE, RLIM_INFINITY);
@@ -443,13 +466,9 @@ container_check(const struct jobreq *r, int *code, char **cause)
 	const struct fence	*f = r->fence;
 
 	*code = 400;
-	if (r->confined) {
-		xasprintf(cause, "image: a remote job's jail is not carried "
-		    "into a container yet; containers are for local jobs");
-		*code = 403;
-		return (-1);
-	}
-	if (f != NULL && (!f->deny_net || f->nrules != 0 || f->npins != 0)) {
+	/* A remote job's container has no network (container_confine). */
+	if (f != NULL && (!f->deny_net || f->nrules != 0 || f->npins != 0) &&
+	    (!r->confined || f->nrules != 0 || f->npins != 0)) {
 		xasprintf(cause, "allow: a container's connects cannot be "
 		    "fenced yet (only --deny-net: an empty network); it is "
 		    "not run unfenced");
@@ -502,9 +521,57 @@ container_spec_make(uint64_t cards, const struct jobreq *r,
 	container_mark();
 }
 
+/*
+ * Makes cs a remote job's (job id, over overlay ov, or its own copy of its
+ * tree where ov is NULL): its tree is its working directory at /work, and
+ * it has no network, since a container on the host's network could reach
+ * the host's loopback and abstract sockets, which a remote job may not.
+ */
+void
+container_spec_confine(struct container_spec *cs, u_int id,
+    const struct overlay *ov)
+{
+	char	*work;
+
+	cs->confined = 1;
+	cs->deny_net = 1;
+	if (ov != NULL) {
+		cs->tree = overlay_podman_volume(ov, "/work");
+		return;
+	}
+	work = path_job_file(id, "work");
+	xasprintf(&cs->tree, "%s:/work", work);
+	free(work);
+}
+
+/*
+ * The environment podman itself runs in for a remote job (the caller frees
+ * it): the daemon's own (podman reads CONTAINERS_*, XDG_*, TMPDIR from it:
+ * a client's could point it at files of its choosing), and only gmux's
+ * variables of env, for the container to take by name.
+ */
+char **
+container_confined_env(char *const *env)
+{
+	extern char	**environ;
+	char		**out = xcalloc(1, sizeof *out);
+	char *const	 *e;
+
+	for (e = environ; *e != NULL; e++) {
+		if (!container_var(*e))
+			container_push(&out, *e);
+	}
+	for (e = env; e != NULL && *e != NULL; e++) {
+		if (container_var(*e))
+			container_push(&out, *e);
+	}
+	return (out);
+}
+
 void
 container_spec_clear(struct container_spec *cs)
 {
+	free(cs->tree);
 	strv_free(cs->devices);
 	strv_free(cs->ro);
 	strv_free(cs->rw);

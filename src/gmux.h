@@ -292,6 +292,10 @@ int		 jobspec_gpus(const char *, char **, u_int *, char **);
 int		 jobspec_time(const char *, int64_t *, char **);
 int		 jobspec_image_ok(const char *, char **);
 
+/* imageref.c: an image's name as a client may give it */
+#define IMAGEREF_MAX	255
+int		 imageref_check(const char *, char **);
+
 /* jobreq.c: what a client asks for when it starts a job */
 #define JOB_BURST	0x1
 #define JOB_PREEMPTIBLE	0x2
@@ -887,8 +891,11 @@ struct container_spec {
 	char		**ro;		/* mounted read-only: the shim */
 	char		**rw;		/* read-write: the region, MPS pipes */
 	char *const	 *env;		/* more names for -e: containerEnv */
+	int		  confined;	/* a remote job's: its tree, no host */
+	char		 *tree;		/* -v of its tree at /work, confined */
 };
 struct keeper_spec;
+struct overlay;
 const char	*container_podman(char **);
 json_t		*container_host_json(void);
 char		*container_host_text(void);
@@ -901,7 +908,19 @@ int		 container_check(const struct jobreq *, int *, char **);
 void		 container_spec_make(uint64_t, const struct jobreq *,
 		     struct container_spec *);
 void		 container_spec_clear(struct container_spec *);
+void		 container_spec_confine(struct container_spec *, u_int,
+		     const struct overlay *);
+char		**container_confined_env(char *const *);
 int		 container_workspace_taken(const char *, const char *);
+
+/* image.c: images that travel, the host's side (docs/containers.md) */
+struct cas;
+const char	*image_state(const char *, int, const char **);
+int		 image_load(struct cas *, const char *, const struct manifest *,
+		     int *, char **);
+
+/* image-shared.c: images across members with shared homes */
+void		 image_shared_prepare(const char *);
 
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {
@@ -1458,6 +1477,8 @@ int		 remote_pull_pattern(const char *, char **);
 /* remote-host.c: the host's side of the sync routes */
 int		 remote_host_manifest_post(struct cas *, const char *,
 		     uint64_t, const void *, size_t, json_t **, char **);
+int		 remote_host_load(struct cas *, const char *, struct manifest *,
+		     char **);
 int		 remote_host_manifest_get(struct cas *, const char *, uint64_t,
 		     const char *, json_t **, char **);
 int		 remote_host_blob_put(struct cas *, const char *, const char *,
@@ -1583,6 +1604,7 @@ struct overlay;
 struct overlay	*overlay_create(const char *, const char *, const char *,
 		     const char *);
 void		 overlay_free(struct overlay *);
+char		*overlay_podman_volume(const struct overlay *, const char *);
 int		 overlay_enter(const struct overlay *, const char **);
 int		 overlay_view(const char *, const char *, char **);
 int		 overlay_ready(char **);
@@ -1689,6 +1711,7 @@ const char	*api_me(void);
 int		 api_may(const struct api_who *, const char *);
 void		 api_setup(struct evhttp *);
 json_t		*api_body(struct evhttp_request *, char **);
+struct cas	*api_remote_cas(struct evhttp_request *);
 void		 api_send(struct evhttp_request *, int, struct evbuffer *);
 void		 api_reply(struct evhttp_request *, int, json_t *);
 void		 api_error(struct evhttp_request *, int, const char *, ...)
@@ -1817,6 +1840,10 @@ void		 api_blob_put(struct evhttp_request *, const char *,
 void		 api_blob_get(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_job_pull(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_image_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_images_post(struct evhttp_request *, const char *,
 		     const struct api_who *);
 struct prepare;
 int		 api_remote_job(struct evhttp_request *, const struct api_who *,
@@ -2001,6 +2028,11 @@ void		 remote_probe_clear(struct remote_probe *, u_int);
 #define RUN_DETACH	0x1	/* run -d */
 #define RUN_QUIET	0x2	/* run -q */
 int		 run_remote(json_t *, int, char **);
+int		 run_remote_sync(const struct remote *, const char *, int,
+		     char *);
+
+/* run-image.c: images that travel, the client's side */
+int		 run_image(const struct remote *, json_t *);
 void		 run_why(const struct stream *);	/* cmd-run.c */
 int		 run_retry(const char *, struct client_reply *); /* cmd-run.c */
 int		 run_refused(long);			/* cmd-run.c */

@@ -207,7 +207,9 @@ job_env(struct job *j, char **cause)
 	char	**env, *share;
 	u_int	  c;
 
-	if (j->req.env != NULL)
+	/* A remote job's container takes gmux's variables only. */
+	if (j->req.env != NULL && !(j->req.confined &&
+	    j->req.spec.image != NULL))
 		env = strv_copy(j->req.env);
 	else {
 		env = xcalloc(1, sizeof *env);
@@ -473,6 +475,13 @@ job_start(struct job *j, char **cause)
 		container_spec_make(j->cards, &j->req, &cs);
 		s.container = &cs;
 		s.fence = NULL;
+		/* A remote job's: its container is its jail (podman's). */
+		if (j->req.confined) {
+			container_spec_confine(&cs, j->id, ov);
+			s.jail = NULL;
+			s.overlay = NULL;
+			s.cwd = dir;
+		}
 	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;

@@ -926,6 +926,10 @@ keeper_main(const struct keeper_spec *s, int link, int listen_fd)
 	k.env = s->env;
 	/* A container's job: the keeper execs its podman run (container.c). */
 	k.argv = s->container != NULL ? container_argv(s, k.env) : s->argv;
+	if (s->container != NULL && s->container->confined)
+		k.env = container_confined_env(k.env);	/* podman's own */
+	if (s->container != NULL)
+		image_shared_prepare(s->container->image);
 	if (keeper_confine(&k) == 0 && keeper_start_job(&k) == 0) {
 		keeper_tell_pid(&k, link);
 		keeper_loop(&k);
