@@ -214,6 +214,11 @@ $(CLUSTER_SRCS:%.c=$(O)/%.o) $(CLUSTER_SRCS:%.c=$(O)/fuzz/%.o): \
 $(O)/tests/test-etcd $(O)/tests/test-cluster $(O)/bench/cluster-sim \
 	$(O)/fuzz/fuzz-etcd: src/cluster-int.h tests/unit/etcd-server.h
 
+# -- peer: members calling members (issue 15; docs/cluster.md)
+SRCS += src/cluster-peer.c src/cluster-usage.c
+$(O)/src/cluster-peer.o $(O)/fuzz/src/cluster-peer.o \
+    $(O)/src/cluster-usage.o $(O)/fuzz/src/cluster-usage.o: src/cluster-int.h
+
 # -- tenants (issue 14): accounts, quotas, retention (docs/tenants.md)
 SRCS += src/tenant.c src/tenant-account.c src/tenant-uid.c
 SRCS += src/tenant-quota.c src/tenant-disk.c src/tenant-retention.c
@@ -280,6 +285,9 @@ install-fence-exec: $(O)/gmux-fence-exec
 	    $(DESTDIR)$(PREFIX)/lib/gmux/gmux-fence-exec
 .PHONY: install-fence-exec
 
+# -- containers for remote jobs, images that travel (issue 17)
+SRCS += src/imageref.c src/image.c src/api-image.c src/run-image.c
+SRCS += src/image-shared.c
 all: $(O)/gmux.1
 $(O)/gmux.1: $(O)/gmux
 	@echo "  MAN     $@"

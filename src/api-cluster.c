@@ -17,6 +17,9 @@ struct ac {				/* a request waiting for etcd */
 	char			*owner;	/* who asks (a copy: it outlives the
 					   dispatch) */
 	int			 admin;
+	int			 proxied;	/* a member's call */
+	int			 confined;
+	enum api_transport	 transport;
 	json_t			*out;
 };
 
@@ -39,6 +42,9 @@ ac_new(struct evhttp_request *req, const struct api_who *who)
 	a->req = req;
 	a->owner = xstrdup(who->owner);
 	a->admin = who->admin;
+	a->proxied = who->proxied;
+	a->confined = who->confined;
+	a->transport = who->transport;
 	return (a);
 }
 
@@ -429,6 +435,8 @@ ac_submit_cb(struct etcd_reply *r, const char *err, void *arg)
 	a->out = json_pack("{s:s,s:s,s:O,s:I,s:s}", "id", id, "owner",
 	    a->owner, "req", a->body, "submitted", (json_int_t)clock_ms(),
 	    "from", cluster->name);
+	if (a->confined)	/* its member jails it (cluster-job.c) */
+		json_object_set_new(a->out, "confined", json_true());
 	free(id);
 	if (cluster_shape_parse(a->out, &s, &why) == 0)
 		why = cluster_refusal(v, n, &s);
@@ -673,6 +681,58 @@ ac_get_cb(struct etcd_reply *r, const char *err, void *arg)
 	ac_free(a);
 }
 
+/* Who asked, again, valid while a is. */
+static void
+ac_who(const struct ac *a, struct api_who *who)
+{
+	memset(who, 0, sizeof *who);
+	who->transport = a->transport;
+	who->owner = a->owner;
+	who->admin = a->admin;
+	who->confined = a->confined;
+	who->proxied = a->proxied;
+}
+
+/*
+ * The job's record came: its output is read here if it runs here, else
+ * asked of its member (a member's own call is never passed on again: the
+ * job moved meanwhile).
+ */
+static void
+ac_log_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac		*a = arg;
+	const struct etcd_kv	*kv;
+	const char		*member, *id = json_string_value(a->body);
+	struct api_who		 who;
+	struct job		*j;
+	json_t			*o;
+
+	if (ac_failed(a, err))
+		return;
+	if ((o = ac_find(a, r, id, &kv, 0)) == NULL) {
+		ac_free(a);
+		return;
+	}
+	ac_who(a, &who);
+	member = json_string_value(json_object_get(o, "member"));
+	if (member == NULL)
+		api_error(a->req, 409, "%s is %s: no output yet", id,
+		    json_string_value(json_object_get(o, "state")));
+	else if (strcmp(member, cluster->name) != 0 && a->proxied)
+		api_error(a->req, 409, "%s runs on %s now", id, member);
+	else if (strcmp(member, cluster->name) != 0)
+		cluster_peer_relay(member, evhttp_request_get_uri(a->req), &who,
+		    a->req);
+	else if ((j = cluster_job_local(id)) == NULL)
+		api_error(a->req, 409, "%s has not started on %s yet", id,
+		    member);
+	else
+		api_job_log(a->req, j->name, &who);
+	json_decref(o);
+	ac_free(a);
+}
+
 /* A request about one job: its id, kept in a->body; NULL if sent 400. */
 static struct ac *
 ac_job_request(struct evhttp_request *req, const char *id,
@@ -703,6 +763,21 @@ api_cluster_job(struct evhttp_request *req, const char *id,
 }
 
 /*
+ * GET /v1/cluster/jobs/ID/log?from=N&follow=1: a cluster job's output,
+ * asked of any member: read here, or relayed from the member that runs it
+ * (docs/cluster.md, "Members calling members").
+ */
+void
+api_cluster_log(struct evhttp_request *req, const char *id,
+    const struct api_who *who)
+{
+	struct ac	*a;
+
+	if ((a = ac_job_request(req, id, who)) != NULL)
+		etcd_range(cluster->etcd, cluster->prefix, 1, ac_log_cb, a);
+}
+
+/*
  * POST /v1/cluster/jobs/ID/stop: stops a cluster job wherever it is: a
  * queued one ends at once, a placed one is stopped by its member.
  */
@@ -714,6 +789,31 @@ api_cluster_stop(struct evhttp_request *req, const char *id,
 
 	if ((a = ac_job_request(req, id, who)) != NULL)
 		etcd_range(cluster->etcd, cluster->prefix, 1, ac_stop_cb, a);
+}
+
+/*
+ * A job from another machine (over TCP) runs jailed on its member, as a
+ * remote job does, in an empty directory there: a directory of a host
+ * means nothing on another, and a synced tree does not travel between
+ * members yet.
+ */
+static int
+ac_confined_refusal(const struct jobreq *r, char **cause)
+{
+	if (r->cwd != NULL)
+		xasprintf(cause, "cwd: a cluster job from another machine "
+		    "runs in an empty directory on its member, not in a "
+		    "directory of a host");
+	else if (r->manifest != NULL)
+		xasprintf(cause, "manifest: a synced tree does not travel to "
+		    "a cluster job's member yet; submit on a member, or send "
+		    "the files with the job's command");
+	else if (r->spec.array != NULL)
+		xasprintf(cause, "array: a cluster array from another machine "
+		    "is not taken yet; submit it on a member");
+	else
+		return (0);
+	return (-1);
 }
 
 /*
@@ -732,15 +832,10 @@ api_cluster_submit(struct evhttp_request *req, const char *id,
 
 	if (!ac_member(req))
 		return;
-	if (who->transport == API_TCP) {
-		api_error(req, 403, "cluster jobs are submitted on a member's "
-		    "Unix socket for now (a TCP client's jail does not travel "
-		    "yet)");
-		return;
-	}
 	jobreq_init(&r);
 	if ((body = api_body(req, &cause)) == NULL ||
-	    jobreq_from_json(body, &r, &cause) != 0) {
+	    jobreq_from_json(body, &r, &cause) != 0 ||
+	    (who->confined && ac_confined_refusal(&r, &cause) != 0)) {
 		api_error(req, 400, "%s", cause);
 		free(cause);
 		json_decref(body);

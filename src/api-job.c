@@ -179,8 +179,7 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 		api_error(req, 400, "%s", cause);
 		goto out;
 	}
-	if (r.spec.image != NULL && container_check(&r, who->owner, &code,
-	    &cause) != 0) {
+	if (r.spec.image != NULL && container_check(&r, &code, &cause) != 0) {
 		api_error(req, code, "%s", cause);
 		goto out;
 	}

@@ -99,6 +99,13 @@ api_remote_store_or_fail(struct evhttp_request *req)
 	return (c);
 }
 
+/* The blob store for another family's routes; NULL: answered 500. */
+struct cas *
+api_remote_cas(struct evhttp_request *req)
+{
+	return (api_remote_store_or_fail(req));
+}
+
 /* The raw request body. */
 static const void *
 api_raw(struct evhttp_request *req, size_t *len)
@@ -401,6 +408,41 @@ api_remote_job(struct evhttp_request *req, const struct api_who *who,
 	free(work);
 	free(dir);
 	return (code == 0 ? 0 : -1);
+}
+
+/*
+ * A confined job that brought no tree (a cluster job that came over TCP
+ * to another member) runs as a remote job without one: in an empty
+ * jobs/jN/work, with the host's PATH and HOME added to what it sent.
+ * Returns 0, or -1 with *cause (nothing left behind).
+ */
+int
+api_remote_empty_tree(struct jobreq *r, u_int id, char **cause)
+{
+	char	*dir, *work;
+	int	 rc = -1;
+
+	dir = path_job(id);
+	work = path_job_file(id, "work");
+	worktree_remove(id);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		xasprintf(cause, "%s: %s", dir, strerror(errno));
+	else if (mkdir(work, 0700) != 0) {
+		xasprintf(cause, "%s: %s", work, strerror(errno));
+		rmdir(dir);
+	} else {
+		free(r->cwd);
+		r->cwd = work;
+		work = NULL;
+		if (r->env != NULL) {
+			api_env_default(&r->env, "PATH", jail_path());
+			api_env_default(&r->env, "HOME", getenv("HOME"));
+		}
+		rc = 0;
+	}
+	free(work);
+	free(dir);
+	return (rc);
 }
 
 /*

@@ -37,7 +37,7 @@ api_usage_own(json_t *o, const char *owner)
 	json_object_set_new(o, "total", total);
 }
 
-/* GET /v1/usage?since=&until=&by= */
+/* GET /v1/usage?since=&until=&by=&here=1 */
 void
 api_usage(struct evhttp_request *req, const char *id,
     const struct api_who *who)
@@ -57,6 +57,10 @@ api_usage(struct evhttp_request *req, const char *id,
 	if (!who->admin && by != NULL && strcmp(by, "owner") != 0) {
 		api_error(req, 403, "by=%.16s: only the host's own token sees "
 		    "everyone's; a tenant's usage is by owner", by);
+		goto out;
+	}
+	if (cluster_usage_merges(req, who)) {	/* every member's books */
+		cluster_usage(req, who);
 		goto out;
 	}
 	o = ledger_usage_json(server_ledger, since, until, by, clock_ms(),

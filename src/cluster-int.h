@@ -197,6 +197,23 @@ void		 cluster_job_tick(int64_t);
 void		 cluster_job_cutoff(void);
 struct job	*cluster_job_local(const char *);
 
+/* cluster-peer.c: members calling members */
+typedef void	(*peer_cb)(int, struct evbuffer *, const char *, void *);
+struct evbuffer;
+void		 cluster_member_cache_free(void *);
+const struct cluster_member *cluster_member_cached(struct mirror_entry *);
+void		 cluster_peer_start(void);
+void		 cluster_peer_stop(void);
+void		 cluster_peer_tick(void);
+const char	*cluster_peer_by_pin(const char *);
+int		 cluster_peer_split(const char *, const char *, char **,
+		     u_int *);
+int		 cluster_peer_call(const char *, const char *,
+		     const struct api_who *, peer_cb, void *, char **);
+void		 cluster_peer_relay(const char *, const char *,
+		     const struct api_who *, struct evhttp_request *);
+const char	**cluster_peer_names(u_int *);
+
 /* api-cluster.c: the cluster's routes */
 json_t		*cluster_members_json(const struct etcd_reply *);
 

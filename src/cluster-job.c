@@ -288,6 +288,11 @@ cj_run(struct cj *c, char **cause)
 	free(env);
 	cj_gang_env(json_object_get(c->rec, "gang"), &r);
 	owner = json_string_value(json_object_get(c->rec, "owner"));
+	/* From another machine (docs/cluster.md): jailed, as a remote job. */
+	if (json_is_true(json_object_get(c->rec, "confined")) &&
+	    (jail_remote_job(&r.confined, cause) != 0 ||
+	    api_remote_empty_tree(&r, state_peek_id(), cause) != 0))
+		goto fail;
 	/*
 	 * Which local job it is, said before it can start: a daemon killed
 	 * before this line left a claim that never ran (requeued when it is

@@ -396,39 +396,6 @@ cs_job_parse(struct mirror_entry *me)
 	return (p->ok ? p : NULL);
 }
 
-struct cs_parsed_member {
-	int			 ok;
-	struct cluster_member	 m;
-};
-
-static void
-cs_member_cache_free(void *arg)
-{
-	struct cs_parsed_member	*p = arg;
-
-	cluster_member_clear(&p->m);
-	free(p);
-}
-
-static const struct cluster_member *
-cs_member_parse(struct mirror_entry *me)
-{
-	struct cs_parsed_member	*p = me->cache;
-	char			*cause = NULL;
-
-	if (p == NULL) {
-		me->cache = p = xcalloc(1, sizeof *p);
-		if (cluster_member_parse(me->val, &p->m, &cause) != 0) {
-			log_warnx("cluster: %s (revision %lld): %s; skipped",
-			    me->key, (long long)me->mod_rev, cause);
-			free(cause);
-			return (NULL);
-		}
-		p->ok = 1;
-	}
-	return (p->ok ? &p->m : NULL);
-}
-
 /* The live members, from the mirrored records (corrupt ones skipped). */
 static void
 cs_members_load(int64_t now)
@@ -443,7 +410,7 @@ cs_members_load(int64_t now)
 	cs.members = xreallocarray(cs.members, mirror_count(cs.m) + 1,
 	    sizeof *cs.members);
 	while (mirror_next(cs.m, &it, &me)) {
-		if ((pm = cs_member_parse(me)) == NULL)
+		if ((pm = cluster_member_cached(me)) == NULL)
 			continue;
 		m = &cs.members[cs.nmembers++];
 		memset(m, 0, sizeof *m);
@@ -955,7 +922,7 @@ cluster_sched_start(void)
 	cs.seen = hmap_create();
 	cs.m = mirror_create(cluster->etcd, cluster_key("m/"), cs_changed,
 	    NULL);
-	mirror_cache_free(cs.m, cs_member_cache_free);
+	mirror_cache_free(cs.m, cluster_member_cache_free);
 	cs.q = mirror_create(cluster->etcd, cluster_key("q/"), cs_changed,
 	    NULL);
 	cs.a = mirror_create(cluster->etcd, cluster_key("a/"), cs_changed,

@@ -591,6 +591,7 @@ cluster_tick(int64_t now)
 		    cluster->elect, cluster->name, cluster->lease,
 		    cluster_campaign_cb, NULL);
 	cluster_ask_leader(now);
+	cluster_peer_tick();
 	cluster_job_tick(now);
 	if (cluster->leading) {
 		cluster_sched_tick(now);
@@ -684,6 +685,7 @@ cluster_init(struct event_base *base, char **cause)
 	hex_encode(r, sizeof r, cluster->instance);
 	cluster_self();
 	cluster_job_start();
+	cluster_peer_start();
 	/* A test's slow tick shows what does not wait for it (cluster-job.c) */
 	if (e != NULL && (tick = strtol(e, NULL, 10)) < 10)
 		tick = CLUSTER_TICK_MS;
@@ -707,6 +709,7 @@ cluster_shutdown(void)
 	cluster_ev = NULL;
 	cluster_deposed();
 	cluster_job_stop();
+	cluster_peer_stop();
 	cluster_ui_stop();
 	etcd_cancel(cluster->campaign);
 	etcd_free(cluster->etcd);

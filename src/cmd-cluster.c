@@ -28,8 +28,8 @@ const struct cmd_entry cmd_cluster_entry = {
 	    "queues a job for the cluster with gmux run's flags; it prints "
 	    "its id.\nstop ID stops a cluster job wherever it is (queued: at "
 	    "once; placed: by its\nmember; a gang: every part).\nlogs ID "
-	    "shows the output of a cluster job that runs on this member (of "
-	    "one on\nanother member, it says where to read it).\n",
+	    "shows the output of a cluster job, wherever it runs (its member "
+	    "is\nasked through this one).\n",
 	.exec = cmd_cluster_exec,
 	.here = 1,
 };
@@ -195,6 +195,10 @@ cluster_submit(int argc, char **argv)
 	if (pulls != NULL)
 		cmd_usage_error(&cmd_cluster_entry, "--pull: not for cluster "
 		    "jobs yet");
+	/* From another machine, a cluster job runs in an empty directory on
+	 * its member (docs/cluster.md): this one's means nothing there. */
+	if (hosts_remote())
+		json_object_del(req, "cwd");
 	o = cmd_call(&cmd_cluster_entry, "POST", "/v1/cluster/jobs", req);
 	printf("%s\n", cl_str(o, "id"));
 	json_decref(o);
@@ -221,45 +225,39 @@ cluster_stop(const char *id)
 	return (0);
 }
 
+/*
+ * Does id name a cluster job (SUBMITTER.T, docs/cluster.md) rather than
+ * a host's (jN, jN_K, HOST:jN)?  gmux logs, attach and stop ask any
+ * member for those.
+ */
+int
+cmd_cluster_id(const char *id)
+{
+	const char	*dot = strchr(id, '.');
+
+	return (dot != NULL && dot != id && dot[1] != '\0' &&
+	    strpbrk(id, ":/?") == NULL);
+}
+
+/*
+ * A cluster job's output, from whichever member this asks: that member
+ * reads it, or relays it from the member that runs it.
+ */
 static int
 cluster_logs(const char *id, int follow)
 {
 	struct stream	 s;
-	json_t		*o, *me;
 	char		*path;
-	const char	*member, *local;
 	int		 rc;
 
 	if (strchr(id, '/') != NULL || strchr(id, '?') != NULL)
 		cmd_usage_error(&cmd_cluster_entry, "logs: '%s' is not a job "
 		    "id", id);
-	xasprintf(&path, "/v1/cluster/jobs/%s", id);
-	o = cmd_call(&cmd_cluster_entry, "GET", path, NULL);
+	stream_init(&s, NULL, STREAM_LOGS);
+	xasprintf(&path, "/v1/cluster/jobs/%s/log?from=0%s", id, follow ?
+	    "&follow=1" : "");
+	rc = stream_run(&s, "GET", path, NULL, 0) == -1;
 	free(path);
-	me = cmd_call(&cmd_cluster_entry, "GET", "/v1/cluster", NULL);
-	member = json_string_value(json_object_get(o, "member"));
-	local = json_string_value(json_object_get(o, "local"));
-	if (member == NULL) {
-		fprintf(stderr, "gmux cluster: %s is %s: no output yet\n", id,
-		    cl_str(o, "state"));
-		rc = 1;
-	} else if (strcmp(member, cl_str(me, "name")) != 0) {
-		fprintf(stderr, "gmux cluster: %s runs on %s; read it there: "
-		    "gmux cluster logs %s\n", id, member, id);
-		rc = 1;
-	} else if (local == NULL) {
-		fprintf(stderr, "gmux cluster: %s has not started here yet\n",
-		    id);
-		rc = 1;
-	} else {
-		stream_init(&s, local, STREAM_LOGS);
-		xasprintf(&path, "/v1/jobs/%s/log?from=0%s", local, follow ?
-		    "&follow=1" : "");
-		rc = stream_run(&s, "GET", path, NULL, follow) == -1;
-		free(path);
-	}
-	json_decref(o);
-	json_decref(me);
 	return (rc);
 }
 

@@ -15,7 +15,8 @@ const struct cmd_entry cmd_logs_entry = {
 	.help = "print a job's output so far, or follow it",
 	.options =
 	    "  -f, --follow         keep printing until the job ends\n"
-	    "  --from BYTES         start at this byte of the output\n",
+	    "  --from BYTES         start at this byte of the output\n"
+	    "\nA cluster job's (NAME.T) is read through any member.\n",
 	.exec = cmd_logs_exec,
 };
 
@@ -25,7 +26,8 @@ const struct cmd_entry cmd_attach_entry = {
 	.help = "stream a job's output again until it ends; Ctrl-C detaches",
 	.options =
 	    "  --from BYTES         start at this byte of the output\n"
-	    "\nExits with the job's exit code when it ends.\n",
+	    "\nExits with the job's exit code when it ends.  A cluster job's "
+	    "(NAME.T) is read\nthrough any member.\n",
 	.exec = cmd_attach_exec,
 };
 
@@ -45,7 +47,7 @@ logs_common(const struct cmd_entry *c, int argc, char **argv, int attach)
 	char		*path, *end;
 	const char	*short_opts = attach ? "h" : "fh";
 	unsigned long long from = 0;
-	int		 ch, follow = attach, rc;
+	int		 ch, follow = attach, rc, cluster;
 
 	while ((ch = cmd_getopt(c, argc, argv, short_opts, logs_opts)) != -1) {
 		switch (ch) {
@@ -66,9 +68,11 @@ logs_common(const struct cmd_entry *c, int argc, char **argv, int attach)
 		cmd_usage_error(c, "one job is needed");
 	stream_init(&s, argv[optind], attach ? STREAM_ATTACH : STREAM_LOGS);
 	s.offset = from;
-	xasprintf(&path, "/v1/jobs/%s/log?from=%llu%s", argv[optind], from,
-	    follow ? "&follow=1" : "");
-	rc = stream_run(&s, "GET", path, NULL, follow);
+	/* A cluster job's, from any member: it follows it there. */
+	cluster = cmd_cluster_id(argv[optind]);
+	xasprintf(&path, "/v1/%sjobs/%s/log?from=%llu%s", cluster ?
+	    "cluster/" : "", argv[optind], from, follow ? "&follow=1" : "");
+	rc = stream_run(&s, "GET", path, NULL, follow && !cluster);
 	free(path);
 	if (rc != 0)
 		return (rc == 1 ? 0 : 1);

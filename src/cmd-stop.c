@@ -18,7 +18,9 @@ const struct cmd_entry cmd_stop_entry = {
 	    "(default: the job's,\n"
 	    "                       10s unless it was started with --grace)\n"
 	    "  --no-wait            return without waiting for the jobs to "
-	    "end\n",
+	    "end\n"
+	    "\nA cluster job (NAME.T) is stopped by its member, asked through "
+	    "any member; its\nstop is not waited for.\n",
 	.exec = cmd_stop_exec,
 };
 
@@ -64,10 +66,14 @@ stop_one(const char *job, int64_t grace, int wait)
 	char			*path;
 	int			 rc;
 
+	/* A cluster job's member stops it (docs/cluster.md): asked once. */
+	if (cmd_cluster_id(job) && wait)
+		return (0);
 	body = json_pack("{s:b}", "wait", wait);
 	if (grace >= 0)
 		json_object_set_new(body, "grace_ms", json_integer(grace));
-	xasprintf(&path, "/v1/jobs/%s/stop", job);
+	xasprintf(&path, "/v1/%sjobs/%s/stop", cmd_cluster_id(job) ?
+	    "cluster/" : "", job);
 	rc = client_call("POST", path, body, &r);
 	free(path);
 	json_decref(body);

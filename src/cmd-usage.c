@@ -30,7 +30,9 @@ const struct cmd_entry cmd_usage_entry = {
 	    "them\n"
 	    "\nShare-seconds are guaranteed fractions of a card times seconds "
 	    "(3600 are one\ncard-hour); what a job bursts above its guarantee "
-	    "is not billed.\n",
+	    "is not billed.\nOn a cluster's member, every live member's rows, "
+	    "each with its member as HOST;\nthe members that did not answer "
+	    "are named on stderr.\n",
 	.exec = cmd_usage_exec,
 };
 
@@ -198,6 +200,21 @@ usage_check_window(const char *since_s, const char *until_s)
 		cmd_usage_error(c, "%s", cause);
 }
 
+/* A cluster's books: the members that did not answer, on stderr. */
+static void
+usage_missing(json_t *o)
+{
+	json_t	*m;
+	size_t	 i;
+
+	json_array_foreach(json_object_get(json_object_get(o, "members"),
+	    "missing"), i, m) {
+		fprintf(stderr, "gmux usage: member %s did not answer: %s\n",
+		    json_string_value(json_object_get(m, "name")) ?: "?",
+		    json_string_value(json_object_get(m, "error")) ?: "?");
+	}
+}
+
 static int
 cmd_usage_exec(int argc, char **argv)
 {
@@ -261,6 +278,7 @@ cmd_usage_exec(int argc, char **argv)
 	}
 	usage_print(&u, fmt, stdout);
 	usage_free(&u);
+	usage_missing(o);
 	json_decref(o);
 	return (0);
 }

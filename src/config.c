@@ -49,6 +49,8 @@ static const char *config_keys[] = {
 	"TENANT_RETENTION_DAYS",
 	"DATASETS_DIRECTORIES",
 	"PYTHON_INTERPRETERS",
+	"HOME_SHARED",		/* images across members (containers.md) */
+	"IMAGE_STORE",
 };
 
 static struct config_entry	*config_entries;

@@ -27,20 +27,6 @@ static const char *const account_unset[] = {
 };
 
 /*
- * Whether owner's jobs run as a tenant's account here (TENANT_ACCOUNTS=1,
- * a root daemon, not the daemon's own user): a remote job's container
- * may then run, the account and the container its jail.
- */
-int
-container_account_owner(const char *owner)
-{
-	const char	*why;
-
-	return (owner != NULL && tenant_accounts_on(&why) &&
-	    strcmp(owner, api_me()) != 0);
-}
-
-/*
  * An account's container job starts podman in / (the caller's directory,
  * or the daemon's HOME, may be closed to the account; the container has
  * the image's own).  Always 0.
@@ -67,29 +53,31 @@ account_getenv(char *const *env, const char *name)
 }
 
 /*
- * Drops from a job's environment (in its keeper) what would send its
- * account's podman elsewhere than the account's home.
+ * The environment an account's podman runs in (in its keeper): *envp
+ * without what would send it elsewhere than the account's home, and that
+ * home as HOME (from the job's own, which a remote job's podman does not
+ * run in).  *envp is replaced (the old one is the caller's).
  */
 void
-container_account_env(const struct keeper_spec *s, char **env)
+container_account_env(const struct keeper_spec *s, char ***envp)
 {
-	char	**in, **out;
-	u_int	  i;
+	const char	*home = account_getenv(s->env, "HOME");
+	char		**out = NULL, *const *e;
+	u_int		  i;
 
-	if (s->container == NULL || !s->as_account || env == NULL)
+	if (s->container == NULL || !s->as_account || home == NULL)
 		return;
-	for (in = out = env; *in != NULL; in++) {
+	for (e = *envp; e != NULL && *e != NULL; e++) {
 		for (i = 0; i < nitems(account_unset); i++) {
-			if (strncmp(*in, account_unset[i],
+			if (strncmp(*e, account_unset[i],
 			    strlen(account_unset[i])) == 0)
 				break;
 		}
-		if (i == nitems(account_unset))
-			*out++ = *in;
-		else
-			free(*in);
+		if (i == nitems(account_unset) && strncmp(*e, "HOME=", 5) != 0)
+			container_push(&out, *e);
 	}
-	*out = NULL;
+	container_addf(&out, "HOME=%s", home);
+	*envp = out;
 }
 
 /*

@@ -290,22 +290,28 @@ container_mounts(char ***argv, char *const *list, const char *how)
 	}
 }
 
+/* Whether NAME=VALUE is one of gmux's variables (container_vars). */
+static int
+container_var(const char *kv)
+{
+	u_int	 i;
+
+	for (i = 0; i < nitems(container_vars); i++) {
+		if (strncmp(kv, container_vars[i],
+		    strlen(container_vars[i])) == 0)
+			return (1);
+	}
+	return (0);
+}
+
 /* The environment's gmux variables, by name: -e NAME. */
 static void
 container_env(char ***argv, char *const *env)
 {
 	const char	*eq;
-	u_int		 i;
 
 	for (; env != NULL && *env != NULL; env++) {
-		if ((eq = strchr(*env, '=')) == NULL)
-			continue;
-		for (i = 0; i < nitems(container_vars); i++) {
-			if (strncmp(*env, container_vars[i],
-			    strlen(container_vars[i])) == 0)
-				break;
-		}
-		if (i == nitems(container_vars))
+		if ((eq = strchr(*env, '=')) == NULL || !container_var(*env))
 			continue;
 		container_push(argv, "-e");
 		container_addf(argv, "%.*s", (int)(eq - *env), *env);
@@ -338,6 +344,21 @@ container_fence(char ***argv, const struct container_spec *c)
 }
 
 /*
+ * A remote job's container (docs/containers.md, "Remote jobs"): no
+ * capability, no new privileges, its tree at /work and its working
+ * directory there; nothing else of the host's but the share's paths.
+ */
+static void
+container_confined_args(char ***argv, const struct container_spec *c)
+{
+	container_push(argv, "--cap-drop=all");
+	container_push(argv, "--security-opt=no-new-privileges");
+	container_push(argv, "-v");
+	container_push(argv, c->tree);
+	container_push(argv, "--workdir=/work");
+}
+
+/*
  * The podman run line of spec's job (its argv after the image), with the
  * variables of env passed by name.  The caller frees it (strv_free).
  */
@@ -361,10 +382,12 @@ container_argv(const struct keeper_spec *s, char *const *env)
 	container_addf(&argv, "--label=gmux.job=%u", s->id);
 	container_addf(&argv, "--runtime=%s", host.runtime);
 	container_addf(&argv, "--network=%s", c->deny_net ? "none" : "host");
+	if (c->confined)
+		container_confined_args(&argv, c);
 	if (s->stdin_path != NULL)
 		container_push(&argv, "-i");
 	/* An account's podman is set-uid's (newuidmap): its command is not. */
-	if (s->as_account)
+	if (s->as_account && !c->confined)
 		container_push(&argv, "--security-opt=no-new-privileges");
 	container_limit(&argv, "nofile", RLIMIT_NOFILE, RLIM_INFINITY);
 	container_limit(&argv, "nproc", RLIMIT_NPROC, container_pid_max());
@@ -548,21 +571,19 @@ container_check_fence(const struct jobreq *r, char **cause)
 }
 
 /*
- * Whether request r of owner, which names an image, can run here as
- * asked: 0, or -1 with *code (an HTTP status) and *cause.  A container
- * the fence cannot cover is refused, never run unfenced; a remote job's
- * runs only as its tenant's account.
+ * Whether request r, which names an image, can run here as asked: 0, or
+ * -1 with *code (an HTTP status) and *cause.  A container the fence
+ * cannot cover is refused, never run unfenced.
  */
 int
-container_check(const struct jobreq *r, const char *owner, int *code,
-    char **cause)
+container_check(const struct jobreq *r, int *code, char **cause)
 {
 	*code = 400;
-	if (r->confined && !container_account_owner(owner)) {
-		xasprintf(cause, "image: a remote job's container runs only as "
-		    "its tenant's account (TENANT_ACCOUNTS=1, a root daemon): "
-		    "its jail is not carried into a container");
-		*code = 403;
+	/* A remote job's container has no network (container_spec_confine). */
+	if (r->confined && r->fence != NULL && (r->fence->nrules != 0 ||
+	    r->fence->npins != 0)) {
+		xasprintf(cause, "allow: a remote job's container has no "
+		    "network; it is not run unfenced");
 		return (-1);
 	}
 	if (container_check_fence(r, cause) != 0)
@@ -593,11 +614,8 @@ container_spec_make(uint64_t cards, const struct jobreq *r,
 	cs->image = r->spec.image;
 	cs->env = r->spec.container_env;
 	cs->deny_net = r->fence != NULL && r->fence->deny_net;
-	/* A remote job's: its own fence inside, or the open one (NOLOOP). */
-	cs->remote = r->confined;
-	cs->loopback = r->confined && jail_open_loopback();
-	cs->fenced = !cs->deny_net && (r->confined || (r->fence != NULL &&
-	    r->fence->nrules != 0));
+	cs->fenced = !r->confined && !cs->deny_net && r->fence != NULL &&
+	    r->fence->nrules != 0;
 	enforce_jail_paths(cards, &js);
 	cs->ro = js.exec;
 	cs->rw = js.rw;
@@ -619,9 +637,57 @@ container_spec_make(uint64_t cards, const struct jobreq *r,
 	container_mark();
 }
 
+/*
+ * Makes cs a remote job's (job id, over overlay ov, or its own copy of its
+ * tree where ov is NULL): its tree is its working directory at /work, and
+ * it has no network, since a container on the host's network could reach
+ * the host's loopback and abstract sockets, which a remote job may not.
+ */
+void
+container_spec_confine(struct container_spec *cs, u_int id,
+    const struct overlay *ov)
+{
+	char	*work;
+
+	cs->confined = 1;
+	cs->deny_net = 1;
+	if (ov != NULL) {
+		cs->tree = overlay_podman_volume(ov, "/work");
+		return;
+	}
+	work = path_job_file(id, "work");
+	xasprintf(&cs->tree, "%s:/work", work);
+	free(work);
+}
+
+/*
+ * The environment podman itself runs in for a remote job (the caller frees
+ * it): the daemon's own (podman reads CONTAINERS_*, XDG_*, TMPDIR from it:
+ * a client's could point it at files of its choosing), and only gmux's
+ * variables of env, for the container to take by name.
+ */
+char **
+container_confined_env(char *const *env)
+{
+	extern char	**environ;
+	char		**out = xcalloc(1, sizeof *out);
+	char *const	 *e;
+
+	for (e = environ; *e != NULL; e++) {
+		if (!container_var(*e))
+			container_push(&out, *e);
+	}
+	for (e = env; e != NULL && *e != NULL; e++) {
+		if (container_var(*e))
+			container_push(&out, *e);
+	}
+	return (out);
+}
+
 void
 container_spec_clear(struct container_spec *cs)
 {
+	free(cs->tree);
 	strv_free(cs->devices);
 	strv_free(cs->ro);
 	strv_free(cs->rw);

@@ -58,7 +58,6 @@ struct fence_job {
 	int			 netns;		/* --deny-net got a namespace */
 	int			 ipcns;		/* a jailed job got one */
 	int			 inside;	/* installed in a container */
-	int			 noloop;	/* inside: a remote job's */
 	struct fence_super	*super;
 	char			*text;
 	uint64_t		 written[2];	/* counts last written */
@@ -576,14 +575,11 @@ fence_job_child(struct fence_job *fj)
  * gmux-fence-exec as its first process (shim/fence-exec.c), not in the
  * keeper's child, which is podman.  No namespace is made (the container
  * has its own); the Landlock backstop goes in as a ruleset made here.
- * noloop: a remote job's, whose host loopback connects go only to what
- * it bound (REMOTE_LOOPBACK), as a jailed job's.
  */
 void
-fence_job_inside(struct fence_job *fj, int noloop)
+fence_job_inside(struct fence_job *fj)
 {
 	fj->inside = 1;
-	fj->noloop = noloop;
 }
 
 /*
@@ -678,8 +674,6 @@ fence_job_start(struct fence_job *fj, char **cause)
 		if (!jail_loopback(fj->jail))
 			flags |= FENCE_SUPER_NOLOOP;
 	}
-	if (fj->noloop)
-		flags |= FENCE_SUPER_NOLOOP;
 	fj->super = fence_super_create(fj->policy, fj->names, fj->workdir,
 	    fj->jail != NULL ? jail_sockets(fj->jail) : NULL, lfd, flags,
 	    cause);

@@ -296,6 +296,10 @@ int		 jobspec_gpus(const char *, char **, u_int *, char **);
 int		 jobspec_time(const char *, int64_t *, char **);
 int		 jobspec_image_ok(const char *, char **);
 
+/* imageref.c: an image's name as a client may give it */
+#define IMAGEREF_MAX	255
+int		 imageref_check(const char *, char **);
+
 /* jobreq.c: what a client asks for when it starts a job */
 #define JOB_BURST	0x1
 #define JOB_PREEMPTIBLE	0x2
@@ -889,14 +893,15 @@ struct container_spec {
 	const char	 *image;
 	int		  deny_net;	/* --network none, else host */
 	int		  fenced;	/* --allow: the fence goes inside */
-	int		  remote;	/* came over TCP: as its account */
-	int		  loopback;	/* remote: REMOTE_LOOPBACK=1 */
 	char		**devices;	/* --device: nodes or CDI names */
 	char		**ro;		/* mounted read-only: the shim */
 	char		**rw;		/* read-write: the region, MPS pipes */
 	char *const	 *env;		/* more names for -e: containerEnv */
+	int		  confined;	/* a remote job's: its tree, no host */
+	char		 *tree;		/* -v of its tree at /work, confined */
 };
 struct keeper_spec;
+struct overlay;
 const char	*container_podman(char **);
 json_t		*container_host_json(void);
 char		*container_host_text(void);
@@ -906,20 +911,30 @@ char		**container_argv(const struct keeper_spec *, char *const *);
 void		 container_remove(u_int);
 void		 container_sweep(int (*)(u_int));
 struct jobreq;
-int		 container_check(const struct jobreq *, const char *, int *,
-		     char **);
+int		 container_check(const struct jobreq *, int *, char **);
 void		 container_spec_make(uint64_t, const struct jobreq *,
 		     struct container_spec *);
 void		 container_spec_clear(struct container_spec *);
+void		 container_spec_confine(struct container_spec *, u_int,
+		     const struct overlay *);
+char		**container_confined_env(char *const *);
 int		 container_workspace_taken(const char *, const char *);
 /* container-account.c: as the job's tenant account, rootless */
-int		 container_account_owner(const char *);
 int		 container_account_cwd(struct keeper_spec *);
-void		 container_account_env(const struct keeper_spec *, char **);
+void		 container_account_env(const struct keeper_spec *, char ***);
 int		 container_account_load(const struct keeper_spec *,
 		     char *const *, char **);
 void		 container_account_remove(const struct keeper_spec *,
 		     char *const *);
+
+/* image.c: images that travel, the host's side (docs/containers.md) */
+struct cas;
+const char	*image_state(const char *, int, const char **);
+int		 image_load(struct cas *, const char *, const struct manifest *,
+		     int *, char **);
+
+/* image-shared.c: images across members with shared homes */
+void		 image_shared_prepare(const char *);
 
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {
@@ -1163,7 +1178,7 @@ struct fence_job *fence_job_create(const struct fence *, const char *,
 		     const struct jail *, char **);
 void		 fence_job_env(const struct fence_job *, char ***);
 void		 fence_job_child(struct fence_job *);
-void		 fence_job_inside(struct fence_job *, int);
+void		 fence_job_inside(struct fence_job *);
 /* fence-install.c: the filter and its listener (only system calls) */
 struct sock_fprog;
 int		 fence_install(const struct sock_fprog *);
@@ -1292,6 +1307,12 @@ size_t		 tls_pending(const struct tls_conn *);
 ssize_t		 tls_read(struct tls_conn *, void *, size_t);
 ssize_t		 tls_write(struct tls_conn *, const void *, size_t);
 void		 tls_close(struct tls_conn *);
+void		 tls_server_ask_certificates(void *);
+int		 tls_bev_client_pin(struct bufferevent *, char *);
+struct bufferevent *tls_peer_bev(struct event_base *,
+		     const struct tls_identity *, const char *, const char *,
+		     char **);
+char		*tls_peer_pin_error(struct bufferevent *);
 
 /* token.c */
 struct token {
@@ -1475,6 +1496,8 @@ int		 remote_pull_pattern(const char *, char **);
 /* remote-host.c: the host's side of the sync routes */
 int		 remote_host_manifest_post(struct cas *, const char *,
 		     uint64_t, const void *, size_t, json_t **, char **);
+int		 remote_host_load(struct cas *, const char *, struct manifest *,
+		     char **);
 int		 remote_host_manifest_get(struct cas *, const char *, uint64_t,
 		     const char *, json_t **, char **);
 int		 remote_host_blob_put(struct cas *, const char *, const char *,
@@ -1600,6 +1623,7 @@ struct overlay;
 struct overlay	*overlay_create(const char *, const char *, const char *,
 		     const char *);
 void		 overlay_free(struct overlay *);
+char		*overlay_podman_volume(const struct overlay *, const char *);
 int		 overlay_enter(const struct overlay *, const char **);
 int		 overlay_view(const char *, const char *, char **);
 int		 overlay_ready(char **);
@@ -1706,6 +1730,7 @@ const char	*api_me(void);
 int		 api_may(const struct api_who *, const char *);
 void		 api_setup(struct evhttp *);
 json_t		*api_body(struct evhttp_request *, char **);
+struct cas	*api_remote_cas(struct evhttp_request *);
 void		 api_send(struct evhttp_request *, int, struct evbuffer *);
 void		 api_reply(struct evhttp_request *, int, json_t *);
 void		 api_error(struct evhttp_request *, int, const char *, ...)
@@ -1788,6 +1813,18 @@ void		 api_cluster_submit(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_cluster_stop(struct evhttp_request *, const char *,
 		     const struct api_who *);
+void		 api_cluster_log(struct evhttp_request *, const char *,
+		     const struct api_who *);
+
+/* cluster-peer.c: members calling members (docs/cluster.md) */
+#define PEER_OWNER_HEADER	"X-Gmux-Peer-Owner"
+#define PEER_ADMIN_HEADER	"X-Gmux-Peer-Admin"
+const char	*cluster_peer_conn(struct bufferevent *);
+int		 cluster_peer_owner_ok(const char *);
+/* cluster-usage.c */
+void		 cluster_usage(struct evhttp_request *, const struct api_who *);
+int		 cluster_usage_merges(struct evhttp_request *,
+		     const struct api_who *);
 
 /* server-tls.c: the TCP listener, TLS and tokens */
 extern const char *server_tls_addr;
@@ -1823,9 +1860,14 @@ void		 api_blob_get(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_job_pull(struct evhttp_request *, const char *,
 		     const struct api_who *);
+void		 api_image_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_images_post(struct evhttp_request *, const char *,
+		     const struct api_who *);
 struct prepare;
 int		 api_remote_job(struct evhttp_request *, const struct api_who *,
 		     struct jobreq *, u_int, struct prepare **);
+int		 api_remote_empty_tree(struct jobreq *, u_int, char **);
 void		 api_remote_job_undo(u_int);
 json_t		*api_remote_warnings(const struct jobreq *);
 void		 api_tokens_list(struct evhttp_request *, const char *,
@@ -2005,6 +2047,11 @@ void		 remote_probe_clear(struct remote_probe *, u_int);
 #define RUN_DETACH	0x1	/* run -d */
 #define RUN_QUIET	0x2	/* run -q */
 int		 run_remote(json_t *, int, char **);
+int		 run_remote_sync(const struct remote *, const char *, int,
+		     char *);
+
+/* run-image.c: images that travel, the client's side */
+int		 run_image(const struct remote *, json_t *);
 void		 run_why(const struct stream *);	/* cmd-run.c */
 int		 run_retry(const char *, struct client_reply *); /* cmd-run.c */
 int		 run_refused(long);			/* cmd-run.c */
@@ -2040,6 +2087,7 @@ json_t		*cmd_call(const struct cmd_entry *, const char *, const char *,
 		     json_t *);
 json_t		*cmd_call_here(const struct cmd_entry *, const char *,
 		     const char *, json_t *);
+int		 cmd_cluster_id(const char *);	/* cmd-cluster.c */
 
 /* cmd-*.c: one command each */
 extern const struct cmd_entry cmd_serve_entry;

@@ -207,7 +207,9 @@ job_env(struct job *j, char **cause)
 	char	**env, *share;
 	u_int	  c;
 
-	if (j->req.env != NULL)
+	/* A remote job's container takes gmux's variables only. */
+	if (j->req.env != NULL && !(j->req.confined &&
+	    j->req.spec.image != NULL))
 		env = strv_copy(j->req.env);
 	else {
 		env = xcalloc(1, sizeof *env);
@@ -474,9 +476,13 @@ job_start(struct job *j, char **cause)
 		s.container = &cs;
 		if (!cs.fenced)
 			s.fence = NULL;
-		/* A remote job's jail: its account, its container. */
-		if (cs.remote)
+		/* A remote job's: its container is its jail (podman's). */
+		if (j->req.confined) {
+			container_spec_confine(&cs, j->id, ov);
 			s.jail = NULL;
+			s.overlay = NULL;
+			s.cwd = dir;
+		}
 	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;

@@ -15,7 +15,6 @@
 
 #define JOBSPEC_MAX_NAME	128
 #define JOBSPEC_MAX_PATH	4096
-#define JOBSPEC_MAX_IMAGE	255
 #define JOBSPEC_MAX_TIME_MS	(86400000LL * 365)
 
 static const char *const jobspec_modes[] = { "shared", "exclusive",
@@ -306,27 +305,13 @@ jobspec_payloads_field(json_t *v, struct jobspec *s, char **cause)
 }
 
 /*
- * An image's name as Podman takes it (localhost/pytorch:24,
- * registry.example/a/b@sha256:...): letters, digits and ._-/:@, never
- * starting with '-' (it would be a flag of podman's).
+ * An image's name as Podman takes it: a plain reference (imageref.c),
+ * never a flag of podman's, a transport or a path.
  */
 int
 jobspec_image_ok(const char *image, char **cause)
 {
-	size_t	 i, n = strlen(image);
-
-	if (n == 0 || n > JOBSPEC_MAX_IMAGE || !isalnum((u_char)*image))
-		goto bad;
-	for (i = 0; i < n; i++) {
-		if (!isalnum((u_char)image[i]) &&
-		    strchr("._-/:@", image[i]) == NULL)
-			goto bad;
-	}
-	return (0);
-bad:
-	xasprintf(cause, "image: '%.64s' is not an image's name (letters, "
-	    "digits and ._-/:@, up to %d)", image, JOBSPEC_MAX_IMAGE);
-	return (-1);
+	return (imageref_check(image, cause));
 }
 
 /* container_env: names of variables (in env) that go in a container. */

@@ -875,8 +875,6 @@ keeper_confine(struct keeper *k)
 		if (policy == NULL)
 			policy = open = fence_open();
 	}
-	if (policy == NULL && s->container != NULL && s->container->fenced)
-		policy = open = fence_open();	/* a remote job's */
 	if (policy == NULL)
 		return (0);
 	k->fence = fence_job_create(policy, s->cwd, k->jail, &k->error);
@@ -884,8 +882,7 @@ keeper_confine(struct keeper *k)
 	if (k->fence == NULL)
 		goto fail;
 	if (s->container != NULL)
-		fence_job_inside(k->fence, s->container->remote &&
-		    !s->container->loopback);
+		fence_job_inside(k->fence);
 	fence_job_env(k->fence, &k->env);
 	return (0);
 fail:
@@ -977,8 +974,12 @@ keeper_main(const struct keeper_spec *s, int link, int listen_fd)
 	keeper_test_pause();
 	k.env = s->env;
 	/* A container's job: the keeper execs its podman run (container.c). */
-	container_account_env(s, k.env);
 	k.argv = s->container != NULL ? container_argv(s, k.env) : s->argv;
+	if (s->container != NULL && s->container->confined)
+		k.env = container_confined_env(k.env);	/* podman's own */
+	container_account_env(s, &k.env);
+	if (s->container != NULL)
+		image_shared_prepare(s->container->image);
 	if (keeper_confine(&k) == 0 && keeper_load_image(&k) == 0 &&
 	    keeper_start_job(&k) == 0) {
 		keeper_tell_pid(&k, link);

@@ -141,6 +141,20 @@ overlay_create(const char *lower, const char *upper, const char *work,
 	return (o);
 }
 
+/*
+ * Its -v for podman (a container over the tree: docs/containers.md):
+ * LOWER:TARGET:O,upperdir=UPPER,workdir=WORK.  The caller frees it.
+ */
+char *
+overlay_podman_volume(const struct overlay *o, const char *target)
+{
+	char	*v;
+
+	xasprintf(&v, "%s:%s:O,upperdir=%s,workdir=%s", o->lower, target,
+	    o->upper, o->work);
+	return (v);
+}
+
 void
 overlay_free(struct overlay *o)
 {

@@ -236,7 +236,7 @@ remote_host_manifest_post(struct cas *c, const char *owner,
 }
 
 /* Loads and parses a stored manifest.  Returns 0, 400, 404 or 500. */
-static int
+int
 remote_host_load(struct cas *c, const char *mdigest, struct manifest *m,
     char **cause)
 {

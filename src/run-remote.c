@@ -69,9 +69,13 @@ run_remote_request(json_t *req, const char *mdigest)
 	return (o);
 }
 
-/* Sends the directory to the host; 0 with mdigest, or -1 (printed). */
-static int
-run_sync(const struct remote *rm, const char *cwd, char *mdigest)
+/*
+ * Sends the directory to the host (with its stat cache if cache); 0 with
+ * mdigest, or -1 (printed).
+ */
+int
+run_remote_sync(const struct remote *rm, const char *cwd, int cache,
+    char *mdigest)
 {
 	struct remote_net	 n;
 	struct remote_io	 io;
@@ -85,9 +89,12 @@ run_sync(const struct remote *rm, const char *cwd, char *mdigest)
 	memset(&n, 0, sizeof n);
 	n.target = &rm->target;
 	remote_net_io(&n, &io);
-	path = statcache_path(cwd);
-	sc = statcache_load(path);
-	free(path);
+	sc = NULL;
+	if (cache) {
+		path = statcache_path(cwd);
+		sc = statcache_load(path);
+		free(path);
+	}
 	memset(&st, 0, sizeof st);
 	rc = remote_sync(&io, cwd, sc, progress_tty(), mdigest, &st, &cause);
 	for (i = 0; i < st.nwarnings; i++)
@@ -234,8 +241,10 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 	json_t			*body;
 	int			 tries, code;
 
+	if (run_image(rm, req) != 0)
+		return (-1);
 	for (tries = 0; tries < 2; tries++) {
-		if (run_sync(rm, cwd, mdigest) != 0)
+		if (run_remote_sync(rm, cwd, 1, mdigest) != 0)
 			return (-1);
 		body = run_remote_request(req, mdigest);
 		if (client_call_at(&rm->target, "POST", "/v1/jobs", body,

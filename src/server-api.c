@@ -50,6 +50,9 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_PUT, "/v1/blobs/*", api_blob_put },
 	{ EVHTTP_REQ_GET, "/v1/blobs/*", api_blob_get },
 	{ EVHTTP_REQ_POST, "/v1/jobs/*/pull", api_job_pull },
+	/* images that travel (issue 17): docs/containers.md */
+	{ EVHTTP_REQ_GET, "/v1/images/*", api_image_get },
+	{ EVHTTP_REQ_POST, "/v1/images", api_images_post },
 	{ EVHTTP_REQ_GET, "/v1/tokens", api_tokens_list },
 	{ EVHTTP_REQ_POST, "/v1/tokens", api_tokens_add },
 	{ EVHTTP_REQ_POST, "/v1/tokens/*/revoke", api_token_revoke },
@@ -68,6 +71,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/cluster/jobs", api_cluster_submit },
 	{ EVHTTP_REQ_GET, "/v1/cluster/jobs/*", api_cluster_job },
 	{ EVHTTP_REQ_POST, "/v1/cluster/jobs/*/stop", api_cluster_stop },
+	{ EVHTTP_REQ_GET, "/v1/cluster/jobs/*/log", api_cluster_log },
 	/* tasks (issue 13): docs/tasks.md */
 	{ EVHTTP_REQ_GET, "/v1/tasks/connect", api_tasks_connect },
 	{ EVHTTP_REQ_GET, "/v1/workers", api_workers_list },

@@ -5,7 +5,8 @@
  * body; so the guard watches each connection's bytes as TLS hands them
  * over (a callback on the connection's input buffer, which runs before
  * evhttp reads them), finds the first request's head, and checks the
- * token there.  Until a connection has shown a valid token:
+ * token there (or a member's certificate, for a member's call).  Until a
+ * connection has shown a valid token:
  *
  *  - it has AUTH_TIMEOUT seconds (10) from its accept to finish the TLS
  *    handshake and send a head with a valid token;
@@ -266,6 +267,12 @@ guard_token_ok(const struct guard *g)
 
 	if (ui_head_cookie_ok(&g->head))	/* the dashboard's cookie */
 		return (1);
+	/* A member's call shows its certificate instead (cluster-peer.c);
+	 * server_tls_dispatch checks it again with the rest of the head. */
+	if ((v = http_head_get(&g->head, PEER_OWNER_HEADER)) != NULL) {
+		free(v);
+		return (cluster_peer_conn(g->bev) != NULL);
+	}
 	if (tk == NULL || (v = http_head_get(&g->head, "Authorization")) ==
 	    NULL)
 		return (0);

@@ -287,17 +287,62 @@ server_tls_route(struct evhttp_request *req, const char *owner)
 	api_dispatch(req, &who);
 }
 
+/*
+ * A member's call (docs/cluster.md, "Members calling members"): the
+ * owner it acts for is believed only from a live member of this cluster,
+ * shown by its client certificate, on a request without a token.  It acts
+ * as that owner, confined, as any TCP request.
+ */
+static void
+server_tls_peer(struct evhttp_request *req, const char *owner)
+{
+	struct evhttp_connection	*c = evhttp_request_get_connection(req);
+	struct evkeyvalq		*h;
+	struct api_who			 who;
+	const char			*member, *admin;
+
+	h = evhttp_request_get_input_headers(req);
+	member = cluster_peer_conn(evhttp_connection_get_bufferevent(c));
+	if (member == NULL || evhttp_find_header(h, "Authorization") != NULL) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
+		api_error(req, 403, PEER_OWNER_HEADER ": only a member of this "
+		    "cluster may say whom it acts for");
+		return;
+	}
+	if (!cluster_peer_owner_ok(owner)) {
+		api_error(req, 400, PEER_OWNER_HEADER ": not an owner's name");
+		return;
+	}
+	log_debug("%s: %s for %s", __func__, member, owner);
+	admin = evhttp_find_header(h, PEER_ADMIN_HEADER);
+	memset(&who, 0, sizeof who);
+	who.transport = API_TCP;
+	who.owner = owner;
+	who.admin = admin != NULL && strcmp(admin, "1") == 0;
+	who.confined = 1;
+	who.proxied = 1;
+	api_dispatch(req, &who);
+}
+
 /* Every TCP request: the token first, then the route table. */
 static void
 server_tls_dispatch(struct evhttp_request *req, void *arg)
 {
-	const char	*auth, *path;
+	const char	*auth, *path, *as;
 	char		*peer, key[64], *owner = NULL, *cause = NULL, ra[16];
 	ev_uint16_t	 port;
 	int		 code, retry = 0;
 
 	evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer,
 	    &port);
+	as = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    PEER_OWNER_HEADER);
+	path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	if (as != NULL && (path == NULL || !server_tls_local_only(path))) {
+		server_tls_peer(req, as);
+		return;
+	}
 	/* The dashboard: its page is public, its cookie stands for a token. */
 	if (ui_tls_public(req)) {
 		server_tls_route(req, NULL);
@@ -313,7 +358,6 @@ server_tls_dispatch(struct evhttp_request *req, void *arg)
 	    "Authorization");
 	code = tokens_authorize(tls_tokens, tls_rl, key, auth, clock_ms(),
 	    &owner, &retry, &cause);
-	path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
 	log_debug("%s: %s from %s: %d", __func__, path ? path : "?", peer,
 	    code);
 	if (code == 429) {
@@ -380,6 +424,7 @@ int
 server_tls_start(char **cause)
 {
 	struct evconnlistener	*l;
+	const char		*mode;
 	char			*dir;
 	int			 fd;
 
@@ -392,6 +437,10 @@ server_tls_start(char **cause)
 	if (tls_id == NULL || (tls_ctx = tls_server_create(tls_id,
 	    cause)) == NULL || server_tls_tokens(cause) == NULL)
 		return (-1);
+	/* A member's peers show their certificates (cluster-peer.c). */
+	if ((mode = config_get("CLUSTER_MODE")) != NULL &&
+	    strcmp(mode, "member") == 0)
+		tls_server_ask_certificates(tls_ctx);
 	tls_rl = ratelimit_create(TLS_FAILS_MAX, TLS_FAILS_WINDOW_MS,
 	    TLS_BLOCK_MS, TLS_SOURCES_MAX);
 	if ((fd = server_tls_listen(tls_host, tls_port, cause)) == -1)

@@ -562,6 +562,27 @@ tls_new_session(SSL *ssl, SSL_SESSION *sess)
 	return (0);	/* OpenSSL keeps its reference */
 }
 
+/* A new client context: TLS 1.2 or later, the pin as the whole check. */
+static SSL_CTX *
+tls_pinned_ctx(char **cause)
+{
+	SSL_CTX	*ctx;
+
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		*cause = tls_error("SSL_CTX_new");
+		return (NULL);
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	/* A peer closing without close_notify is an end of stream: HTTP's
+	 * own framing tells a whole reply from a cut one. */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF |
+	    SSL_OP_NO_RENEGOTIATION);
+	/* VERIFY_PEER: with NONE a failed check would be ignored. */
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_cert_verify_callback(ctx, tls_pin_verify, NULL);
+	return (ctx);
+}
+
 /* The client context, made once: TLS 1.2 or later, the pin as the check. */
 static SSL_CTX *
 tls_client_ctx(char **cause)
@@ -576,18 +597,8 @@ tls_client_ctx(char **cause)
 	OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG|OPENSSL_INIT_NO_ATEXIT|
 	    OPENSSL_INIT_NO_ADD_ALL_CIPHERS|OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
 	    NULL);
-	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
-		*cause = tls_error("SSL_CTX_new");
+	if ((ctx = tls_pinned_ctx(cause)) == NULL)
 		return (NULL);
-	}
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	/* A peer closing without close_notify is an end of stream: HTTP's
-	 * own framing tells a whole reply from a cut one. */
-	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF |
-	    SSL_OP_NO_RENEGOTIATION);
-	/* VERIFY_PEER: with NONE a failed check would be ignored. */
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_cert_verify_callback(ctx, tls_pin_verify, NULL);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	/* Sessions are kept in files (tls_new_session), not in memory. */
@@ -862,4 +873,141 @@ tls_pin_error(const struct tls_pin *p, const char *host)
 	    "nothing was sent", host, *p->seen ? p->seen : "unreadable",
 	    p->want);
 	return (s);
+}
+
+/*
+ * Members calling members (docs/cluster.md): a member's server asks every
+ * client for a certificate, and takes any, or none; what a certificate
+ * stands for is decided per request from its pin (cluster-peer.c).  The
+ * handshake has proved the client holds the certificate's key.
+ */
+static int
+tls_any_client(X509_STORE_CTX *xs, void *arg)
+{
+	X509_STORE_CTX_set_error(xs, X509_V_OK);
+	return (1);
+}
+
+void
+tls_server_ask_certificates(void *ctx)
+{
+	static const u_char	 sid[] = "gmux";
+
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_cert_verify_callback(ctx, tls_any_client, NULL);
+	/* Without it, OpenSSL refuses to resume a session it verified. */
+	SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
+}
+
+/*
+ * The pin of the certificate the client of a server connection (bev is
+ * tls_server_bev's) showed, in pin; -1 if it showed none.
+ */
+int
+tls_bev_client_pin(struct bufferevent *bev, char *pin)
+{
+	SSL	*ssl;
+
+	if (bev == NULL || (ssl = bufferevent_openssl_get_ssl(bev)) == NULL)
+		return (-1);
+	if (tls_cert_pin(SSL_get0_peer_certificate(ssl), pin) != 0) {
+		ERR_clear_error();
+		return (-1);
+	}
+	return (0);
+}
+
+/* The peer client's tls_conn goes with its SSL. */
+static int	tls_peer_index = -1;
+
+static void
+tls_peer_exfree(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+    long argl, void *argp)
+{
+	struct tls_conn	*t = ptr;
+
+	if (t == NULL)
+		return;
+	free(t->host);
+	free(t);
+}
+
+/* The context a member calls other members with: its identity shown. */
+static SSL_CTX *
+tls_peer_ctx(const struct tls_identity *id, char **cause)
+{
+	static SSL_CTX	*ctx;
+	static char	 pin[DIGEST_HEX];
+
+	if (ctx != NULL && strcmp(pin, id->pin) == 0)
+		return (ctx);
+	SSL_CTX_free(ctx);
+	if ((ctx = tls_pinned_ctx(cause)) == NULL)
+		return (NULL);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	if (SSL_CTX_use_certificate(ctx, id->cert) != 1 ||
+	    SSL_CTX_use_PrivateKey(ctx, id->key) != 1) {
+		*cause = tls_error("loading the identity");
+		SSL_CTX_free(ctx);
+		ctx = NULL;
+		return (NULL);
+	}
+	memcpy(pin, id->pin, DIGEST_HEX);
+	if (tls_peer_index == -1 && (tls_peer_index = SSL_get_ex_new_index(0,
+	    NULL, NULL, NULL, tls_peer_exfree)) == -1)
+		fatalx("SSL_get_ex_new_index failed");
+	return (ctx);
+}
+
+/*
+ * A client bufferevent (no socket yet: evhttp connects it) that shows the
+ * identity id and checks, inside the handshake, that the host (named in
+ * messages) shows the key whose pin is pin.  NULL with *cause.
+ */
+struct bufferevent *
+tls_peer_bev(struct event_base *base, const struct tls_identity *id,
+    const char *pin, const char *host, char **cause)
+{
+	struct bufferevent	*bev;
+	struct tls_conn		*t;
+	SSL_CTX			*ctx;
+	SSL			*ssl;
+
+	if (!digest_valid(pin)) {
+		xasprintf(cause, "%s: the pin is not a SHA-256", host);
+		return (NULL);
+	}
+	if ((ctx = tls_peer_ctx(id, cause)) == NULL)
+		return (NULL);
+	if ((ssl = SSL_new(ctx)) == NULL)
+		fatalx("SSL_new failed");
+	t = xcalloc(1, sizeof *t);
+	t->ssl = ssl;
+	memcpy(t->pin.want, pin, DIGEST_HEX);
+	t->host = xstrdup(host);
+	SSL_set_ex_data(ssl, tls_peer_index, t);
+	SSL_set_app_data(ssl, t);
+	bev = bufferevent_openssl_socket_new(base, -1, ssl,
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE|
+	    BEV_OPT_DEFER_CALLBACKS);
+	if (bev == NULL)
+		fatalx("bufferevent_openssl_socket_new failed");
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return (bev);
+}
+
+/*
+ * Why a peer connection's handshake failed, if it was the pin (the caller
+ * frees it); NULL otherwise.
+ */
+char *
+tls_peer_pin_error(struct bufferevent *bev)
+{
+	SSL		*ssl;
+	struct tls_conn	*t;
+
+	if (bev == NULL || (ssl = bufferevent_openssl_get_ssl(bev)) == NULL ||
+	    (t = SSL_get_ex_data(ssl, tls_peer_index)) == NULL)
+		return (NULL);
+	return (tls_pin_error(&t->pin, t->host));
 }

@@ -232,10 +232,14 @@ def members(tmp, etcd):
     made = []
 
     def make(name, cid, fake="1xH100:80G", start=True, extra="",
-             dirname=None):
+             dirname=None, tls=False):
+        """tls: it serves TLS on loopback too, as members reach each
+        other (docs/cluster.md, "Members calling members")."""
         d = member(tmp, etcd, name, cid, fake, extra, dirname)
         made.append(d)
-        if start:
+        if start and tls:
+            d.serve_tls(*VERBOSE, fake=fake)
+        elif start:
             d.start(*VERBOSE, fake=fake)
         return d
     yield make

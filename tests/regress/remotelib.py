@@ -14,14 +14,17 @@ import time
 
 
 def https(port, method, path, body=b"", token=None, ctype=None,
-          timeout=10, headers=None, stream_for=None):
+          timeout=10, headers=None, stream_for=None, cert=None):
     """One request over TLS to 127.0.0.1:port (the pin is not checked: the
-    tests know whom they talk to), with any other headers; a reply that
+    tests know whom they talk to), with any other headers, showing the
+    client certificate cert (CERTFILE, KEYFILE) if given; a reply that
     streams is read for stream_for seconds.  Returns (status, headers,
     body)."""
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
+    if cert is not None:
+        ctx.load_cert_chain(*cert)
     end = time.monotonic() + (stream_for or 1e9)
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         with ctx.wrap_socket(s) as t:

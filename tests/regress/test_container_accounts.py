@@ -17,7 +17,7 @@ import pytest
 
 from conftest import wait_for
 from remotelib import https_json
-from test_containers import Listener, home_label, image  # noqa: F401
+from test_containers import home_label, image  # noqa: F401
 from test_tenants import (PREFIX, ended, host, needs_root,  # noqa: F401
                           no_accounts_left, output, run, tenant)
 
@@ -116,36 +116,3 @@ def test_a_tenants_container_runs_as_its_account(host, image, leftovers):
     # root inside is alice outside
     assert out[0] == "0" and out[1].split() == ["0", str(ua), "1"], out
     wait_for(lambda: names("alice", d) == [], 60, what="no container")
-
-
-@needs_root
-def test_a_remote_tenants_container_is_fenced(host, image, leftovers):
-    """A job over TCP is confined natively; in a container its account and
-    the container are its jail, and the open fence goes inside: the host's
-    loopback is closed to it (REMOTE_LOOPBACK=0), its --allow holds."""
-    d = host()
-    alice = d.token_for("alice")
-    srv = Listener()
-    line = "echo x | nc 127.0.0.1 %d; echo rc=$?" % srv.port
-    said = ("gmux: the fence refused 127.0.0.1:%d: this host keeps its "
-            "loopback closed to remote jobs" % srv.port)
-    for allow in (None, ["127.0.0.1:%d" % srv.port]):
-        # (an --allow is its client's word, not the host's operator's)
-        st, j = run(d, alice, "sh", "-c", line, image=image, allow=allow)
-        assert st == 201, j
-        e = ended(d, alice, j["id"])
-        assert e["exit_code"] == 0, e
-        out = output(d, alice, j["id"])
-        assert "rc=1" in out.splitlines() and said in out, out
-        assert e["fence_stats"]["refused"] == 1, e
-    assert srv.accepted == 0
-
-
-def test_a_remote_container_without_accounts_is_refused(host, image):
-    d = host(accounts=False)
-    alice = d.token_for("alice")
-    st, e = run(d, alice, "true", image=image)
-    assert st == 403, e
-    assert e["error"].startswith("image: a remote job's container runs "
-                                 "only as its tenant's account"), e
-    assert https_json(d.port, "GET", "/v1/jobs", token=alice)[1] == []
