@@ -259,6 +259,8 @@ SRCS += src/setup.c src/cmd-setup.c
 # -- containers and workspaces (issue 17, docs/containers.md)
 SRCS += src/container.c src/cmd-workspace.c src/cmd-workspace-dev.c
 SRCS += src/devcontainer.c
+# -- workspaces' shells, templates, mounts (issue 17, ws2)
+SRCS += src/workspace.c
 all: $(O)/gmux.1
 $(O)/gmux.1: $(O)/gmux
 	@echo "  MAN     $@"

@@ -510,19 +510,3 @@ container_spec_clear(struct container_spec *cs)
 	strv_free(cs->rw);
 	memset(cs, 0, sizeof *cs);
 }
-
-/* Whether owner has a live workspace called name (names are per owner). */
-int
-container_workspace_taken(const char *owner, const char *name)
-{
-	struct job	*j;
-
-	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if (j->req.spec.workspace && j->req.spec.name != NULL &&
-		    (j->state == JOB_QUEUED || j->state == JOB_RUNNING) &&
-		    strcmp(j->req.spec.name, name) == 0 &&
-		    strcmp(j->owner, owner) == 0)
-			return (1);
-	}
-	return (0);
-}

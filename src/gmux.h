@@ -276,6 +276,8 @@ struct jobspec {
 	char		*image;		/* --image: in a container; NULL */
 	int		 workspace;	/* a workspace: lives until removed */
 	char		**container_env; /* more names that go in (-e) */
+	char		*in_workspace;	/* a shell in the owner's workspace
+					   of that name; NULL */
 };
 struct jobreq;
 void		 jobspec_init(struct jobspec *);
@@ -290,6 +292,8 @@ int		 jobspec_element_from_json(json_t *, struct jobspec *,
 int		 jobspec_gpus(const char *, char **, u_int *, char **);
 int		 jobspec_time(const char *, int64_t *, char **);
 int		 jobspec_image_ok(const char *, char **);
+int		 jobspec_workspace_name_ok(const char *, char **);
+int		 jobspec_reads_as_job(const char *);
 
 /* jobreq.c: what a client asks for when it starts a job */
 #define JOB_BURST	0x1
@@ -900,7 +904,14 @@ int		 container_check(const struct jobreq *, int *, char **);
 void		 container_spec_make(uint64_t, const struct jobreq *,
 		     struct container_spec *);
 void		 container_spec_clear(struct container_spec *);
-int		 container_workspace_taken(const char *, const char *);
+
+/* workspace.c: a shell in a workspace, the daemon's side */
+struct job	*workspace_find_live(const char *, const char *);
+struct job	*workspace_shell_live(const char *, const char *);
+int		 workspace_shell_check(const struct jobreq *, const char *,
+		     int *, char **);
+char		**workspace_shell_argv(const struct job *, char **);
+void		 workspace_ended(struct job *);
 
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {

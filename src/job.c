@@ -651,6 +651,7 @@ job_record_end(struct job *j, json_t *st)
 	job_set_state(j, s, 0);
 	server_sched_apply(&out);
 	sched_out_free(&out);
+	workspace_ended(j);
 }
 
 /*
