@@ -156,6 +156,7 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 
 	jobreq_init(&r);
 	if ((body = api_body(req, &cause)) == NULL ||
+	    container_config_template(body, &cause) != 0 ||
 	    jobreq_from_json(body, &r, &cause) != 0 ||
 	    api_job_query_key(req, &r, &cause) != 0) {
 		api_error(req, 400, "%s", cause);
@@ -180,6 +181,10 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 	}
 	if (r.spec.image != NULL && container_check(&r, &code, &cause) != 0) {
 		api_error(req, code, "%s", cause);
+		goto out;
+	}
+	if (container_config_allowed(&r, &cause) != 0) {
+		api_error(req, 403, "%s", cause);
 		goto out;
 	}
 	if (r.spec.workspace &&

@@ -49,6 +49,9 @@ static const char *config_keys[] = {
 	"TENANT_RETENTION_DAYS",
 	"DATASETS_DIRECTORIES",
 	"PYTHON_INTERPRETERS",
+	"CONTAINERS_TEMPLATES",	/* containers (docs/containers.md) */
+	"CONTAINERS_ALLOW_OWN_IMAGES",
+	"CONTAINERS_IMAGES",
 };
 
 static struct config_entry	*config_entries;

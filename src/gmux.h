@@ -278,6 +278,7 @@ struct jobspec {
 	char		**container_env; /* more names that go in (-e) */
 	char		*in_workspace;	/* a shell in the owner's workspace
 					   of that name; NULL */
+	char		*template;	/* the template it was made from */
 };
 struct jobreq;
 void		 jobspec_init(struct jobspec *);
@@ -912,6 +913,12 @@ int		 workspace_shell_check(const struct jobreq *, const char *,
 		     int *, char **);
 char		**workspace_shell_argv(const struct job *, char **);
 void		 workspace_ended(struct job *);
+
+/* container-config.c: templates, the images' policy, pre-pulls */
+int		 container_config_template(json_t *, char **);
+int		 container_config_allowed(const struct jobreq *, char **);
+void		 container_config_start(void);
+json_t		*container_config_images(void);
 
 /* keeper.c: the small process that owns one job */
 struct keeper_spec {

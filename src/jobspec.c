@@ -42,6 +42,7 @@ jobspec_clear(struct jobspec *s)
 	free(s->image);
 	strv_free(s->container_env);
 	free(s->in_workspace);
+	free(s->template);
 	json_decref(s->payloads);
 	jobspec_init(s);
 }
@@ -469,6 +470,8 @@ jobspec_field(const char *k, json_t *v, struct jobreq *r, char **cause)
 	}
 	if (strcmp(k, "in_workspace") == 0)
 		return (jobspec_string(v, k, 0, &s->in_workspace, cause));
+	if (strcmp(k, "template") == 0)	/* its image: container-config.c */
+		return (jobspec_string(v, k, 0, &s->template, cause));
 	if (strcmp(k, "element") == 0) {
 		xasprintf(cause, "element: the daemon sets it, not a request");
 		return (-1);
@@ -655,6 +658,7 @@ jobspec_to_json(const struct jobspec *s, json_t *o)
 	if (s->workspace)
 		json_object_set_new(o, "workspace", json_true());
 	set_string(o, "in_workspace", s->in_workspace);
+	set_string(o, "template", s->template);
 }
 
 /* An element's place in its array, as saved; NULL if s is no element. */
