@@ -260,7 +260,7 @@ SRCS += src/setup.c src/cmd-setup.c
 SRCS += src/container.c src/cmd-workspace.c src/cmd-workspace-dev.c
 SRCS += src/devcontainer.c
 # -- workspaces' shells, templates, mounts (issue 17, ws2)
-SRCS += src/workspace.c src/container-config.c
+SRCS += src/workspace.c src/workspace-mount.c src/container-config.c
 all: $(O)/gmux.1
 $(O)/gmux.1: $(O)/gmux
 	@echo "  MAN     $@"

@@ -187,6 +187,10 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 		api_error(req, 403, "%s", cause);
 		goto out;
 	}
+	if (workspace_mounts_check(&r, who->owner, &cause) != 0) {
+		api_error(req, 400, "%s", cause);
+		goto out;
+	}
 	if (r.spec.workspace &&
 	    workspace_find_live(who->owner, r.spec.name) != NULL) {
 		api_error(req, 409, "name: a workspace %s exists", r.spec.name);

@@ -27,9 +27,8 @@ const struct cmd_entry cmd_workspace_entry = {
 	    "/bin/sh)\n"
 	    "  --devcontainer FILE  create: from a devcontainer.json (image or "
 	    "build.dockerfile,\n"
-	    "                       containerEnv, postCreateCommand; mounts "
-	    "and forwardPorts\n"
-	    "                       are refused for now)\n"
+	    "                       containerEnv, mounts, forwardPorts, "
+	    "postCreateCommand)\n"
 	    "  --template T         create: from the host's template T "
 	    "(CONTAINERS_TEMPLATES:\n"
 	    "                       its image and flags; flags given here "
@@ -38,7 +37,9 @@ const struct cmd_entry cmd_workspace_entry = {
 	    "  -h, --help           show this help\n"
 	    "\ncreate takes gmux run's flags (--share, --mem, --deny-net, ...)"
 	    ": the workspace\nholds them until rm.  save commits its "
-	    "container into a local IMAGE (on\nthe host itself).\n",
+	    "container into a local IMAGE (on\nthe host itself).  Every "
+	    "workspace has the owner's home at its own path and\nits cache "
+	    "volume at /cache (kept after rm).\n",
 	.exec = cmd_workspace_exec,
 };
 

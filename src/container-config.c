@@ -81,6 +81,7 @@ cc_template_parse(const char *t, char **name, json_t *o, char **cause)
 		if ((eq = strchr(parts[k], '=')) != NULL)
 			*eq++ = '\0';
 		if ((i = runopt_find(parts[k])) == -1 ||
+		    strcmp(parts[k], "image") == 0 ||
 		    (runopt_has_arg(i) != 0) != (eq != NULL)) {
 			xasprintf(&why, "%.64s: not one of gmux run's flags "
 			    "(share=F, mem=SIZE, deny-net, ...)", parts[k]);

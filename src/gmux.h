@@ -279,6 +279,7 @@ struct jobspec {
 	char		*in_workspace;	/* a shell in the owner's workspace
 					   of that name; NULL */
 	char		*template;	/* the template it was made from */
+	json_t		*mounts;	/* a workspace's binds and volumes */
 };
 struct jobreq;
 void		 jobspec_init(struct jobspec *);
@@ -891,12 +892,14 @@ struct container_spec {
 	char		**ro;		/* mounted read-only: the shim */
 	char		**rw;		/* read-write: the region, MPS pipes */
 	char *const	 *env;		/* more names for -e: containerEnv */
+	char		**volumes;	/* --mount specs: a workspace's */
 };
 struct keeper_spec;
 const char	*container_podman(char **);
 json_t		*container_host_json(void);
 char		*container_host_text(void);
 char		*container_name(u_int);
+const char	*container_label(void);
 char		**container_argv(const struct keeper_spec *, char *const *);
 void		 container_remove(u_int);
 void		 container_sweep(int (*)(u_int));
@@ -913,6 +916,12 @@ int		 workspace_shell_check(const struct jobreq *, const char *,
 		     int *, char **);
 char		**workspace_shell_argv(const struct job *, char **);
 void		 workspace_ended(struct job *);
+
+/* workspace-mount.c: a workspace's home, cache and mounts */
+int		 workspace_mounts_from_json(json_t *, json_t **, char **);
+int		 workspace_mounts_check(const struct jobreq *, const char *,
+		     char **);
+int		 workspace_volumes(const struct job *, char ***, char **);
 
 /* container-config.c: templates, the images' policy, pre-pulls */
 int		 container_config_template(json_t *, char **);

@@ -442,6 +442,9 @@ job_start(struct job *j, char **cause)
 		container_spec_make(j->cards, &j->req, &cs);
 		s.container = &cs;
 		s.fence = NULL;
+		if (j->req.spec.workspace &&
+		    workspace_volumes(j, &cs.volumes, cause) != 0)
+			goto out;
 	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;

@@ -43,6 +43,7 @@ jobspec_clear(struct jobspec *s)
 	strv_free(s->container_env);
 	free(s->in_workspace);
 	free(s->template);
+	json_decref(s->mounts);
 	json_decref(s->payloads);
 	jobspec_init(s);
 }
@@ -470,6 +471,8 @@ jobspec_field(const char *k, json_t *v, struct jobreq *r, char **cause)
 	}
 	if (strcmp(k, "in_workspace") == 0)
 		return (jobspec_string(v, k, 0, &s->in_workspace, cause));
+	if (strcmp(k, "mounts") == 0)
+		return (workspace_mounts_from_json(v, &s->mounts, cause));
 	if (strcmp(k, "template") == 0)	/* its image: container-config.c */
 		return (jobspec_string(v, k, 0, &s->template, cause));
 	if (strcmp(k, "element") == 0) {
@@ -659,6 +662,8 @@ jobspec_to_json(const struct jobspec *s, json_t *o)
 		json_object_set_new(o, "workspace", json_true());
 	set_string(o, "in_workspace", s->in_workspace);
 	set_string(o, "template", s->template);
+	if (s->mounts != NULL)
+		json_object_set_new(o, "mounts", json_incref(s->mounts));
 }
 
 /* An element's place in its array, as saved; NULL if s is no element. */

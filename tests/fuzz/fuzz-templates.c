@@ -16,7 +16,10 @@ fuzz_one(const char *name)
 	json_t		*o, *img;
 	char		*cause = NULL;
 
-	o = json_pack("{s:s,s:[s]}", "template", name, "argv", "true");
+	/* (a name that is not UTF-8 is no JSON string: no request) */
+	if ((o = json_pack("{s:s,s:[s]}", "template", name, "argv",
+	    "true")) == NULL)
+		return;
 	if (container_config_template(o, &cause) != 0) {
 		FUZZ_ASSERT(cause != NULL && strncmp(cause, "template: ",
 		    10) == 0);
