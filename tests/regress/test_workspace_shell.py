@@ -165,3 +165,34 @@ def test_another_owners_workspace_is_out_of_reach(make_daemon, make_client,
     finally:
         for name in containers(d):
             _podman("rm", "-f", "-t", "0", name, check=False)
+
+
+def test_a_workspace_lost_with_the_daemon_leaves_no_container(cdaemon,
+                                                             terms):
+    """kill -9 of the daemon and of the workspace's keeper (and its podman
+    run): the restarted daemon finds the workspace failed, removes its
+    orphaned container and ends the shell in it; a workspace whose keeper
+    lived on is re-adopted and removed cleanly."""
+    d = cdaemon.start()
+    lost = make_workspace(d, "lost")
+    kept = make_workspace(d, "kept")
+    t = terms(d.env, "shell", "lost")
+    t.wait(r"\[gmux\] ")
+    t.keys("clear; echo in-lost", "Enter")
+    t.wait(r"(?m)^in-lost\s*$", timeout=60)
+    [(jid, _)] = shells(d)
+    pid = d.job(lost["id"])["pid"]
+    keeper = int(open("/proc/%d/stat" % pid).read().rpartition(")")[2]
+                 .split()[1])
+    d.kill9()
+    os.kill(keeper, signal.SIGKILL)
+    os.kill(pid, signal.SIGKILL)
+    d.start()
+    assert d.wait_state(lost["id"], "failed")
+    assert containers(d) == [kept["container"]]
+    d.wait_state(jid, ("stopped", "exited", "failed"), timeout=60)
+    t.wait(r"CLIENT-EXIT=\d+", timeout=60)
+    assert [w["name"] for w in d.json("workspace", "ls", "--json")] == \
+        ["kept"]
+    assert d.gmux("workspace", "rm", "kept").returncode == 0
+    assert containers(d) == []
