@@ -208,18 +208,24 @@ def test_a_stopped_container_job_leaves_no_container(cdaemon):
     assert containers(d) == []
 
 
+def kill9_with_keeper(d, jid):
+    """kill -9 of the daemon, and of job jid's keeper and podman run: its
+    container, left running under conmon, is an orphan."""
+    pid = d.job(jid)["pid"]
+    keeper = int(open("/proc/%d/stat" % pid).read().rpartition(")")[2]
+                 .split()[1])
+    d.kill9()
+    os.kill(keeper, signal.SIGKILL)
+    os.kill(pid, signal.SIGKILL)
+
+
 def test_kill9_of_the_daemon_loses_nothing_and_leaves_no_orphan(cdaemon):
     d = cdaemon.start()
     run(d, "-d", "--share", "0.25", "--", "sleep", "1000", check=0)
     run(d, "-d", "--share", "0.25", "--", "sleep", "1000", check=0)
     wait_for(lambda: len(containers(d)) == 2, what="two containers")
     # j1's keeper and podman go with the daemon: its container is an orphan
-    pid = d.job("j1")["pid"]
-    keeper = int(open("/proc/%d/stat" % pid).read().rpartition(")")[2]
-                 .split()[1])
-    d.kill9()
-    os.kill(keeper, signal.SIGKILL)
-    os.kill(pid, signal.SIGKILL)
+    kill9_with_keeper(d, "j1")
     d.start()
     assert d.wait_state("j1", "failed")
     assert d.job("j2")["state"] == "running"     # re-adopted

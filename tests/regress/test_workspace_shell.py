@@ -13,7 +13,7 @@ import pytest
 
 from conftest import wait_for
 from test_containers import (_podman, cdaemon, containers,  # noqa: F401
-                             image)
+                             image, kill9_with_keeper)
 from test_shell import terms  # noqa: F401
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/usr/bin/tmux"),
@@ -181,12 +181,7 @@ def test_a_workspace_lost_with_the_daemon_leaves_no_container(cdaemon,
     t.keys("clear; echo in-lost", "Enter")
     t.wait(r"(?m)^in-lost\s*$", timeout=60)
     [(jid, _)] = shells(d)
-    pid = d.job(lost["id"])["pid"]
-    keeper = int(open("/proc/%d/stat" % pid).read().rpartition(")")[2]
-                 .split()[1])
-    d.kill9()
-    os.kill(keeper, signal.SIGKILL)
-    os.kill(pid, signal.SIGKILL)
+    kill9_with_keeper(d, lost["id"])
     d.start()
     assert d.wait_state(lost["id"], "failed")
     assert containers(d) == [kept["container"]]
