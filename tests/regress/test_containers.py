@@ -284,8 +284,10 @@ def test_a_workspace_survives_restarts_and_saves_its_image(cdaemon):
     d = cdaemon.start()
     d.gmux("workspace", "create", "keep", "--image", d.image, check=0)
     ctr = "gmux-%s-j1" % home_label(d)
-    wait_for(lambda: containers(d) == [ctr], what="its container")
-    _podman("exec", ctr, "sh", "-c", "echo kept > /tmp/mark")
+    # (listed once made: exec waits for it to run)
+    wait_for(lambda: _podman("exec", ctr, "sh", "-c", "echo kept > "
+                             "/tmp/mark", check=False).returncode == 0,
+             timeout=60, what="its container to run")
     d.stop()
     d.start()
     assert [w["name"] for w in workspaces(d)] == ["keep"]
@@ -380,8 +382,10 @@ def test_a_devcontainer_built_from_its_dockerfile(cdaemon, tmp_path):
         assert ws[0]["image"] == "localhost/gmux-devcontainer-%s:latest" \
             % name, ws
         ctr = ws[0]["container"]
-        wait_for(lambda: containers(d) == [ctr], what="its container")
-        assert _podman("exec", ctr, "cat", "/tmp/built").stdout == \
+        out = wait_for(lambda: _podman("exec", ctr, "cat", "/tmp/built",
+                                       check=False).stdout, timeout=60,
+                       what="its container to run")
+        assert out == \
             b"built\n"
         d.gmux("workspace", "rm", name, check=0)
     finally:

@@ -42,7 +42,7 @@ def create(d, name, *args):
     ws = [w for w in d.json("workspace", "ls", "--json")
           if w["name"] == name][0]
     wait_for(lambda: inside(ws["container"], "true", check=False)
-             .returncode == 0, timeout=60, what="its container")
+             .returncode == 0, timeout=90, what="its container")
     return ws
 
 
@@ -120,7 +120,7 @@ def test_devcontainer_mounts_and_forwarded_ports(wdaemon, tmp_path):
         line = p.stderr.readline().decode()
         assert line == "gmux: 127.0.0.1:%d -> %s:%d\n" % (local, ws["id"],
                                                           port), line
-        wait_for(lambda: fetch(local) == b"hello-port\n", timeout=30,
+        wait_for(lambda: fetch(local) == b"hello-port\n", timeout=90,
                  what="the workspace's server")
     finally:
         p.terminate()

@@ -32,8 +32,10 @@ def make_workspace(d, name, *flags, who=None):
     assert r.returncode == 0, r
     ws = [w for w in (who or d).json("workspace", "ls", "--json")
           if w["name"] == name][0]
-    wait_for(lambda: ws["container"] in containers(d), timeout=60,
-             what="its container")
+    # (podman lists it once made; exec waits for it to run)
+    wait_for(lambda: _podman("exec", ws["container"], "true",
+                             check=False).returncode == 0, timeout=90,
+             what="its container to run")
     return ws
 
 
@@ -44,9 +46,9 @@ def test_a_shell_in_a_workspace_survives_its_client_and_ends_with_it(
     _podman("exec", ws["container"], "sh", "-c", "echo inside > /tmp/mark")
     t = terms(d.env, "shell", "dev")
     # inside the container: its files, its share's variables
-    t.wait(r"\[gmux\] ")
+    t.wait(r"\[gmux\] ", timeout=90)
     t.keys("clear; echo in-$((6*7)) $(cat /tmp/mark) $GMUX_SHARE", "Enter")
-    t.wait(r"(?m)^in-42 inside 0.25\s*$", timeout=60)
+    t.wait(r"(?m)^in-42 inside 0.25\s*$", timeout=90)
     [(jid, name)] = shells(d)
     assert name == "dev"
     j = d.job(jid)
@@ -54,20 +56,20 @@ def test_a_shell_in_a_workspace_survives_its_client_and_ends_with_it(
         True, 0.0, ["/bin/sh", "-l"], "running"), j
     t.keys("i=0; while :; do i=$((i+1)); printf 'tick-%d\\r' $i; "
            "sleep 0.1; done", "Enter")
-    seen = int(t.wait(r"tick-(\d+)").group(1))
+    seen = int(t.wait(r"tick-(\d+)", timeout=90).group(1))
     os.kill(t.client_pid(), signal.SIGKILL)
-    t.wait(r"CLIENT-EXIT=137")
+    t.wait(r"CLIENT-EXIT=137", timeout=90)
     # gmux shell dev again: the same session (no second one), the screen as
     # it was, the loop still printing
     t2 = terms(d.env, "shell", "dev")
-    t2.wait(r"(?m)^in-42 inside 0.25\s*$")
-    wait_for(lambda: int(t2.wait(r"tick-(\d+)").group(1)) > seen + 5,
-             what="the loop to go on")
+    t2.wait(r"(?m)^in-42 inside 0.25\s*$", timeout=90)
+    wait_for(lambda: int(t2.wait(r"tick-(\d+)", timeout=90).group(1)) >
+             seen + 5, timeout=90, what="the loop to go on")
     assert shells(d) == [(jid, "dev")]
     # the workspace goes: its shell ends, and the client says so
     assert d.gmux("workspace", "rm", "dev").returncode == 0
-    t2.wait(r"CLIENT-EXIT=\d+", timeout=60)
-    d.wait_state(jid, ("stopped", "exited"), timeout=60)
+    t2.wait(r"CLIENT-EXIT=\d+", timeout=90)
+    d.wait_state(jid, ("stopped", "exited"), timeout=90)
     assert shells(d) == [] and containers(d) == []
     r = d.gmux("shell", "dev")
     assert (r.returncode, r.stderr.decode()) == (
@@ -78,19 +80,19 @@ def test_the_shell_in_a_workspace_outlives_a_daemon_kill9(cdaemon, terms):
     d = cdaemon.start()
     make_workspace(d, "keep")
     t = terms(d.env, "shell", "keep")
-    t.wait(r"\[gmux\] ")
+    t.wait(r"\[gmux\] ", timeout=90)
     t.keys("clear; echo before-$((2*3))", "Enter")
-    t.wait(r"(?m)^before-6\s*$", timeout=60)
+    t.wait(r"(?m)^before-6\s*$", timeout=90)
     [(jid, _)] = shells(d)
     d.kill9()
-    t.wait(r"CLIENT-EXIT=1")
+    t.wait(r"CLIENT-EXIT=1", timeout=90)
     d.start()
-    d.wait_state(jid, "running")
+    d.wait_state(jid, "running", timeout=90)
     t2 = terms(d.env, "shell", "keep")
-    t2.wait(r"(?m)^before-6\s*$")
+    t2.wait(r"(?m)^before-6\s*$", timeout=90)
     t2.keys("exit 4", "Enter")
-    t2.wait(r"CLIENT-EXIT=4", timeout=60)
-    assert d.wait_state(jid, "exited")["exit_code"] == 4
+    t2.wait(r"CLIENT-EXIT=4", timeout=90)
+    assert d.wait_state(jid, "exited", timeout=90)["exit_code"] == 4
     # the workspace lives on; a new gmux shell is a new session in it
     assert [w["state"] for w in d.json("workspace", "ls", "--json")] == \
         ["running"]
@@ -145,9 +147,9 @@ def test_another_owners_workspace_is_out_of_reach(make_daemon, make_client,
         ws = make_workspace(d, "dev")
         me = d.job(ws["id"])["owner"]
         t = terms(d.env, "shell", "dev")
-        t.wait(r"\[gmux\] ")
+        t.wait(r"\[gmux\] ", timeout=90)
         t.keys("clear; echo mine-$((6*7))", "Enter")
-        t.wait(r"(?m)^mine-42\s*$", timeout=60)
+        t.wait(r"(?m)^mine-42\s*$", timeout=90)
         [(jid, _)] = shells(d)
         # bob's names are his own: the local owner's dev is not his
         r = c.gmux("shell", "dev")
@@ -161,7 +163,7 @@ def test_another_owners_workspace_is_out_of_reach(make_daemon, make_client,
         assert [w["name"] for w in d.json("workspace", "ls", "--json")] == \
             ["dev"]
         assert d.gmux("workspace", "rm", "dev").returncode == 0
-        d.wait_state(jid, ("stopped", "exited"), timeout=60)
+        d.wait_state(jid, ("stopped", "exited"), timeout=90)
     finally:
         for name in containers(d):
             _podman("rm", "-f", "-t", "0", name, check=False)
@@ -177,16 +179,16 @@ def test_a_workspace_lost_with_the_daemon_leaves_no_container(cdaemon,
     lost = make_workspace(d, "lost")
     kept = make_workspace(d, "kept")
     t = terms(d.env, "shell", "lost")
-    t.wait(r"\[gmux\] ")
+    t.wait(r"\[gmux\] ", timeout=90)
     t.keys("clear; echo in-lost", "Enter")
-    t.wait(r"(?m)^in-lost\s*$", timeout=60)
+    t.wait(r"(?m)^in-lost\s*$", timeout=90)
     [(jid, _)] = shells(d)
     kill9_with_keeper(d, lost["id"])
     d.start()
-    assert d.wait_state(lost["id"], "failed")
+    assert d.wait_state(lost["id"], "failed", timeout=90)
     assert containers(d) == [kept["container"]]
-    d.wait_state(jid, ("stopped", "exited", "failed"), timeout=60)
-    t.wait(r"CLIENT-EXIT=\d+", timeout=60)
+    d.wait_state(jid, ("stopped", "exited", "failed"), timeout=90)
+    t.wait(r"CLIENT-EXIT=\d+", timeout=90)
     assert [w["name"] for w in d.json("workspace", "ls", "--json")] == \
         ["kept"]
     assert d.gmux("workspace", "rm", "kept").returncode == 0

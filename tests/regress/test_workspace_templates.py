@@ -39,7 +39,7 @@ def test_a_workspace_from_a_template(cdaemon):
                                          (d.image, "small", 0.5)], ws
     assert ws["dev"]["mem"] == 2 << 30 and ws["shut"]["fence"] == \
         "deny-net", ws
-    wait_for(lambda: len(containers(d)) == 3, timeout=60,
+    wait_for(lambda: len(containers(d)) == 3, timeout=90,
              what="three containers")
     for n in ("dev", "big", "shut"):
         assert d.gmux("workspace", "rm", n).returncode == 0
