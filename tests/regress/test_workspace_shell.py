@@ -100,6 +100,19 @@ def test_the_shell_in_a_workspace_outlives_a_daemon_kill9(cdaemon, terms):
     assert containers(d) == []
 
 
+def test_the_shell_has_the_workspaces_fence(cdaemon, terms):
+    d = cdaemon.start()
+    make_workspace(d, "sealed", "--deny-net")
+    t = terms(d.env, "shell", "sealed")
+    t.wait(r"\[gmux\] ", timeout=90)
+    # only the container's own loopback: the workspace's empty network
+    t.keys("clear; echo ifaces: $(cut -d: -f1 /proc/net/dev | "
+           "grep -v '|' | tr -d ' ')", "Enter")
+    t.wait(r"(?m)^ifaces: lo\s*$", timeout=90)
+    d.gmux("workspace", "rm", "sealed", check=0)
+    t.wait(r"CLIENT-EXIT=\d+", timeout=90)
+
+
 def test_bad_shells_in_workspaces_are_refused(cdaemon):
     d = cdaemon.start()
     r = d.gmux("shell", "nope")
