@@ -62,7 +62,8 @@ def test_home_and_cache_are_mounted_and_the_cache_outlives_rm(wdaemon):
     assert open(os.path.join(h, "back")).read() == "made\n"
     vol = "gmux-%s-%s-cache" % (home_label(d), owner(d))
     assert d.gmux("workspace", "rm", "dev").returncode == 0
-    assert containers(d) == []
+    wait_for(lambda: containers(d) == [], timeout=90,
+             what="no container")
     assert _podman("volume", "exists", vol, check=False).returncode == 0
     # the next workspace of the owner finds its cache as it was
     ws = create(d, "dev", "--image", d.image)
@@ -133,7 +134,8 @@ def test_devcontainer_mounts_and_forwarded_ports(wdaemon, tmp_path):
     assert (r.returncode, r.stderr.decode()) == (
         1, "gmux port: no workspace nope\n")
     d.gmux("workspace", "rm", "dev", check=0)
-    assert containers(d) == []
+    wait_for(lambda: containers(d) == [], timeout=90,
+             what="no container")
 
 
 def test_mounts_outside_the_home_are_refused(wdaemon, tmp_path):

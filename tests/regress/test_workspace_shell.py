@@ -26,6 +26,21 @@ def shells(d, who=None):
         "ps", "--json") if j.get("in_workspace") is not None]
 
 
+def inside(t):
+    """Waits until the shell inside answers: keys typed before podman exec
+    has set up its terminal may be flushed, so a probe is typed again
+    until its answer shows."""
+    t.wait(r"\[gmux\] ", timeout=90)
+
+    def probe():
+        t.keys("echo ready-$((40+2))", "Enter")
+        try:
+            return t.wait(r"(?m)^ready-42\s*$", timeout=5)
+        except AssertionError:
+            return None
+    wait_for(probe, timeout=120, step=0.5, what="the shell inside")
+
+
 def make_workspace(d, name, *flags, who=None):
     r = (who or d).gmux("workspace", "create", name, "--image", d.image,
                         *flags)
@@ -46,7 +61,7 @@ def test_a_shell_in_a_workspace_survives_its_client_and_ends_with_it(
     _podman("exec", ws["container"], "sh", "-c", "echo inside > /tmp/mark")
     t = terms(d.env, "shell", "dev")
     # inside the container: its files, its share's variables
-    t.wait(r"\[gmux\] ", timeout=90)
+    inside(t)
     t.keys("clear; echo in-$((6*7)) $(cat /tmp/mark) $GMUX_SHARE", "Enter")
     t.wait(r"(?m)^in-42 inside 0.25\s*$", timeout=90)
     [(jid, name)] = shells(d)
@@ -70,7 +85,8 @@ def test_a_shell_in_a_workspace_survives_its_client_and_ends_with_it(
     assert d.gmux("workspace", "rm", "dev").returncode == 0
     t2.wait(r"CLIENT-EXIT=\d+", timeout=90)
     d.wait_state(jid, ("stopped", "exited"), timeout=90)
-    assert shells(d) == [] and containers(d) == []
+    assert shells(d) == []
+    wait_for(lambda: containers(d) == [], timeout=90, what="no container")
     r = d.gmux("shell", "dev")
     assert (r.returncode, r.stderr.decode()) == (
         1, "gmux shell: in_workspace: no workspace dev\n")
@@ -80,7 +96,7 @@ def test_the_shell_in_a_workspace_outlives_a_daemon_kill9(cdaemon, terms):
     d = cdaemon.start()
     make_workspace(d, "keep")
     t = terms(d.env, "shell", "keep")
-    t.wait(r"\[gmux\] ", timeout=90)
+    inside(t)
     t.keys("clear; echo before-$((2*3))", "Enter")
     t.wait(r"(?m)^before-6\s*$", timeout=90)
     [(jid, _)] = shells(d)
@@ -97,14 +113,15 @@ def test_the_shell_in_a_workspace_outlives_a_daemon_kill9(cdaemon, terms):
     assert [w["state"] for w in d.json("workspace", "ls", "--json")] == \
         ["running"]
     d.gmux("workspace", "rm", "keep", check=0)
-    assert containers(d) == []
+    wait_for(lambda: containers(d) == [], timeout=90,
+             what="no container")
 
 
 def test_the_shell_has_the_workspaces_fence(cdaemon, terms):
     d = cdaemon.start()
     make_workspace(d, "sealed", "--deny-net")
     t = terms(d.env, "shell", "sealed")
-    t.wait(r"\[gmux\] ", timeout=90)
+    inside(t)
     # only the container's own loopback: the workspace's empty network
     t.keys("clear; echo ifaces: $(cut -d: -f1 /proc/net/dev | "
            "grep -v '|' | tr -d ' ')", "Enter")
@@ -160,7 +177,7 @@ def test_another_owners_workspace_is_out_of_reach(make_daemon, make_client,
         ws = make_workspace(d, "dev")
         me = d.job(ws["id"])["owner"]
         t = terms(d.env, "shell", "dev")
-        t.wait(r"\[gmux\] ", timeout=90)
+        inside(t)
         t.keys("clear; echo mine-$((6*7))", "Enter")
         t.wait(r"(?m)^mine-42\s*$", timeout=90)
         [(jid, _)] = shells(d)
@@ -192,7 +209,7 @@ def test_a_workspace_lost_with_the_daemon_leaves_no_container(cdaemon,
     lost = make_workspace(d, "lost")
     kept = make_workspace(d, "kept")
     t = terms(d.env, "shell", "lost")
-    t.wait(r"\[gmux\] ", timeout=90)
+    inside(t)
     t.keys("clear; echo in-lost", "Enter")
     t.wait(r"(?m)^in-lost\s*$", timeout=90)
     [(jid, _)] = shells(d)
@@ -205,4 +222,5 @@ def test_a_workspace_lost_with_the_daemon_leaves_no_container(cdaemon,
     assert [w["name"] for w in d.json("workspace", "ls", "--json")] == \
         ["kept"]
     assert d.gmux("workspace", "rm", "kept").returncode == 0
-    assert containers(d) == []
+    wait_for(lambda: containers(d) == [], timeout=90,
+             what="no container")

@@ -43,7 +43,8 @@ def test_a_workspace_from_a_template(cdaemon):
              what="three containers")
     for n in ("dev", "big", "shut"):
         assert d.gmux("workspace", "rm", n).returncode == 0
-    assert containers(d) == []
+    wait_for(lambda: containers(d) == [], timeout=90,
+             what="no container")
     # an unknown template (a bad entry is none): exit 2, naming it
     for args, want in (
             (["--template", "nope"], "template: no template nope here "
