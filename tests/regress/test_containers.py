@@ -98,12 +98,22 @@ def containers(d):
 
 @pytest.fixture
 def cdaemon(daemon, image):
-    """A daemon with the fake driver; its containers are removed after."""
+    """A daemon with the fake driver; its containers and volumes (its
+    workspaces' caches) are removed after."""
     daemon.env["GMUX_FAKE_CUDA"] = str(BUILD / "fake-cuda")
     daemon.image = image
     yield daemon
-    for name in containers(daemon):
+    remove_leftovers(daemon)
+
+
+def remove_leftovers(d):
+    """Removes what d's containers and workspaces left in podman's store."""
+    for name in containers(d):
         _podman("rm", "-f", "-t", "0", name, check=False)
+    r = _podman("volume", "ls", "--format", "{{.Name}}", check=False)
+    for v in r.stdout.decode().split():
+        if v.startswith("gmux-%s-" % home_label(d)):
+            _podman("volume", "rm", "-f", v, check=False)
 
 
 def run(d, *args, check=None):

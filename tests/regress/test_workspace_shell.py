@@ -13,7 +13,7 @@ import pytest
 
 from conftest import wait_for
 from test_containers import (_podman, cdaemon, containers,  # noqa: F401
-                             image, kill9_with_keeper)
+                             image, kill9_with_keeper, remove_leftovers)
 from test_shell import terms  # noqa: F401
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/usr/bin/tmux"),
@@ -195,8 +195,7 @@ def test_another_owners_workspace_is_out_of_reach(make_daemon, make_client,
         assert d.gmux("workspace", "rm", "dev").returncode == 0
         d.wait_state(jid, ("stopped", "exited"), timeout=90)
     finally:
-        for name in containers(d):
-            _podman("rm", "-f", "-t", "0", name, check=False)
+        remove_leftovers(d)
 
 
 def test_a_workspace_lost_with_the_daemon_leaves_no_container(cdaemon,
