@@ -269,6 +269,8 @@ SRCS += src/devcontainer.c
 # -- containers for remote jobs, images that travel (issue 17)
 SRCS += src/imageref.c src/image.c src/api-image.c src/run-image.c
 SRCS += src/image-shared.c
+# -- workspaces' shells, templates, mounts (issue 17, ws2)
+SRCS += src/workspace.c src/workspace-mount.c src/container-config.c
 all: $(O)/gmux.1
 $(O)/gmux.1: $(O)/gmux
 	@echo "  MAN     $@"
