@@ -274,15 +274,15 @@ ac_queue(struct ac *a, struct etcd_reply *r)
 {
 	struct cluster_shape	 s;
 	json_t			**v, *o, *out = json_array();
-	u_int			 i, n = 0;
+	u_int			 i, k, n = 0;
 	char			*cause = NULL;
 
 	v = xcalloc(r->nkvs + 1, sizeof *v);
 	for (i = 0; i < r->nkvs; i++) {
-		if ((o = ac_job(&r->kvs[i])) == NULL)
+		if (r->kvs[i].key[strlen(cluster->prefix)] != 'q' ||
+		    (o = ac_job(&r->kvs[i])) == NULL)
 			continue;
-		if (cluster_shape_parse(o, &s, &cause) != 0 ||
-		    !ac_owned(a, o)) {
+		if (cluster_shape_parse(o, &s, &cause) != 0) {
 			free(cause);
 			cause = NULL;
 			json_decref(o);
@@ -293,8 +293,13 @@ ac_queue(struct ac *a, struct etcd_reply *r)
 		v[n++] = o;
 	}
 	qsort(v, n, sizeof *v, ac_queue_cmp);
-	for (i = 0; i < n; i++) {
-		json_object_set_new(v[i], "position", json_integer(i + 1));
+	cluster_why(v, n, r);	/* everyone's jobs take room before */
+	for (i = k = 0; i < n; i++) {
+		if (!ac_owned(a, v[i])) {
+			json_decref(v[i]);
+			continue;
+		}
+		json_object_set_new(v[i], "position", json_integer(++k));
 		json_object_del(v[i], "key");
 		json_array_append_new(out, v[i]);
 	}
@@ -316,14 +321,17 @@ ac_queue_cb(struct etcd_reply *r, const char *err, void *arg)
 	ac_free(a);
 }
 
-/* GET /v1/cluster/queue: the queued jobs in the leader's order. */
+/*
+ * GET /v1/cluster/queue: the queued jobs in the leader's order, each with
+ * what it waits for (read from the members and what they hold).
+ */
 void
 api_cluster_queue(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {
 	if (!ac_member(req))
 		return;
-	etcd_range(cluster->etcd, cluster_key("q/"), 1, ac_queue_cb,
+	etcd_range(cluster->etcd, cluster->prefix, 1, ac_queue_cb,
 	    ac_new(req, who));
 }
 

@@ -91,8 +91,9 @@ cs_card_could(const struct cluster_card *c, const struct cluster_shape *s)
 }
 
 /* Whether member m could ever hold s, its cards aside. */
-static int
-cs_member_could(const struct cluster_member *m, const struct cluster_shape *s)
+int
+cluster_member_could(const struct cluster_member *m,
+    const struct cluster_shape *s)
 {
 	if (s->server[0] != '\0' && strcmp(m->name, s->server) != 0)
 		return (0);
@@ -114,14 +115,14 @@ cs_refuse_member(const struct cluster_member *v, u_int n,
 
 	memset(&t, 0, sizeof t);
 	snprintf(t.server, sizeof t.server, "%s", s->server);
-	for (i = 0; i < n && !cs_member_could(&v[i], &t); i++)
+	for (i = 0; i < n && !cluster_member_could(&v[i], &t); i++)
 		;
 	if (i == n) {
 		xasprintf(&why, "no member is named %s", s->server);
 		return (why);
 	}
 	snprintf(t.tag, sizeof t.tag, "%s", s->tag);
-	for (i = 0; i < n && !cs_member_could(&v[i], &t); i++)
+	for (i = 0; i < n && !cluster_member_could(&v[i], &t); i++)
 		;
 	if (i == n) {
 		xasprintf(&why, "no member%s%s has the tag %s", *s->server ?
@@ -129,7 +130,7 @@ cs_refuse_member(const struct cluster_member *v, u_int n,
 		return (why);
 	}
 	t.cpus = s->cpus;
-	for (i = 0; i < n && !cs_member_could(&v[i], &t); i++)
+	for (i = 0; i < n && !cluster_member_could(&v[i], &t); i++)
 		;
 	if (i == n) {
 		xasprintf(&why, "no member has %u CPUs", s->cpus);
@@ -164,7 +165,7 @@ cluster_refusal(const struct cluster_member *v, u_int n,
 		return (why);
 	}
 	for (i = 0; i < n; i++) {
-		if (!cs_member_could(&v[i], s))
+		if (!cluster_member_could(&v[i], s))
 			continue;
 		could++;
 		for (c = fit = typed = 0; c < v[i].ncards; c++) {
@@ -199,15 +200,14 @@ cluster_refusal(const struct cluster_member *v, u_int n,
 	return (why);
 }
 
-/* The cards of m that s fits on now, best fit first; 0 if too few. */
+/* The cards of m with room for s now, in cards; how many. */
 u_int
-cluster_room_fit(const struct cluster_room *m, const struct cluster_shape *s,
-    u_int *cards, u_int *left)
+cluster_room_cards(const struct cluster_room *m,
+    const struct cluster_shape *s, u_int *cards)
 {
-	u_int		 c, n = 0, i, j, t;
+	u_int		 c, n = 0;
 	uint64_t	 need;
 
-	*left = 0;
 	for (c = 0; c < m->m.ncards && c < CLUSTER_CARDS; c++) {
 		need = cs_need(s, m->m.cards[c].memory);
 		if (m->used[c] + s->seats > SEATS_PER_CARD ||
@@ -217,7 +217,18 @@ cluster_room_fit(const struct cluster_room *m, const struct cluster_shape *s,
 			continue;
 		cards[n++] = c;
 	}
-	if (n < s->ncards)
+	return (n);
+}
+
+/* The cards of m that s fits on now, best fit first; 0 if too few. */
+u_int
+cluster_room_fit(const struct cluster_room *m, const struct cluster_shape *s,
+    u_int *cards, u_int *left)
+{
+	u_int		 n, i, j, t;
+
+	*left = 0;
+	if ((n = cluster_room_cards(m, s, cards)) < s->ncards)
 		return (0);
 	/* the fullest cards first: best fit */
 	for (i = 1; i < n; i++) {
@@ -237,7 +248,8 @@ cluster_room_fit(const struct cluster_room *m, const struct cluster_shape *s,
 int
 cluster_room_has(const struct cluster_room *m, const struct cluster_shape *s)
 {
-	return (cs_member_could(&m->m, s) && m->cpus + s->cpus <= m->m.cpus &&
+	return (cluster_member_could(&m->m, s) &&
+	    m->cpus + s->cpus <= m->m.cpus &&
 	    m->ram + s->ram <= m->m.ram);
 }
 

@@ -198,12 +198,19 @@ int		 cluster_shape_parse(json_t *, struct cluster_shape *,
 		     char **);
 char		*cluster_refusal(const struct cluster_member *, u_int,
 		     const struct cluster_shape *);
+int		 cluster_member_could(const struct cluster_member *,
+		     const struct cluster_shape *);
+u_int		 cluster_room_cards(const struct cluster_room *,
+		     const struct cluster_shape *, u_int *);
 u_int		 cluster_room_fit(const struct cluster_room *,
 		     const struct cluster_shape *, u_int *, u_int *);
 int		 cluster_room_has(const struct cluster_room *,
 		     const struct cluster_shape *);
 void		 cluster_room_charge(struct cluster_room *,
 		     const struct cluster_shape *, const u_int *, u_int, int);
+
+/* cluster-why.c: what each queued job waits for */
+void		 cluster_why(json_t **, u_int, const struct etcd_reply *);
 
 /* cluster-sched.c: the leader's placement */
 void		 cluster_sched_start(void);

@@ -77,12 +77,14 @@ cs_best(const struct cluster_shape *s, u_int *cards)
 	u_int			 tmp[CLUSTER_CARDS];
 
 	for (i = 0; i < cs.nmembers; i++) {
-		if (cs.members[i].picked || !cluster_room_has(&cs.members[i], s))
+		if (cs.members[i].picked ||
+		    !cluster_room_has(&cs.members[i], s))
 			continue;
 		if (s->ncards == 0 || s->seats == 0) {
 			left = cs.members[i].njobs;	/* CPU jobs: spread */
 			k = 0;
-		} else if ((k = cluster_room_fit(&cs.members[i], s, tmp, &left)) == 0)
+		} else if ((k = cluster_room_fit(&cs.members[i], s, tmp,
+		    &left)) == 0)
 			continue;
 		if (best == NULL || left < bleft) {
 			best = &cs.members[i];

@@ -255,3 +255,36 @@ def test_gang_ports_differ_on_one_master(members, tmp):
         {"127.0.0.1"}
     for x in gids:
         ds[0].gmux("cluster", "stop", x, check=0)
+
+
+def test_queue_says_what_each_waits_for(members, tmp):
+    """gmux queue on a member (and --json's waits_for): no member has room
+    (the nearest fit and what it lacks: cards, CPUs), a gang waiting for
+    members with room; a job that fits behind them is placed."""
+    a = members("a", "u7", "1xH100:80G")
+    b = members("b", "u7", "1xA10:24G")
+    wait_for(lambda: len(cluster_state(b)) == 2, 30, 0.1, what="2 members")
+    ncpu = cluster_state(b)[0]["cpus"]
+    held = [_id(submit(a, tmp, "sleep", "120",
+                       flags=("--share", "1", "--server", n)))
+            for n in "ab"]
+    cpu = _id(submit(a, tmp, "sleep", "120", flags=(
+        "--share", "0", "--cpus", str(ncpu), "--server", "a")))
+    for x in held + [cpu]:
+        _state(a, x, "running")
+    card = _id(submit(a, tmp, "true", flags=("--share", "0.5")))
+    gang = _id(submit(a, tmp, "true", flags=("--share", "0.5", "--nodes",
+                                             "2")))
+    cpus = _id(submit(a, tmp, "true", flags=("--share", "0", "--cpus", "1",
+                                             "--server", "a")))
+    q = {x["id"]: x for x in json.loads(b.gmux("queue", "--json").stdout)}
+    assert q[card]["waits_for"] == ("no member has room now; nearest: a, "
+                                    "which lacks room on 1 card (0 have it)")
+    assert q[gang]["waits_for"] == ("a gang of 2 waits for 2 members with "
+                                    "room for a part; 0 have")
+    assert q[cpus]["waits_for"] == ("no member has room now; nearest: a, "
+                                    "which lacks 1 CPUs (0 free)")
+    text = b.gmux("queue").stdout.decode()
+    assert "WAITS FOR" in text and "nearest: a" in text
+    for x in held + [cpu, card, gang, cpus]:
+        a.gmux("cluster", "stop", x, check=0)

@@ -241,7 +241,8 @@ put_part(const char *member, const char *gid, u_int rank, int requeue)
 	xasprintf(&key, "%sa/%s/%s-%u", cluster->prefix, member, gid, rank);
 	xasprintf(&val, "{\"id\":\"%s-%u\",\"owner\":\"o\",\"req\":{\"argv\":"
 	    "[\"true\"],\"share\":0,\"nodes\":2,\"requeue\":%s},\"submitted\":"
-	    "50,\"member\":\"%s\",\"gang\":{\"id\":\"%s\",\"rank\":%u,\"size\":2,"
+	    "50,\"member\":\"%s\",\"gang\":{\"id\":\"%s\",\"rank\":%u,"
+	    "\"size\":2,"
 	    "\"master\":\"10.9.9.9\",\"port\":29600}}", gid, rank, requeue ?
 	    "true" : "false", member, gid, rank);
 	put(key, val);
