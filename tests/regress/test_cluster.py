@@ -219,26 +219,7 @@ def test_cut_off_member_stops_requeue_jobs_first(tmp, etcd):
         b.start(fake="1xH100:80G")
         wait_for(lambda: len(cluster_state(a)) == 2 and leader(a) == "a",
                  20, 0.1, what="a leading 2 members")
-        blocker = submit(a, tmp, "sleep", "120",
-                         flags=("--share", "1", "--cards", "2"))
-        bid = blocker.stdout.decode().strip()
-        wait_for(lambda: (jobs(a) or {}).get(bid, {}).get("member") == "a"
-                 and jobs(a)[bid]["state"] == "running", 20, 0.1,
-                 what="the blocker on a")
-        script = ("if [ -e %s/j1 ]; then echo second $(date +%%s.%%N) >> %s;"
-                  " exit 0; fi; touch %s/j1; echo first $(date +%%s.%%N) >> "
-                  "%s; trap 'echo stopped $(date +%%s.%%N) >> %s; exit 143' "
-                  "TERM; sleep 60 & wait" % (tmp, log, tmp, log, log))
-        j = submit(a, tmp, "sh", "-c", script,
-                   flags=("--share", "0.5", "--requeue", "--grace", "1s"))
-        k = submit(a, tmp, "sh", "-c", "sleep 9; echo k >> %s" % kf,
-                   flags=("--share", "0.5"))
-        jid, kid = j.stdout.decode().strip(), k.stdout.decode().strip()
-        wait_for(lambda: all((jobs(a) or {}).get(x, {}).get("state") ==
-                             "running" for x in (jid, kid)), 20, 0.1,
-                 what="both jobs running on b")
-        assert jobs(a)[jid]["member"] == "b"
-        wait_for(lambda: os.path.exists(log), 10, 0.05, what="j to start")
+        jid, kid = _cut_off_jobs(a, tmp, log, kf)
         cut.set_cut(True)
         t0 = time.monotonic()
         wait_for(lambda: "stopped" in open(log).read(), 15, 0.05,
@@ -252,22 +233,98 @@ def test_cut_off_member_stops_requeue_jobs_first(tmp, etcd):
                                                    requeued_after))
         assert stopped_after < requeued_after
         cut.set_cut(False)
-        wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
-                 "exited", 30, 0.1, what="j to run again and end")
-        wait_for(lambda: (jobs(a) or {}).get(kid, {}).get("state") ==
-                 "exited", 30, 0.1, what="k to be reconciled")
-        lines = open(log).read().split("\n")
-        kinds = [x.split()[0] for x in lines if x]
-        assert kinds == ["first", "stopped", "second"], kinds
-        times = [float(x.split()[1]) for x in lines if x]
-        assert times[1] < times[2]
-        assert open(kf).read() == "k\n"      # k ran once, through the cut
+        _cut_off_healed(a, jid, kid, log, kf)
     finally:
         cut.close()
         for d in (a, b):
             if d.running is not None:
                 d.stop()
             _kill_keepers(d.home)
+
+
+def test_cut_off_by_a_network_namespace(tmp):
+    """The cut-off of a partition, not a relay's: member b in a network
+    namespace of its own, etcd and member a in another, a veth pair between
+    them; b's end of the link goes down.  b stops its --requeue job before
+    the leader requeues it, its other job keeps running and is reconciled
+    when the link is back, and nothing runs twice."""
+    from clusterlib import Netns, etcd_in, start_in
+    why = Netns.usable()
+    if why is not None:
+        pytest.skip(why)
+    ns = Netns().start()
+    a = member(tmp, _Urls("http://127.0.0.1:2379"), "a", "n1", "2xH100:80G")
+    b = member(tmp, _Urls("http://%s1:2379" % Netns.NET), "b", "n1",
+               "1xH100:80G")
+    e = etcd_in(ns, tmp)
+    log, kf = os.path.join(tmp, "log"), os.path.join(tmp, "k")
+    try:
+        start_in(a, ns.e, "2xH100:80G")
+        start_in(b, ns.b, "1xH100:80G")
+        wait_for(lambda: len(cluster_state(a)) == 2 and leader(a) == "a",
+                 60, 0.1, what="a leading 2 members across the veth")
+        jid, kid = _cut_off_jobs(a, tmp, log, kf)
+        ns.set_cut(True)
+        t0 = time.monotonic()
+        wait_for(lambda: "stopped" in open(log).read(), 30, 0.05,
+                 what="b to stop its --requeue job")
+        stopped_after = time.monotonic() - t0
+        wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
+                 "queued", 30, 0.1, what="the leader to requeue j")
+        requeued_after = time.monotonic() - t0
+        print("\ncut off (veth down): b stopped its --requeue job after "
+              "%.2f s, the leader requeued it after %.2f s"
+              % (stopped_after, requeued_after))
+        assert stopped_after < requeued_after
+        ns.set_cut(False)
+        _cut_off_healed(a, jid, kid, log, kf)
+    finally:
+        for d in (a, b):
+            if d.running is not None:
+                d.stop()
+            _kill_keepers(d.home)
+        e.kill()
+        e.wait()
+        ns.stop()
+
+
+def _cut_off_jobs(a, tmp, log, kf):
+    """A blocker on a; on b, j (--requeue, logs its runs) and k (not)."""
+    blocker = submit(a, tmp, "sleep", "120",
+                     flags=("--share", "1", "--cards", "2"))
+    bid = blocker.stdout.decode().strip()
+    wait_for(lambda: (jobs(a) or {}).get(bid, {}).get("member") == "a"
+             and jobs(a)[bid]["state"] == "running", 30, 0.1,
+             what="the blocker on a")
+    script = ("if [ -e %s/j1 ]; then echo second $(date +%%s.%%N) >> %s;"
+              " exit 0; fi; touch %s/j1; echo first $(date +%%s.%%N) >> "
+              "%s; trap 'echo stopped $(date +%%s.%%N) >> %s; exit 143' "
+              "TERM; sleep 60 & wait" % (tmp, log, tmp, log, log))
+    j = submit(a, tmp, "sh", "-c", script,
+               flags=("--share", "0.5", "--requeue", "--grace", "1s"))
+    k = submit(a, tmp, "sh", "-c", "sleep 9; echo k >> %s" % kf,
+               flags=("--share", "0.5"))
+    jid, kid = j.stdout.decode().strip(), k.stdout.decode().strip()
+    wait_for(lambda: all((jobs(a) or {}).get(x, {}).get("state") ==
+                         "running" for x in (jid, kid)), 30, 0.1,
+             what="both jobs running on b")
+    assert jobs(a)[jid]["member"] == "b"
+    wait_for(lambda: os.path.exists(log), 20, 0.05, what="j to start")
+    return jid, kid
+
+
+def _cut_off_healed(a, jid, kid, log, kf):
+    """Healed: j runs again once and ends, k (run once) is reconciled."""
+    wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
+             "exited", 60, 0.1, what="j to run again and end")
+    wait_for(lambda: (jobs(a) or {}).get(kid, {}).get("state") ==
+             "exited", 60, 0.1, what="k to be reconciled")
+    lines = open(log).read().split("\n")
+    kinds = [x.split()[0] for x in lines if x]
+    assert kinds == ["first", "stopped", "second"], kinds
+    times = [float(x.split()[1]) for x in lines if x]
+    assert times[1] < times[2]
+    assert open(kf).read() == "k\n"      # k ran once, through the cut
 
 
 def test_stop_from_any_member(members, tmp):
