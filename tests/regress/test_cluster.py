@@ -288,6 +288,71 @@ def test_cut_off_by_a_network_namespace(tmp):
         ns.stop()
 
 
+def test_gang_requeued_when_its_member_is_cut_off(tmp):
+    """A --requeue gang with a part on a member cut off (its link down):
+    that member stops its part, the leader (past the lease and the grace)
+    stops the other and queues the gang's next attempt, placed once the
+    old parts are gone and two members are live again; every part of each
+    attempt runs once, the second attempt after the first has stopped."""
+    from clusterlib import Netns, etcd_in, start_in
+    why = Netns.usable()
+    if why is not None:
+        pytest.skip(why)
+    ns = Netns().start()
+    a = member(tmp, _Urls("http://127.0.0.1:2379"), "a", "n2", "2xH100:80G")
+    b = member(tmp, _Urls("http://%s1:2379" % Netns.NET), "b", "n2",
+               "1xH100:80G")
+    e = etcd_in(ns, tmp)
+    out = os.path.join(tmp, "ran")
+    script = ("echo start $GMUX_CLUSTER_JOB $(date +%%s.%%N) >> %s; case "
+              "$GMUX_CLUSTER_JOB in *.1) exit 0;; esac; trap 'echo stopped "
+              "$GMUX_CLUSTER_JOB $(date +%%s.%%N) >> %s; exit 143' TERM; "
+              "sleep 60 & wait" % (out, out))
+    try:
+        start_in(a, ns.e, "2xH100:80G")
+        start_in(b, ns.b, "1xH100:80G")
+        wait_for(lambda: len(cluster_state(a)) == 2 and leader(a) == "a",
+                 60, 0.1, what="a leading 2 members across the veth")
+        r = submit(a, tmp, "sh", "-c", script, flags=(
+            "--share", "0.5", "--nodes", "2", "--requeue", "--grace", "1s"))
+        gid = r.stdout.decode().strip()
+        wait_for(lambda: open(out).read().count("start") == 2 if
+                 os.path.exists(out) else False, 30, 0.1,
+                 what="both parts to start")
+        ns.set_cut(True)
+        wait_for(lambda: open(out).read().count("stopped") == 2, 30, 0.1,
+                 what="both parts of the first attempt to stop")
+        wait_for(lambda: (jobs(a) or {}).get(gid, {}).get("state") ==
+                 "queued", 30, 0.1, what="the gang to be queued again")
+        ns.set_cut(False)
+        g = _gang_state(a, gid, "exited")
+        assert sorted(p["id"] for p in g["parts"]) == [gid + "-0.1",
+                                                       gid + "-1.1"]
+        rows = [x.split() for x in open(out).read().splitlines()]
+        starts = sorted(x[1] for x in rows if x[0] == "start")
+        assert starts == sorted([gid + "-0", gid + "-1", gid + "-0.1",
+                                 gid + "-1.1"]), rows
+        stopped = [float(x[2]) for x in rows if x[0] == "stopped"]
+        again = [float(x[2]) for x in rows if x[1].endswith(".1")]
+        assert len(stopped) == 2 and min(again) > max(stopped), rows
+    finally:
+        for d in (a, b):
+            if d.running is not None:
+                d.stop()
+            _kill_keepers(d.home)
+        e.kill()
+        e.wait()
+        ns.stop()
+
+
+def _gang_state(d, gid, state):
+    def get():
+        code, text = d.curl("GET", "/v1/cluster/jobs/%s" % gid)
+        o = json.loads(text) if code == 200 else {}
+        return o if o.get("state") == state else None
+    return wait_for(get, 60, 0.1, what="gang %s %s" % (gid, state))
+
+
 def _cut_off_jobs(a, tmp, log, kf):
     """A blocker on a; on b, j (--requeue, logs its runs) and k (not)."""
     blocker = submit(a, tmp, "sleep", "120",
