@@ -1,9 +1,8 @@
 /*
- * cluster-fit.c: what a job asks of a member and whether a member holds it,
- * pure (docs/cluster.md, "Placement"): a job record's request parsed into
- * a shape, the reason no member could ever hold one (at submission), and
- * a member's room now, counted by the leader's scheduler and by the queue's
- * reasons alike.
+ * cluster-fit.c: what a job asks of a member, pure (docs/cluster.md,
+ * "Placement"): a job record's request parsed into a shape, and the
+ * reason no member could ever hold one (at submission, and for the queue's
+ * reasons).  A member's room now is the scheduler's (cluster-sched.c).
  */
 
 #include <stdlib.h>
@@ -69,39 +68,6 @@ cluster_shape_parse(json_t *rec, struct cluster_shape *s, char **cause)
 	    json_is_integer(x))
 		s->submitted = json_integer_value(x);
 	return (rc);
-}
-
-/* What one card needs of memory for s (0: share x its memory). */
-static uint64_t
-cs_need(const struct cluster_shape *s, uint64_t memory)
-{
-	if (s->mem != 0)
-		return (s->mem);
-	return (memory / SEATS_PER_CARD * s->seats);
-}
-
-/* Whether card c could ever hold a part of s: its type, its memory. */
-static int
-cs_card_could(const struct cluster_card *c, const struct cluster_shape *s)
-{
-	if (s->type[0] != '\0' && !jobspec_type_is(c->vendor, c->model,
-	    s->type))
-		return (0);
-	return (cs_need(s, c->memory) <= c->memory && c->memory >= s->vram);
-}
-
-/* Whether member m could ever hold s, its cards aside. */
-int
-cluster_member_could(const struct cluster_member *m,
-    const struct cluster_shape *s)
-{
-	if (s->server[0] != '\0' && strcmp(m->name, s->server) != 0)
-		return (0);
-	if (s->tag[0] != '\0' && !jobspec_tagged(m->tags, s->tag))
-		return (0);
-	if (s->cpus > m->cpus || s->ram > m->ram)
-		return (0);
-	return (1);
 }
 
 /* The members of v that could hold s's member-wide asks (cpus, ram...). */
@@ -171,7 +137,7 @@ cluster_refusal(const struct cluster_member *v, u_int n,
 		for (c = fit = typed = 0; c < v[i].ncards; c++) {
 			typed += s->type[0] == '\0' || jobspec_type_is(
 			    v[i].cards[c].vendor, v[i].cards[c].model, s->type);
-			fit += cs_card_could(&v[i].cards[c], s);
+			fit += cluster_card_could(&v[i].cards[c], s);
 		}
 		if (s->ncards == 0 || s->seats == 0 || fit >= s->ncards) {
 			if (++hold >= s->nodes)
@@ -198,76 +164,4 @@ cluster_refusal(const struct cluster_member *v, u_int n,
 	else
 		why = xstrdup("no member has a card with that much memory");
 	return (why);
-}
-
-/* The cards of m with room for s now, in cards; how many. */
-u_int
-cluster_room_cards(const struct cluster_room *m,
-    const struct cluster_shape *s, u_int *cards)
-{
-	u_int		 c, n = 0;
-	uint64_t	 need;
-
-	for (c = 0; c < m->m.ncards && c < CLUSTER_CARDS; c++) {
-		need = cs_need(s, m->m.cards[c].memory);
-		if (m->used[c] + s->seats > SEATS_PER_CARD ||
-		    m->mused[c] + need > m->m.cards[c].memory ||
-		    m->m.cards[c].memory - m->mused[c] < s->vram ||
-		    !cs_card_could(&m->m.cards[c], s))
-			continue;
-		cards[n++] = c;
-	}
-	return (n);
-}
-
-/* The cards of m that s fits on now, best fit first; 0 if too few. */
-u_int
-cluster_room_fit(const struct cluster_room *m, const struct cluster_shape *s,
-    u_int *cards, u_int *left)
-{
-	u_int		 n, i, j, t;
-
-	*left = 0;
-	if ((n = cluster_room_cards(m, s, cards)) < s->ncards)
-		return (0);
-	/* the fullest cards first: best fit */
-	for (i = 1; i < n; i++) {
-		for (j = i; j > 0 && m->used[cards[j]] >
-		    m->used[cards[j - 1]]; j--) {
-			t = cards[j];
-			cards[j] = cards[j - 1];
-			cards[j - 1] = t;
-		}
-	}
-	for (i = 0; i < s->ncards; i++)
-		*left += SEATS_PER_CARD - m->used[cards[i]] - s->seats;
-	return (s->ncards);
-}
-
-/* Whether m has the CPUs and RAM s reserves, and is the member it asks. */
-int
-cluster_room_has(const struct cluster_room *m, const struct cluster_shape *s)
-{
-	return (cluster_member_could(&m->m, s) &&
-	    m->cpus + s->cpus <= m->m.cpus &&
-	    m->ram + s->ram <= m->m.ram);
-}
-
-/* Commits s on m's cards (sign 1), or takes it back (-1). */
-void
-cluster_room_charge(struct cluster_room *m, const struct cluster_shape *s,
-    const u_int *cards, u_int n, int sign)
-{
-	u_int	 i;
-
-	m->njobs += sign;
-	m->cpus += sign * s->cpus;
-	m->ram += sign * s->ram;
-	for (i = 0; i < n && i < s->ncards; i++) {
-		if (cards[i] >= m->m.ncards || cards[i] >= CLUSTER_CARDS)
-			continue;
-		m->used[cards[i]] += sign * s->seats;
-		m->mused[cards[i]] += sign * cs_need(s,
-		    m->m.cards[cards[i]].memory);
-	}
 }

@@ -68,6 +68,78 @@ cs_changed(void *arg)
 }
 
 
+/* The cards of m with room for s now, in cards; how many. */
+u_int
+cluster_room_cards(const struct cluster_room *m,
+    const struct cluster_shape *s, u_int *cards)
+{
+	u_int		 c, n = 0;
+	uint64_t	 need;
+
+	for (c = 0; c < m->m.ncards && c < CLUSTER_CARDS; c++) {
+		need = cluster_need(s, m->m.cards[c].memory);
+		if (m->used[c] + s->seats > SEATS_PER_CARD ||
+		    m->mused[c] + need > m->m.cards[c].memory ||
+		    m->m.cards[c].memory - m->mused[c] < s->vram ||
+		    !cluster_card_could(&m->m.cards[c], s))
+			continue;
+		cards[n++] = c;
+	}
+	return (n);
+}
+
+/* The cards of m that s fits on now, best fit first; 0 if too few. */
+u_int
+cluster_room_fit(const struct cluster_room *m, const struct cluster_shape *s,
+    u_int *cards, u_int *left)
+{
+	u_int		 n, i, j, t;
+
+	*left = 0;
+	if ((n = cluster_room_cards(m, s, cards)) < s->ncards)
+		return (0);
+	/* the fullest cards first: best fit */
+	for (i = 1; i < n; i++) {
+		for (j = i; j > 0 && m->used[cards[j]] >
+		    m->used[cards[j - 1]]; j--) {
+			t = cards[j];
+			cards[j] = cards[j - 1];
+			cards[j - 1] = t;
+		}
+	}
+	for (i = 0; i < s->ncards; i++)
+		*left += SEATS_PER_CARD - m->used[cards[i]] - s->seats;
+	return (s->ncards);
+}
+
+/* Whether m has the CPUs and RAM s reserves, and is the member it asks. */
+int
+cluster_room_has(const struct cluster_room *m, const struct cluster_shape *s)
+{
+	return (cluster_member_could(&m->m, s) &&
+	    m->cpus + s->cpus <= m->m.cpus &&
+	    m->ram + s->ram <= m->m.ram);
+}
+
+/* Commits s on m's cards (sign 1), or takes it back (-1). */
+void
+cluster_room_charge(struct cluster_room *m, const struct cluster_shape *s,
+    const u_int *cards, u_int n, int sign)
+{
+	u_int	 i;
+
+	m->njobs += sign;
+	m->cpus += sign * s->cpus;
+	m->ram += sign * s->ram;
+	for (i = 0; i < n && i < s->ncards; i++) {
+		if (cards[i] >= m->m.ncards || cards[i] >= CLUSTER_CARDS)
+			continue;
+		m->used[cards[i]] += sign * s->seats;
+		m->mused[cards[i]] += sign * cluster_need(s,
+		    m->m.cards[cards[i]].memory);
+	}
+}
+
 /* The member s fits best on now (least room left), or NULL. */
 static struct cluster_room *
 cs_best(const struct cluster_shape *s, u_int *cards)
