@@ -19,17 +19,30 @@ struct cw {
 	u_int			 ngangs;
 };
 
+/* Key past the cluster's prefix, or NULL if it is not under it. */
+static const char *
+cw_rest(const struct etcd_kv *kv)
+{
+	size_t	 plen = strlen(cluster->prefix);
+
+	if (strncmp(kv->key, cluster->prefix, plen) != 0)
+		return (NULL);
+	return (kv->key + plen);
+}
+
 /* The member records of r (a range of the whole prefix) into w. */
 static void
-cw_members(struct cw *w, const struct etcd_reply *r, size_t plen)
+cw_members(struct cw *w, const struct etcd_reply *r)
 {
-	json_t	*o;
-	char	*cause = NULL;
-	u_int	 i;
+	const char	*rest;
+	json_t		*o;
+	char		*cause = NULL;
+	u_int		 i;
 
 	w->rooms = xcalloc(r->nkvs + 1, sizeof *w->rooms);
 	for (i = 0; i < r->nkvs; i++) {
-		if (strncmp(r->kvs[i].key + plen, "m/", 2) != 0)
+		if ((rest = cw_rest(&r->kvs[i])) == NULL ||
+		    strncmp(rest, "m/", 2) != 0)
 			continue;
 		o = json_loadb(r->kvs[i].value, r->kvs[i].vlen, 0, NULL);
 		if (o != NULL && cluster_member_parse(o, &w->rooms[w->n].m,
@@ -91,16 +104,15 @@ cw_placed(struct cw *w, const char *rest, json_t *o)
 static void
 cw_load(struct cw *w, const struct etcd_reply *r)
 {
-	size_t		 plen = strlen(cluster->prefix);
 	const char	*rest;
 	json_t		*o;
 	u_int		 i;
 
 	memset(w, 0, sizeof *w);
-	cw_members(w, r, plen);
+	cw_members(w, r);
 	for (i = 0; i < r->nkvs; i++) {
-		rest = r->kvs[i].key + plen;
-		if ((rest[0] != 'a' && rest[0] != 'r') || rest[1] != '/')
+		if ((rest = cw_rest(&r->kvs[i])) == NULL ||
+		    (rest[0] != 'a' && rest[0] != 'r') || rest[1] != '/')
 			continue;
 		o = json_loadb(r->kvs[i].value, r->kvs[i].vlen, 0, NULL);
 		if (o != NULL)
