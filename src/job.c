@@ -701,12 +701,14 @@ job_finish(struct job *j)
 static int
 job_link_line(struct job *j, const char *line)
 {
-	long	 pid;
-
+	long	 pid, keeper;
 	json_t	*st;
 
-	if (sscanf(line, "pid %ld", &pid) == 1 && pid > 0) {
+	keeper = 0;
+	if (sscanf(line, "pid %ld %ld", &pid, &keeper) >= 1 && pid > 0) {
 		j->pgid = (pid_t)pid;
+		if (keeper > 0)	/* a re-adopting daemon may not have it */
+			j->keeper_pid = (pid_t)keeper;
 		job_save(j);	/* with its keeper's pid */
 	} else if (strncmp(line, "exit ", 5) == 0) {
 		if ((st = json_loads(line + 5, 0, NULL)) != NULL) {
