@@ -836,6 +836,13 @@ keeper_confine(struct keeper *k)
 		    strerror(errno));
 		goto fail;
 	}
+	/* Not confined: the datasets read-only in its mount namespace. */
+	if (s->ro != NULL && tenant_datasets_enter(s->ro, s->overlay != NULL,
+	    &what) != 0) {
+		xasprintf(&k->error, "DATASETS_DIRECTORIES: %s: %s", what,
+		    strerror(errno));
+		goto fail;
+	}
 	if (s->jail != NULL) {
 		if (keeper_jail(k) != 0)
 			goto fail;
