@@ -204,6 +204,10 @@ SRCS += src/jobfile.c src/cmd-submit.c src/cmd-status.c src/cmd-queue.c
 SRCS += src/etcd.c src/cluster.c src/cluster-mirror.c src/cluster-sched.c
 SRCS += src/cluster-job.c src/api-cluster.c src/cmd-cluster.c
 SRCS += src/cluster-ui.c
+# -- cluster3 (issue 15): fit and room, gangs
+SRCS += src/cluster-fit.c src/cluster-why.c
+$(O)/src/cluster-fit.o $(O)/fuzz/src/cluster-fit.o: src/cluster-int.h
+$(O)/src/cluster-why.o $(O)/fuzz/src/cluster-why.o: src/cluster-int.h
 BENCHES += $(O)/bench/cluster-sim
 # What includes cluster-int.h is built again when it changes.
 CLUSTER_SRCS = src/etcd.c src/cluster.c src/cluster-mirror.c \
