@@ -204,6 +204,10 @@ SRCS += src/jobfile.c src/cmd-submit.c src/cmd-status.c src/cmd-queue.c
 SRCS += src/etcd.c src/cluster.c src/cluster-mirror.c src/cluster-sched.c
 SRCS += src/cluster-job.c src/api-cluster.c src/cmd-cluster.c
 SRCS += src/cluster-ui.c
+# -- cluster3 (issue 15): fit and room, gangs
+SRCS += src/cluster-fit.c src/cluster-why.c
+$(O)/src/cluster-fit.o $(O)/fuzz/src/cluster-fit.o: src/cluster-int.h
+$(O)/src/cluster-why.o $(O)/fuzz/src/cluster-why.o: src/cluster-int.h
 BENCHES += $(O)/bench/cluster-sim
 # What includes cluster-int.h is built again when it changes.
 CLUSTER_SRCS = src/etcd.c src/cluster.c src/cluster-mirror.c \
@@ -288,6 +292,8 @@ install-fence-exec: $(O)/gmux-fence-exec
 # -- containers for remote jobs, images that travel (issue 17)
 SRCS += src/imageref.c src/image.c src/api-image.c src/run-image.c
 SRCS += src/image-shared.c
+# -- workspaces' shells, templates, mounts (issue 17, ws2)
+SRCS += src/workspace.c src/workspace-mount.c src/container-config.c
 all: $(O)/gmux.1
 $(O)/gmux.1: $(O)/gmux
 	@echo "  MAN     $@"

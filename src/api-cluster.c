@@ -280,15 +280,15 @@ ac_queue(struct ac *a, struct etcd_reply *r)
 {
 	struct cluster_shape	 s;
 	json_t			**v, *o, *out = json_array();
-	u_int			 i, n = 0;
+	u_int			 i, k, n = 0;
 	char			*cause = NULL;
 
 	v = xcalloc(r->nkvs + 1, sizeof *v);
 	for (i = 0; i < r->nkvs; i++) {
-		if ((o = ac_job(&r->kvs[i])) == NULL)
+		if (r->kvs[i].key[strlen(cluster->prefix)] != 'q' ||
+		    (o = ac_job(&r->kvs[i])) == NULL)
 			continue;
-		if (cluster_shape_parse(o, &s, &cause) != 0 ||
-		    !ac_owned(a, o)) {
+		if (cluster_shape_parse(o, &s, &cause) != 0) {
 			free(cause);
 			cause = NULL;
 			json_decref(o);
@@ -299,8 +299,13 @@ ac_queue(struct ac *a, struct etcd_reply *r)
 		v[n++] = o;
 	}
 	qsort(v, n, sizeof *v, ac_queue_cmp);
-	for (i = 0; i < n; i++) {
-		json_object_set_new(v[i], "position", json_integer(i + 1));
+	cluster_why(v, n, r);	/* everyone's jobs take room before */
+	for (i = k = 0; i < n; i++) {
+		if (!ac_owned(a, v[i])) {
+			json_decref(v[i]);
+			continue;
+		}
+		json_object_set_new(v[i], "position", json_integer(++k));
 		json_object_del(v[i], "key");
 		json_array_append_new(out, v[i]);
 	}
@@ -322,14 +327,17 @@ ac_queue_cb(struct etcd_reply *r, const char *err, void *arg)
 	ac_free(a);
 }
 
-/* GET /v1/cluster/queue: the queued jobs in the leader's order. */
+/*
+ * GET /v1/cluster/queue: the queued jobs in the leader's order, each with
+ * what it waits for (read from the members and what they hold).
+ */
 void
 api_cluster_queue(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {
 	if (!ac_member(req))
 		return;
-	etcd_range(cluster->etcd, cluster_key("q/"), 1, ac_queue_cb,
+	etcd_range(cluster->etcd, cluster->prefix, 1, ac_queue_cb,
 	    ac_new(req, who));
 }
 
@@ -524,40 +532,62 @@ ac_gang_first(json_t *o, json_t *f)
 	    json_integer_value(json_object_get(f, "ended")));
 }
 
-/*
- * A gang's record, made of its parts' (gang.id = want): ended when all
- * are, with the first failure's state and exit code; NULL if none.
- */
+/* The parts of gang want in r that the request may see, as listed. */
 static json_t *
-ac_gang(struct ac *a, struct etcd_reply *r, const char *want)
+ac_gang_parts(struct ac *a, struct etcd_reply *r, const char *want)
 {
-	json_t		*o, *g = NULL, *parts = json_array(), *first = NULL;
+	json_t		*o, *g, *parts = json_array(), *out;
 	const char	*gid;
-	u_int		 i, ended = 0;
+	json_int_t	 attempt = 0;
+	u_int		 i;
+	size_t		 k;
 
 	for (i = 0; i < r->nkvs; i++) {
 		if ((o = ac_job(&r->kvs[i])) == NULL)
 			continue;
-		gid = json_string_value(json_object_get(json_object_get(o,
-		    "gang"), "id"));
+		g = json_object_get(o, "gang");
+		gid = json_string_value(json_object_get(g, "id"));
 		if (gid == NULL || strcmp(gid, want) != 0 || !ac_owned(a, o)) {
 			json_decref(o);
 			continue;
 		}
-		if (g == NULL)
-			g = json_pack("{s:s,s:O,s:O}", "id", want, "owner",
-			    json_object_get(o, "owner"), "req",
-			    json_object_get(o, "req"));
-		ended += json_object_get(o, "ended") != NULL;
-		if (ac_gang_first(o, first)) {
-			json_decref(first);
-			first = json_incref(o);
-		}
+		if (json_integer_value(json_object_get(g, "attempt")) > attempt)
+			attempt = json_integer_value(json_object_get(g,
+			    "attempt"));
 		json_array_append_new(parts, o);
 	}
-	if (g == NULL) {
+	/* a requeued gang is its last attempt */
+	out = json_array();
+	json_array_foreach(parts, k, o) {
+		if (json_integer_value(json_object_get(json_object_get(o,
+		    "gang"), "attempt")) == attempt)
+			json_array_append(out, o);
+	}
+	json_decref(parts);
+	return (out);
+}
+
+/*
+ * A gang's record, made of its parts' (gang.id = want): ended when all
+ * are, with the first failure's state, exit code and reason; NULL if none.
+ */
+static json_t *
+ac_gang(struct ac *a, struct etcd_reply *r, const char *want)
+{
+	json_t		*o, *g, *parts, *first = NULL;
+	size_t		 i, ended = 0;
+
+	parts = ac_gang_parts(a, r, want);
+	if ((o = json_array_get(parts, 0)) == NULL) {
 		json_decref(parts);
 		return (NULL);
+	}
+	g = json_pack("{s:s,s:O,s:O}", "id", want, "owner", json_object_get(o,
+	    "owner"), "req", json_object_get(o, "req"));
+	json_array_foreach(parts, i, o) {
+		ended += json_object_get(o, "ended") != NULL;
+		if (ac_gang_first(o, first))
+			first = o;
 	}
 	json_object_set_new(g, "state", json_string(ended <
 	    json_array_size(parts) ? "running" : first != NULL ?
@@ -566,8 +596,9 @@ ac_gang(struct ac *a, struct etcd_reply *r, const char *want)
 		json_object_set_new(g, "exit_code", json_integer(first != NULL ?
 		    json_integer_value(json_object_get(first, "exit_code")) :
 		    0));
+	if (first != NULL && json_object_get(first, "reason") != NULL)
+		json_object_set(g, "reason", json_object_get(first, "reason"));
 	json_object_set_new(g, "parts", parts);
-	json_decref(first);
 	return (g);
 }
 

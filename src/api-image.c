@@ -90,7 +90,8 @@ api_images_post(struct evhttp_request *req, const char *unused,
 	id = json_string_value(json_object_get(o, "id"));
 	md = json_string_value(json_object_get(o, "manifest"));
 	if (id == NULL || !digest_valid(id)) {
-		api_error(req, 400, "id: must be an image's ID (64 hex digits)");
+		api_error(req, 400,
+		    "id: must be an image's ID (64 hex digits)");
 		goto out;
 	}
 	if (md == NULL || !digest_valid(md)) {
@@ -112,8 +113,9 @@ api_images_post(struct evhttp_request *req, const char *unused,
 		goto out;
 	}
 	if ((missing = api_image_missing(c, &m)) != NULL) {
-		api_image_reply(req, 412, json_pack("{s:s,s:o}", "error", "manifest: "
-		    "some of its blobs are not here", "missing", missing));
+		api_image_reply(req, 412, json_pack("{s:s,s:o}", "error",
+		    "manifest: some of its blobs are not here", "missing",
+		    missing));
 	} else if (image_load(c, id, &m, &code, &cause) != 0) {
 		api_error(req, code, "%s", cause);
 		free(cause);

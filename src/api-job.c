@@ -157,6 +157,7 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 
 	jobreq_init(&r);
 	if ((body = api_body(req, &cause)) == NULL ||
+	    container_config_template(body, &cause) != 0 ||
 	    jobreq_from_json(body, &r, &cause) != 0 ||
 	    api_job_query_key(req, &r, &cause) != 0) {
 		api_error(req, 400, "%s", cause);
@@ -183,10 +184,30 @@ api_jobs_create(struct evhttp_request *req, const char *id,
 		api_error(req, code, "%s", cause);
 		goto out;
 	}
+	if (container_config_allowed(&r, &cause) != 0) {
+		api_error(req, 403, "%s", cause);
+		goto out;
+	}
+	if (workspace_mounts_check(&r, who->owner, &cause) != 0) {
+		api_error(req, 400, "%s", cause);
+		goto out;
+	}
 	if (r.spec.workspace &&
-	    container_workspace_taken(who->owner, r.spec.name)) {
+	    workspace_find_live(who->owner, r.spec.name) != NULL) {
 		api_error(req, 409, "name: a workspace %s exists", r.spec.name);
 		goto out;
+	}
+	if (r.spec.in_workspace != NULL) {
+		if (workspace_shell_check(&r, who->owner, &code, &cause) != 0) {
+			api_error(req, code, "%s", cause);
+			goto out;
+		}
+		/* Its one shell: a second gmux shell NAME attaches to it. */
+		if ((j = workspace_shell_live(who->owner,
+		    r.spec.in_workspace)) != NULL) {
+			api_job_submitted(req, j, 200);
+			goto out;
+		}
 	}
 	if (r.spec.array != NULL) {
 		api_jobs_create_array(req, &r, who);

@@ -6,6 +6,8 @@
 #ifndef CLUSTER_INT_H
 #define CLUSTER_INT_H
 
+#include <string.h>
+
 #include "gmux.h"
 
 /* etcd.c: etcd 3.4's JSON gateway, asynchronous on a libevent loop */
@@ -158,12 +160,16 @@ void		 cluster_member_clear(struct cluster_member *);
 void		 cluster_deposed(void);
 json_t		*cluster_fence(json_t *);
 char		*cluster_stop_value(json_t *);
+char		*cluster_part_id(const char *, u_int, u_int);
 
-/* cluster-sched.c: the leader's placement */
+/* cluster-fit.c: what a job asks of a member, and why none could hold it */
 #define CLUSTER_GANG_MAX	32	/* a gang's members, at most */
 #define CLUSTER_GANG_PORT	29500	/* MASTER_PORT: from here, */
-#define CLUSTER_GANG_PORTS	500	/* ... one of these, by its id */
+#define CLUSTER_GANG_PORTS	500	/* ... one of these, free on MASTER */
 #define CLUSTER_WORD	64		/* a type's, a name's, a tag's room */
+#define CLUSTER_CARDS	64		/* a member's cards counted, at most */
+#define CLUSTER_ID_MAX	128		/* a job id's room */
+#define CLUSTER_ADDR_MAX 256		/* a MASTER_ADDR's room */
 struct cluster_shape {			/* what a job asks of one member */
 	u_int		 seats;		/* per card */
 	uint64_t	 mem;		/* per card; 0: share x memory */
@@ -180,10 +186,70 @@ struct cluster_shape {			/* what a job asks of one member */
 	char		 server[CLUSTER_WORD];	/* --server; "": any */
 	char		 tag[CLUSTER_WORD];	/* --partition; "": any */
 };
+struct cluster_room {			/* a member and what is committed */
+	struct cluster_member m;
+	u_int		 used[CLUSTER_CARDS];	/* seats committed per card */
+	uint64_t	 mused[CLUSTER_CARDS];
+	u_int		 cpus;		/* CPUs and RAM committed */
+	uint64_t	 ram;
+	u_int		 njobs;
+	int64_t		 seen;		/* mono ms it was first seen */
+	int		 picked;	/* a part of this gang is on it */
+};
 int		 cluster_shape_parse(json_t *, struct cluster_shape *,
 		     char **);
 char		*cluster_refusal(const struct cluster_member *, u_int,
 		     const struct cluster_shape *);
+/* cluster-sched.c: a member's room now (the rest below) */
+u_int		 cluster_room_cards(const struct cluster_room *,
+		     const struct cluster_shape *, u_int *);
+u_int		 cluster_room_fit(const struct cluster_room *,
+		     const struct cluster_shape *, u_int *, u_int *);
+int		 cluster_room_has(const struct cluster_room *,
+		     const struct cluster_shape *);
+void		 cluster_room_charge(struct cluster_room *,
+		     const struct cluster_shape *, const u_int *, u_int, int);
+
+/* The pure checks placement and refusals share (inline: the hot path). */
+/* What one card needs of memory for s (0: share x its memory). */
+static inline uint64_t
+cluster_need(const struct cluster_shape *s, uint64_t memory)
+{
+	if (s->mem != 0)
+		return (s->mem);
+	return (memory / SEATS_PER_CARD * s->seats);
+}
+
+/* Whether card c could ever hold a part of s: its type, its memory. */
+static inline int
+cluster_card_could(const struct cluster_card *c,
+    const struct cluster_shape *s)
+{
+	if (s->type[0] != '\0' && !jobspec_type_is(c->vendor, c->model,
+	    s->type))
+		return (0);
+	return (cluster_need(s, c->memory) <= c->memory &&
+	    c->memory >= s->vram);
+}
+
+/* Whether member m could ever hold s, its cards aside. */
+static inline int
+cluster_member_could(const struct cluster_member *m,
+    const struct cluster_shape *s)
+{
+	if (s->server[0] != '\0' && strcmp(m->name, s->server) != 0)
+		return (0);
+	if (s->tag[0] != '\0' && !jobspec_tagged(m->tags, s->tag))
+		return (0);
+	if (s->cpus > m->cpus || s->ram > m->ram)
+		return (0);
+	return (1);
+}
+
+/* cluster-why.c: what each queued job waits for */
+void		 cluster_why(json_t **, u_int, const struct etcd_reply *);
+
+/* cluster-sched.c: the leader's placement */
 void		 cluster_sched_start(void);
 void		 cluster_sched_stop(void);
 void		 cluster_sched_tick(int64_t);

@@ -181,18 +181,22 @@ cj_gang_stops(json_t *rec, json_t *ops)
 {
 	json_t		*g = json_object_get(rec, "gang");
 	const char	*gid = json_string_value(json_object_get(g, "id"));
-	json_int_t	 rank, size, k;
-	char		*owner;
+	json_int_t	 rank, size, k, attempt;
+	char		*owner, *id;
 
 	if (gid == NULL)
 		return;
 	rank = json_integer_value(json_object_get(g, "rank"));
 	size = json_integer_value(json_object_get(g, "size"));
+	attempt = json_integer_value(json_object_get(g, "attempt"));
 	owner = cluster_stop_value(json_object_get(rec, "owner"));
 	for (k = 0; k < size && k < CLUSTER_GANG_MAX; k++) {
-		if (k != rank)
-			json_array_append_new(ops, etcd_op_put(cluster_key(
-			    "s/%s-%lld", gid, (long long)k), owner, 0));
+		if (k == rank)
+			continue;
+		id = cluster_part_id(gid, (u_int)k, (u_int)attempt);
+		json_array_append_new(ops, etcd_op_put(cluster_key("s/%s", id),
+		    owner, 0));
+		free(id);
 	}
 	free(owner);
 }
@@ -200,12 +204,13 @@ cj_gang_stops(json_t *rec, json_t *ops)
 static void
 cj_end(struct cj *c, struct job *j)
 {
-	json_t		*o = json_deep_copy(c->rec), *ops;
+	json_t		*o = json_deep_copy(c->rec), *ops, *fail = NULL;
 	char		*text, *to, *from;
-	int		 failed;
+	int		 failed, gang = json_object_get(c->rec, "gang") != NULL;
 
-	if (c->unstarted || (c->cutoff && j != NULL &&
-	    j->state == JOB_STOPPED)) {
+	/* a gang's part never goes back alone: the leader requeues gangs */
+	if (!gang && (c->unstarted || (c->cutoff && j != NULL &&
+	    j->state == JOB_STOPPED))) {
 		xasprintf(&to, "%sq/%s", cluster->prefix, c->id);
 		json_object_del(o, "member");
 		json_object_del(o, "cards");
@@ -217,7 +222,8 @@ cj_end(struct cj *c, struct job *j)
 		    j->exit_code : -1));
 		if (j == NULL)
 			json_object_set_new(o, "reason", json_string(
-			    "its member lost the local job"));
+			    c->unstarted ? "its member restarted before it "
+			    "started" : "its member lost the local job"));
 		else if (j->reason != NULL)
 			json_object_set_new(o, "reason",
 			    json_string(j->reason));
@@ -230,10 +236,17 @@ cj_end(struct cj *c, struct job *j)
 	xasprintf(&from, "%sr/%s/%s", cluster->prefix, cluster->name, c->id);
 	ops = json_pack("[ooo]", etcd_op_delete(from), etcd_op_put(to, text,
 	    0), etcd_op_delete(cluster_key("s/%s", c->id)));
-	if (failed && !c->unstarted && !c->cutoff)
-		cj_gang_stops(c->rec, ops);
+	if (failed)
+		cj_gang_stops(c->rec, ops);	/* a gang's part: the others */
+	/*
+	 * A part the leader ended (its member left) has a stop that only
+	 * its own member deletes; a part's id is never used again.
+	 */
+	if (gang)
+		fail = json_pack("[o]", etcd_op_delete(cluster_key("s/%s",
+		    c->id)));
 	etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(from, "MOD",
-	    c->mod)), ops, NULL, cj_end_cb, xstrdup(c->id));
+	    c->mod)), ops, fail, cj_end_cb, xstrdup(c->id));
 	free(from);
 	free(to);
 	free(text);

@@ -15,24 +15,27 @@
 #define CLUSTER_BATCH	60	/* 2 ops each: etcd allows 128 a Txn */
 #define CLUSTER_INFLIGHT 4	/* batches at once (etcd batches their
 				   fsyncs) */
-#define CLUSTER_CARDS	64
-
-struct cs_member {
-	struct cluster_member m;
-	u_int		 used[CLUSTER_CARDS];	/* seats committed per card */
-	uint64_t	 mused[CLUSTER_CARDS];
-	u_int		 cpus;		/* CPUs and RAM committed */
-	uint64_t	 ram;
-	u_int		 njobs;
-	int64_t		 seen;		/* mono ms it was first seen */
-	int		 picked;	/* a part of this gang is on it */
-};
 
 struct cs_job {
 	struct mirror_entry *me;
 	const char	*id;
 	struct cluster_shape s;
+	u_int		 attempt;	/* a gang's, requeued */
 	int64_t		 key;		/* queue order: lower first */
+};
+
+/* A gang with parts assigned or running, as one pass sees it. */
+struct cs_gang {
+	char		 id[CLUSTER_ID_MAX];
+	u_int		 attempt;	/* the newest attempt live */
+	uint32_t	 live;		/* its ranks live, of that attempt */
+	int		 handled;	/* its loss is in this pass's batch */
+};
+
+/* A MASTER_PORT a live gang holds on its MASTER_ADDR. */
+struct cs_port {
+	char		 master[CLUSTER_ADDR_MAX];
+	u_int		 port;
 };
 
 struct cs_gone {
@@ -42,7 +45,7 @@ struct cs_gone {
 
 static struct {
 	struct mirror	*m, *q, *a, *r;
-	struct cs_member *members;
+	struct cluster_room *members;
 	u_int		 nmembers;
 	struct hmap	*seen;		/* name -> int64_t * first seen */
 	struct cs_gone	*gone;
@@ -50,6 +53,10 @@ static struct {
 	struct cs_batch	*flying[CLUSTER_INFLIGHT];	/* Txns in flight */
 	u_int		 nflying;
 	int		 dirty;		/* something changed since a pass */
+	struct cs_gang	*gangs;		/* this pass's */
+	u_int		 ngangs;
+	struct cs_port	*ports;		/* this pass's */
+	u_int		 nports;
 	uint64_t	 placed;	/* jobs assigned (the bench reads it) */
 	uint64_t	 txns;
 } cs;
@@ -60,213 +67,36 @@ cs_changed(void *arg)
 	cs.dirty = 1;
 }
 
-/* Copies a directive's word into a shape's room for it. */
-static int
-cs_word(char *to, const char *from, const char *what, char **cause)
+
+/* The cards of m with room for s now, in cards; how many. */
+u_int
+cluster_room_cards(const struct cluster_room *m,
+    const struct cluster_shape *s, u_int *cards)
 {
-	if (from == NULL)
-		return (0);
-	if (strlen(from) >= CLUSTER_WORD) {
-		xasprintf(cause, "%s: longer than %d characters", what,
-		    CLUSTER_WORD - 1);
-		return (-1);
-	}
-	snprintf(to, CLUSTER_WORD, "%s", from);
-	return (0);
-}
-
-/* The directives that place it (docs/cluster.md, "Placement"). */
-static int
-cs_spec(const struct jobspec *j, struct cluster_shape *s, char **cause)
-{
-	s->cpus = j->cpus;
-	s->ram = j->ram;
-	s->vram = j->vram;
-	s->mode = j->mode;
-	s->nodes = j->nodes > 0 ? j->nodes : 1;
-	if (cs_word(s->type, j->gpu_type, "gpus", cause) != 0 ||
-	    cs_word(s->server, j->server, "server", cause) != 0 ||
-	    cs_word(s->tag, j->partition, "partition", cause) != 0)
-		return (-1);
-	return (0);
-}
-
-/* Parses the request of a job record into s. */
-int
-cluster_shape_parse(json_t *rec, struct cluster_shape *s, char **cause)
-{
-	json_t		*req = json_object_get(rec, "req"), *x;
-	struct jobreq	 r;
-	int		 rc;
-
-	memset(s, 0, sizeof *s);
-	if (!json_is_object(req)) {
-		xasprintf(cause, "no req");
-		return (-1);
-	}
-	jobreq_init(&r);
-	if ((rc = jobreq_from_json(req, &r, cause)) == 0) {
-		s->seats = r.seats;
-		s->mem = r.mem;
-		s->ncards = r.ncards;
-		s->prio = r.priority;
-		s->flags = r.flags;
-		rc = cs_spec(&r.spec, s, cause);
-	}
-	jobreq_clear(&r);
-	if ((x = json_object_get(rec, "submitted")) != NULL &&
-	    json_is_integer(x))
-		s->submitted = json_integer_value(x);
-	return (rc);
-}
-
-/* What one card needs of memory for s (0: share x its memory). */
-static uint64_t
-cs_need(const struct cluster_shape *s, uint64_t memory)
-{
-	if (s->mem != 0)
-		return (s->mem);
-	return (memory / SEATS_PER_CARD * s->seats);
-}
-
-/* Whether card c could ever hold a part of s: its type, its memory. */
-static int
-cs_card_could(const struct cluster_card *c, const struct cluster_shape *s)
-{
-	if (s->type[0] != '\0' && !jobspec_type_is(c->vendor, c->model,
-	    s->type))
-		return (0);
-	return (cs_need(s, c->memory) <= c->memory && c->memory >= s->vram);
-}
-
-/* Whether member m could ever hold s, its cards aside. */
-static int
-cs_member_could(const struct cluster_member *m, const struct cluster_shape *s)
-{
-	if (s->server[0] != '\0' && strcmp(m->name, s->server) != 0)
-		return (0);
-	if (s->tag[0] != '\0' && !jobspec_tagged(m->tags, s->tag))
-		return (0);
-	if (s->cpus > m->cpus || s->ram > m->ram)
-		return (0);
-	return (1);
-}
-
-/* The members of v that could hold s's member-wide asks (cpus, ram...). */
-static char *
-cs_refuse_member(const struct cluster_member *v, u_int n,
-    const struct cluster_shape *s)
-{
-	struct cluster_shape	 t;
-	char			*why, *size;
-	u_int			 i;
-
-	memset(&t, 0, sizeof t);
-	snprintf(t.server, sizeof t.server, "%s", s->server);
-	for (i = 0; i < n && !cs_member_could(&v[i], &t); i++)
-		;
-	if (i == n) {
-		xasprintf(&why, "no member is named %s", s->server);
-		return (why);
-	}
-	snprintf(t.tag, sizeof t.tag, "%s", s->tag);
-	for (i = 0; i < n && !cs_member_could(&v[i], &t); i++)
-		;
-	if (i == n) {
-		xasprintf(&why, "no member%s%s has the tag %s", *s->server ?
-		    " named " : "", s->server, s->tag);
-		return (why);
-	}
-	t.cpus = s->cpus;
-	for (i = 0; i < n && !cs_member_could(&v[i], &t); i++)
-		;
-	if (i == n) {
-		xasprintf(&why, "no member has %u CPUs", s->cpus);
-		return (why);
-	}
-	size = format_size(s->ram);
-	xasprintf(&why, "no member has %s of RAM", size);
-	free(size);
-	return (why);
-}
-
-/*
- * Why no member of v could ever hold s, or NULL if one could (the caller
- * frees the reason).
- */
-char *
-cluster_refusal(const struct cluster_member *v, u_int n,
-    const struct cluster_shape *s)
-{
-	u_int		 i, c, fit, typed, most = 0, mtyped = 0, could = 0;
-	u_int		 hold = 0;
-	char		*why;
-
-	if (n == 0)
-		return (xstrdup("no member is live"));
-	if (s->mode == JOBSPEC_OVERCOMMIT)
-		return (xstrdup("mode: overcommit is not taken yet (each "
-		    "member reserves what it admits); use shared"));
-	if (s->nodes > CLUSTER_GANG_MAX) {
-		xasprintf(&why, "nodes: at most %u members in a gang",
-		    CLUSTER_GANG_MAX);
-		return (why);
-	}
-	for (i = 0; i < n; i++) {
-		if (!cs_member_could(&v[i], s))
-			continue;
-		could++;
-		for (c = fit = typed = 0; c < v[i].ncards; c++) {
-			typed += s->type[0] == '\0' || jobspec_type_is(
-			    v[i].cards[c].vendor, v[i].cards[c].model, s->type);
-			fit += cs_card_could(&v[i].cards[c], s);
-		}
-		if (s->ncards == 0 || s->seats == 0 || fit >= s->ncards) {
-			if (++hold >= s->nodes)
-				return (NULL);
-			continue;
-		}
-		most = v[i].ncards > most ? v[i].ncards : most;
-		mtyped = typed > mtyped ? typed : mtyped;
-	}
-	if (hold > 0) {
-		xasprintf(&why, "nodes: a gang of %u needs %u members that "
-		    "could hold a part; %u could", s->nodes, s->nodes, hold);
-		return (why);
-	}
-	if (could == 0)
-		return (cs_refuse_member(v, n, s));
-	if (most == 0)
-		return (xstrdup("no member has a GPU"));
-	if (s->type[0] != '\0' && mtyped == 0)
-		xasprintf(&why, "no member has a GPU of type %s", s->type);
-	else if (mtyped < s->ncards)
-		xasprintf(&why, "no member has %u GPUs%s%s", s->ncards,
-		    *s->type ? " of type " : "", s->type);
-	else
-		why = xstrdup("no member has a card with that much memory");
-	return (why);
-}
-
-/* The cards of m that s fits on now, best fit first; 0 if too few. */
-static u_int
-cs_fit(const struct cs_member *m, const struct cluster_shape *s,
-    u_int *cards, u_int *left)
-{
-	u_int		 c, n = 0, i, j, t;
+	u_int		 c, n = 0;
 	uint64_t	 need;
 
-	*left = 0;
 	for (c = 0; c < m->m.ncards && c < CLUSTER_CARDS; c++) {
-		need = cs_need(s, m->m.cards[c].memory);
+		need = cluster_need(s, m->m.cards[c].memory);
 		if (m->used[c] + s->seats > SEATS_PER_CARD ||
 		    m->mused[c] + need > m->m.cards[c].memory ||
 		    m->m.cards[c].memory - m->mused[c] < s->vram ||
-		    !cs_card_could(&m->m.cards[c], s))
+		    !cluster_card_could(&m->m.cards[c], s))
 			continue;
 		cards[n++] = c;
 	}
-	if (n < s->ncards)
+	return (n);
+}
+
+/* The cards of m that s fits on now, best fit first; 0 if too few. */
+u_int
+cluster_room_fit(const struct cluster_room *m, const struct cluster_shape *s,
+    u_int *cards, u_int *left)
+{
+	u_int		 n, i, j, t;
+
+	*left = 0;
+	if ((n = cluster_room_cards(m, s, cards)) < s->ncards)
 		return (0);
 	/* the fullest cards first: best fit */
 	for (i = 1; i < n; i++) {
@@ -283,41 +113,17 @@ cs_fit(const struct cs_member *m, const struct cluster_shape *s,
 }
 
 /* Whether m has the CPUs and RAM s reserves, and is the member it asks. */
-static int
-cs_member_room(const struct cs_member *m, const struct cluster_shape *s)
+int
+cluster_room_has(const struct cluster_room *m, const struct cluster_shape *s)
 {
-	return (cs_member_could(&m->m, s) && m->cpus + s->cpus <= m->m.cpus &&
+	return (cluster_member_could(&m->m, s) &&
+	    m->cpus + s->cpus <= m->m.cpus &&
 	    m->ram + s->ram <= m->m.ram);
 }
 
-/* The member s fits best on now (least room left), or NULL. */
-static struct cs_member *
-cs_best(const struct cluster_shape *s, u_int *cards)
-{
-	struct cs_member	*best = NULL;
-	u_int			 i, k, left, bleft = UINT32_MAX;
-	u_int			 tmp[CLUSTER_CARDS];
-
-	for (i = 0; i < cs.nmembers; i++) {
-		if (cs.members[i].picked || !cs_member_room(&cs.members[i], s))
-			continue;
-		if (s->ncards == 0 || s->seats == 0) {
-			left = cs.members[i].njobs;	/* CPU jobs: spread */
-			k = 0;
-		} else if ((k = cs_fit(&cs.members[i], s, tmp, &left)) == 0)
-			continue;
-		if (best == NULL || left < bleft) {
-			best = &cs.members[i];
-			bleft = left;
-			memcpy(cards, tmp, k * sizeof *cards);
-		}
-	}
-	return (best);
-}
-
 /* Commits s on m's cards (sign 1), or takes it back (-1). */
-static void
-cs_charge_by(struct cs_member *m, const struct cluster_shape *s,
+void
+cluster_room_charge(struct cluster_room *m, const struct cluster_shape *s,
     const u_int *cards, u_int n, int sign)
 {
 	u_int	 i;
@@ -329,19 +135,46 @@ cs_charge_by(struct cs_member *m, const struct cluster_shape *s,
 		if (cards[i] >= m->m.ncards || cards[i] >= CLUSTER_CARDS)
 			continue;
 		m->used[cards[i]] += sign * s->seats;
-		m->mused[cards[i]] += sign * cs_need(s,
+		m->mused[cards[i]] += sign * cluster_need(s,
 		    m->m.cards[cards[i]].memory);
 	}
 }
 
-static void
-cs_charge(struct cs_member *m, const struct cluster_shape *s,
-    const u_int *cards, u_int n)
+/* The member s fits best on now (least room left), or NULL. */
+static struct cluster_room *
+cs_best(const struct cluster_shape *s, u_int *cards)
 {
-	cs_charge_by(m, s, cards, n, 1);
+	struct cluster_room	*best = NULL;
+	u_int			 i, k, left, bleft = UINT32_MAX;
+	u_int			 tmp[CLUSTER_CARDS];
+
+	for (i = 0; i < cs.nmembers; i++) {
+		if (cs.members[i].picked ||
+		    !cluster_room_has(&cs.members[i], s))
+			continue;
+		if (s->ncards == 0 || s->seats == 0) {
+			left = cs.members[i].njobs;	/* CPU jobs: spread */
+			k = 0;
+		} else if ((k = cluster_room_fit(&cs.members[i], s, tmp,
+		    &left)) == 0)
+			continue;
+		if (best == NULL || left < bleft) {
+			best = &cs.members[i];
+			bleft = left;
+			memcpy(cards, tmp, k * sizeof *cards);
+		}
+	}
+	return (best);
 }
 
-static struct cs_member *
+static void
+cs_charge(struct cluster_room *m, const struct cluster_shape *s,
+    const u_int *cards, u_int n)
+{
+	cluster_room_charge(m, s, cards, n, 1);
+}
+
+static struct cluster_room *
 cs_member_find(const char *name, size_t len)
 {
 	u_int	 i;
@@ -368,7 +201,33 @@ struct cs_parsed {
 	struct cluster_shape	 s;
 	u_int			 cards[CLUSTER_CARDS];
 	u_int			 ncards;
+	u_int			 attempt;	/* a gang's, requeued */
+	int			 gang;		/* a gang's part: */
+	char			 gid[CLUSTER_ID_MAX];
+	char			 master[CLUSTER_ADDR_MAX];
+	u_int			 rank;
+	u_int			 port;
 };
+
+/* A gang part's place (its record's "gang"), kept in p. */
+static void
+cs_gang_parse(json_t *g, struct cs_parsed *p)
+{
+	const char	*gid = json_string_value(json_object_get(g, "id"));
+	const char	*master = json_string_value(json_object_get(g,
+			    "master"));
+
+	if (gid == NULL || master == NULL || strlen(gid) >= sizeof p->gid ||
+	    strlen(master) >= sizeof p->master)
+		return;
+	p->gang = 1;
+	snprintf(p->gid, sizeof p->gid, "%s", gid);
+	snprintf(p->master, sizeof p->master, "%s", master);
+	p->rank = (u_int)json_integer_value(json_object_get(g, "rank"));
+	p->port = (u_int)json_integer_value(json_object_get(g, "port"));
+	p->attempt = (u_int)json_integer_value(json_object_get(g,
+	    "attempt"));
+}
 
 static const struct cs_parsed *
 cs_job_parse(struct mirror_entry *me)
@@ -392,6 +251,9 @@ cs_job_parse(struct mirror_entry *me)
 				p->cards[p->ncards++] = (u_int)
 				    json_integer_value(x);
 		}
+		p->attempt = (u_int)json_integer_value(json_object_get(
+		    me->val, "attempt"));
+		cs_gang_parse(json_object_get(me->val, "gang"), p);
 	}
 	return (p->ok ? p : NULL);
 }
@@ -402,7 +264,7 @@ cs_members_load(int64_t now)
 {
 	struct mirror_entry		*me;
 	const struct cluster_member	*pm;
-	struct cs_member		*m;
+	struct cluster_room		*m;
 	size_t				 it = 0;
 	int64_t				*seen;
 
@@ -424,22 +286,85 @@ cs_members_load(int64_t now)
 	}
 }
 
+static struct cs_gang *
+cs_gang_find(const char *gid)
+{
+	u_int	 i;
+
+	for (i = 0; i < cs.ngangs; i++) {
+		if (strcmp(cs.gangs[i].id, gid) == 0)
+			return (&cs.gangs[i]);
+	}
+	return (NULL);
+}
+
+static int
+cs_port_used(const char *master, u_int port)
+{
+	u_int	 i;
+
+	for (i = 0; i < cs.nports; i++) {
+		if (cs.ports[i].port == port &&
+		    strcmp(cs.ports[i].master, master) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+static void
+cs_port_add(const char *master, u_int port)
+{
+	struct cs_port	*pt;
+
+	if (cs_port_used(master, port) || strlen(master) >= sizeof pt->master)
+		return;
+	cs.ports = xreallocarray(cs.ports, cs.nports + 1, sizeof *cs.ports);
+	pt = &cs.ports[cs.nports++];
+	snprintf(pt->master, sizeof pt->master, "%s", master);
+	pt->port = port;
+}
+
+/* A gang's part is assigned or running: its gang and port are live. */
+static void
+cs_gang_live(const struct cs_parsed *p)
+{
+	struct cs_gang	*g;
+
+	cs_port_add(p->master, p->port);
+	if ((g = cs_gang_find(p->gid)) == NULL) {
+		cs.gangs = xreallocarray(cs.gangs, cs.ngangs + 1,
+		    sizeof *cs.gangs);
+		g = &cs.gangs[cs.ngangs++];
+		memset(g, 0, sizeof *g);
+		snprintf(g->id, sizeof g->id, "%s", p->gid);
+		g->attempt = p->attempt;
+	}
+	if (p->attempt > g->attempt) {
+		g->attempt = p->attempt;
+		g->live = 0;
+	}
+	if (p->attempt == g->attempt && p->rank < CLUSTER_GANG_MAX)
+		g->live |= 1U << p->rank;
+}
+
 /* Charges what is assigned or running (a/NAME/ID, r/NAME/ID) to NAME. */
 static void
 cs_commit_load(struct mirror *mr, size_t plen)
 {
 	struct mirror_entry	*me;
 	const struct cs_parsed	*p;
-	struct cs_member	*m;
+	struct cluster_room	*m;
 	size_t			 it = 0;
 	const char		*name, *slash;
 
 	while (mirror_next(mr, &it, &me)) {
 		name = me->key + plen;
 		if ((slash = strchr(name, '/')) == NULL ||
-		    (m = cs_member_find(name, (size_t)(slash - name))) == NULL)
+		    (p = cs_job_parse(me)) == NULL)
 			continue;
-		if ((p = cs_job_parse(me)) != NULL)
+		if (p->gang)
+			cs_gang_live(p);	/* its member live or not */
+		if ((m = cs_member_find(name, (size_t)(slash - name))) != NULL)
 			cs_charge(m, &p->s, p->cards, p->ncards);
 	}
 }
@@ -472,6 +397,7 @@ cs_queue(int64_t nowms, u_int *n)
 		v[*n].me = me;
 		v[*n].id = me->key + plen;
 		v[*n].s = p->s;
+		v[*n].attempt = p->attempt;
 		v[*n].key = v[*n].s.submitted - (int64_t)v[*n].s.prio *
 		    SCHED_AGE_MS;
 		(*n)++;
@@ -564,9 +490,11 @@ cs_landed(struct cs_batch *b)
 static void
 cs_charge_flying(void)
 {
-	struct cs_member	*m;
+	struct cluster_room	*m;
 	struct cs_op		*op;
 	u_int			 i, k;
+	json_t			*g;
+	const char		*master;
 
 	for (i = 0; i < cs.nflying; i++) {
 		for (k = 0; k < cs.flying[i]->n; k++) {
@@ -574,6 +502,11 @@ cs_charge_flying(void)
 			if (op->member != NULL && (m = cs_member_find(
 			    op->member, strlen(op->member))) != NULL)
 				cs_charge(m, &op->s, op->cards, op->s.ncards);
+			if ((g = json_object_get(op->val, "gang")) != NULL &&
+			    (master = json_string_value(json_object_get(g,
+			    "master"))) != NULL)
+				cs_port_add(master, (u_int)json_integer_value(
+				    json_object_get(g, "port")));
 		}
 	}
 }
@@ -661,7 +594,7 @@ cs_batch_send(struct cs_batch *b)
 /* A pass. */
 
 static json_t *
-cs_assigned(const struct mirror_entry *me, const struct cs_member *m,
+cs_assigned(const struct mirror_entry *me, const struct cluster_room *m,
     const u_int *cards, u_int n)
 {
 	json_t	*o = json_deep_copy(me->val), *c = json_array();
@@ -682,7 +615,7 @@ cs_assigned(const struct mirror_entry *me, const struct cs_member *m,
  * charged; move: it is the one that takes j off the queue.
  */
 static void
-cs_assign(struct cs_batch *b, const struct cs_job *j, struct cs_member *m,
+cs_assign(struct cs_batch *b, const struct cs_job *j, struct cluster_room *m,
     const u_int *cards, json_t *o, const char *id, int move)
 {
 	struct cs_op	*op;
@@ -701,7 +634,7 @@ cs_assign(struct cs_batch *b, const struct cs_job *j, struct cs_member *m,
  * serves, else its name (a host name, by default).
  */
 static char *
-cs_master(const struct cs_member *m)
+cs_master(const struct cluster_room *m)
 {
 	const char	*a = m->m.addr, *colon;
 
@@ -713,22 +646,36 @@ cs_master(const struct cs_member *m)
 	return (xstrndup(a, (size_t)(colon - a)));
 }
 
-/* A gang's part k on m: the job's record, its part's id and its ranks. */
-static json_t *
-cs_part(const struct cs_job *j, struct cs_member *m, const u_int *cards,
-    u_int k, const char *master, char **id)
+/* A free MASTER_PORT on master for gang gid, from a hash of its id on. */
+static u_int
+cs_port_pick(const char *gid, const char *master)
 {
-	json_t		*o = cs_assigned(j->me, m, cards, j->s.ncards);
 	uint32_t	 h = 2166136261u;
 	const char	*p;
+	u_int		 i, port;
 
-	for (p = j->id; *p != '\0'; p++)
+	for (p = gid; *p != '\0'; p++)
 		h = (h ^ (u_char)*p) * 16777619u;
-	xasprintf(id, "%s-%u", j->id, k);
+	for (i = 0; i < CLUSTER_GANG_PORTS; i++) {
+		port = CLUSTER_GANG_PORT + (h + i) % CLUSTER_GANG_PORTS;
+		if (!cs_port_used(master, port))
+			return (port);
+	}
+	return (0);
+}
+
+/* A gang's part k on m: the job's record, its part's id and its ranks. */
+static json_t *
+cs_part(const struct cs_job *j, struct cluster_room *m, const u_int *cards,
+    u_int k, const char *master, u_int port, char **id)
+{
+	json_t		*o = cs_assigned(j->me, m, cards, j->s.ncards);
+
+	*id = cluster_part_id(j->id, k, j->attempt);
 	json_object_set_new(o, "id", json_string(*id));
-	json_object_set_new(o, "gang", json_pack("{s:s,s:i,s:i,s:s,s:i}",
+	json_object_set_new(o, "gang", json_pack("{s:s,s:i,s:i,s:s,s:i,s:i}",
 	    "id", j->id, "rank", k, "size", j->s.nodes, "master", master,
-	    "port", CLUSTER_GANG_PORT + h % CLUSTER_GANG_PORTS));
+	    "port", port, "attempt", j->attempt));
 	return (o);
 }
 
@@ -739,31 +686,35 @@ cs_part(const struct cs_job *j, struct cs_member *m, const u_int *cards,
 static int
 cs_place_gang(struct cs_batch *b, const struct cs_job *j)
 {
-	struct cs_member	*m[CLUSTER_GANG_MAX];
+	struct cluster_room	*m[CLUSTER_GANG_MAX];
 	u_int			 cards[CLUSTER_GANG_MAX][CLUSTER_CARDS];
-	u_int			 k, n = j->s.nodes;
+	u_int			 k, n = j->s.nodes, port = 0;
 	char			*master, *id;
 	json_t			*o;
 
-	if (n > CLUSTER_GANG_MAX || b->n + n > CLUSTER_BATCH)
-		return (0);
+	if (n > CLUSTER_GANG_MAX || b->n + n > CLUSTER_BATCH ||
+	    cs_gang_find(j->id) != NULL)
+		return (0);	/* or its last attempt's parts are stopping */
 	for (k = 0; k < n; k++) {
 		if ((m[k] = cs_best(&j->s, cards[k])) == NULL)
 			break;
 		m[k]->picked = 1;
 		cs_charge(m[k], &j->s, cards[k], j->s.ncards);
 	}
-	for (; k > 0 && k < n; k--) {	/* too few: taken back */
-		m[k - 1]->picked = 0;
-		cs_charge_by(m[k - 1], &j->s, cards[k - 1], j->s.ncards, -1);
-	}
-	if (k == 0)
-		return (0);
-	master = cs_master(m[0]);
-	for (k = 0; k < n; k++) {
+	master = k == n ? cs_master(m[0]) : NULL;
+	if (master != NULL && (port = cs_port_pick(j->id, master)) != 0)
+		cs_port_add(master, port);
+	while (k > 0) {		/* taken back: charged again as assigned */
+		k--;
 		m[k]->picked = 0;
-		cs_charge_by(m[k], &j->s, cards[k], j->s.ncards, -1);
-		o = cs_part(j, m[k], cards[k], k, master, &id);
+		cluster_room_charge(m[k], &j->s, cards[k], j->s.ncards, -1);
+	}
+	if (port == 0) {	/* too few members, or no port on master */
+		free(master);
+		return (0);
+	}
+	for (k = 0; k < n; k++) {
+		o = cs_part(j, m[k], cards[k], k, master, port, &id);
 		cs_assign(b, j, m[k], cards[k], o, id, k == 0);
 		free(id);
 	}
@@ -777,7 +728,7 @@ static void
 cs_place(struct cs_batch *b, int64_t nowms)
 {
 	struct cs_job		*v;
-	struct cs_member	*m;
+	struct cluster_room	*m;
 	u_int			 n, i, cards[CLUSTER_CARDS];
 
 	v = cs_queue(nowms, &n);
@@ -798,6 +749,81 @@ cs_place(struct cs_batch *b, int64_t nowms)
 		 */
 	}
 	free(v);
+}
+
+/* A gang's part's end: failed, its member name having left. */
+static json_t *
+cs_lost(const struct mirror_entry *me, const char *name)
+{
+	json_t	*o = json_deep_copy(me->val);
+	char	*why;
+
+	xasprintf(&why, "member %s left", name);
+	json_object_set_new(o, "state", json_string("failed"));
+	json_object_set_new(o, "exit_code", json_integer(-1));
+	json_object_set_new(o, "reason", json_string(why));
+	json_object_set_new(o, "ended", json_integer(clock_ms()));
+	free(why);
+	return (o);
+}
+
+/* A gang's record again, from one of its parts': its next attempt. */
+static json_t *
+cs_gang_again(const struct mirror_entry *me, const struct cs_parsed *p)
+{
+	static const char *const drop[] = { "member", "cards", "assigned",
+	    "leader", "claimed", "gang", "state", "exit_code", "reason",
+	    "ended" };
+	json_t	*o = json_deep_copy(me->val);
+	u_int	 i;
+
+	for (i = 0; i < nitems(drop); i++)
+		json_object_del(o, drop[i]);
+	json_object_set_new(o, "id", json_string(p->gid));
+	json_object_set_new(o, "attempt", json_integer(p->attempt + 1));
+	json_object_set_new(o, "requeued", json_integer(clock_ms()));
+	return (o);
+}
+
+/*
+ * A gang's part whose member left (gone past its lease and the grace):
+ * the part ends failed, and in the same Txn go the stops of every part of
+ * its attempt (their members stop them; the one that left, when it is
+ * back) and, for a --requeue gang, its next attempt on the queue, which
+ * is placed only once no part of this one is assigned or running.
+ */
+static void
+cs_gang_lost(struct cs_batch *b, struct mirror_entry *me,
+    const struct cs_parsed *p, const char *name)
+{
+	struct cs_gang	*g = cs_gang_find(p->gid);
+	char		*owner, *id;
+	u_int		 k;
+
+	if (b->n + CLUSTER_GANG_MAX + 2 > CLUSTER_BATCH)
+		return;		/* the next pass */
+	id = cluster_part_id(p->gid, p->rank, p->attempt);
+	log_info("cluster: gang %s: member %s of part %s left", p->gid, name,
+	    id);
+	cs_batch_add(b, me, cluster_key("e/%s", id), cs_lost(me, name));
+	free(id);
+	if (g == NULL || g->handled || p->attempt < g->attempt)
+		return;		/* done in this pass, or an old attempt's */
+	g->handled = 1;
+	owner = cluster_stop_value(json_object_get(me->val, "owner"));
+	for (k = 0; k < CLUSTER_GANG_MAX; k++) {
+		if (!(g->live & (1U << k)))
+			continue;
+		id = cluster_part_id(p->gid, k, p->attempt);
+		cs_batch_add(b, NULL, cluster_key("s/%s", id), json_loads(owner,
+		    0, NULL));
+		free(id);
+	}
+	free(owner);
+	if ((p->s.flags & JOB_REQUEUE) && mirror_get(cs.q, cluster_key("q/%s",
+	    p->gid)) == NULL)
+		cs_batch_add(b, NULL, cluster_key("q/%s", p->gid),
+		    cs_gang_again(me, p));
 }
 
 /* The gone members' jobs, back to the queue past the lease and grace. */
@@ -830,16 +856,16 @@ cs_reap(struct cs_batch *b, struct mirror *mr, size_t plen, int64_t now,
 			}
 			*gone = -now;
 		}
-		free(nm);
 		if (now + *gone < (int64_t)cluster->ttl * 1000 +
-		    CLUSTER_GRACE_MS)
+		    CLUSTER_GRACE_MS || (p = cs_job_parse(me)) == NULL) {
+			free(nm);
 			continue;
-		if ((p = cs_job_parse(me)) == NULL)
+		}
+		if (p->gang)
+			cs_gang_lost(b, me, p, nm);
+		free(nm);
+		if (p->gang || (requeue_only && !(p->s.flags & JOB_REQUEUE)))
 			continue;
-		if (requeue_only && !(p->s.flags & JOB_REQUEUE))
-			continue;
-		if (json_object_get(me->val, "gang") != NULL)
-			continue;	/* a part waits for its member */
 		o = json_deep_copy(me->val);
 		json_object_del(o, "member");
 		json_object_del(o, "cards");
@@ -900,6 +926,7 @@ cluster_sched_tick(int64_t now)
 	}
 	cs_members_load(now);
 	cs_seen_refresh(now);
+	cs.ngangs = cs.nports = 0;
 	cs_commit_load(cs.a, strlen(cluster_key("a/")));
 	cs_commit_load(cs.r, strlen(cluster_key("r/")));
 	cs_charge_flying();
@@ -946,6 +973,11 @@ cluster_sched_stop(void)
 	mirror_free(cs.r);
 	cs.m = cs.q = cs.a = cs.r = NULL;
 	cs_members_clear();
+	free(cs.gangs);
+	free(cs.ports);
+	cs.gangs = NULL;
+	cs.ports = NULL;
+	cs.ngangs = cs.nports = 0;
 	while (hmap_next(cs.seen, &it, &k, &v)) {
 		free((char *)k);
 		free(v);

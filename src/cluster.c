@@ -77,6 +77,22 @@ cluster_name_ok(const char *s, size_t max)
 	    "abcdefghijklmnopqrstuvwxyz0123456789_-") == n);
 }
 
+/*
+ * A gang's part's job id: ID-RANK, and .ATTEMPT once the gang has been
+ * requeued, so that no id is used twice (the caller frees it).
+ */
+char *
+cluster_part_id(const char *gid, u_int rank, u_int attempt)
+{
+	char	*id;
+
+	if (attempt == 0)
+		xasprintf(&id, "%s-%u", gid, rank);
+	else
+		xasprintf(&id, "%s-%u.%u", gid, rank, attempt);
+	return (id);
+}
+
 /* A stop's value, s/ID: who asked, {"owner": ...} (the caller frees it). */
 char *
 cluster_stop_value(json_t *owner)

@@ -24,7 +24,8 @@ const struct cmd_entry cmd_cluster_entry = {
 	    "jobs, the leader.\nleader says who schedules, since when, and "
 	    "at what etcd revision.\nps lists the cluster's jobs in every "
 	    "state and where they run.\nqueue lists the cluster's queue in "
-	    "the leader's order (gmux queue on a member\ntoo).\nsubmit "
+	    "the leader's order, with what each job waits\nfor (gmux queue "
+	    "on a member too).\nsubmit "
 	    "queues a job for the cluster with gmux run's flags; it prints "
 	    "its id.\nstop ID stops a cluster job wherever it is (queued: at "
 	    "once; placed: by its\nmember; a gang: every part).\nlogs ID "
@@ -269,7 +270,7 @@ int
 cmd_cluster_queue(int json)
 {
 	static const char *const hdr[] = { "POS", "ID", "PRIO", "AGE",
-	    "OWNER", "FROM" };
+	    "OWNER", "FROM", "WAITS FOR" };
 	struct table	*t;
 	json_t		*a, *j;
 	char		 pos[16], prio[16], *age;
@@ -286,7 +287,8 @@ cmd_cluster_queue(int json)
 		age = format_age(clock_ms() - json_integer_value(
 		    json_object_get(j, "submitted")));
 		table_add(t, pos, cl_str(j, "id"), prio, age,
-		    cl_str(j, "owner"), cl_str(j, "from"));
+		    cl_str(j, "owner"), cl_str(j, "from"), cl_str(j,
+		    "waits_for"));
 		free(age);
 	}
 	table_print(t, stdout);

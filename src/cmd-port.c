@@ -23,13 +23,15 @@ static int	cmd_port_exec(int, char **);
 
 const struct cmd_entry cmd_port_entry = {
 	.name = "port",
-	.args = "JOB PORT [LOCAL]",
+	.args = "JOB|WORKSPACE PORT [LOCAL]",
 	.help = "forward a local port to a port a job publishes (--publish)",
 	.options =
 	    "\nListens on 127.0.0.1:LOCAL (default: PORT) here and relays "
 	    "each connection\nto the job's PORT through the daemon, "
 	    "authenticated as every request is;\nnothing listens on the "
-	    "host's network. Runs until interrupted.\n",
+	    "host's network. Runs until interrupted. A word that is not a "
+	    "job id names a\nworkspace (its --publish ports and its "
+	    "devcontainer's forwardPorts).\n",
 	.exec = cmd_port_exec,
 };
 
@@ -37,6 +39,43 @@ static const struct option port_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
+
+/*
+ * The job word names: itself if it reads as a job id, else the caller's
+ * live workspace of that name (docs/containers.md).  The caller frees it.
+ */
+static char *
+port_job(const struct target *t, const char *word)
+{
+	struct client_reply	 r;
+	json_t			*j;
+	const char		*name, *st;
+	char			*id = NULL;
+	size_t			 i;
+
+	if (jobspec_reads_as_job(word))
+		return (xstrdup(word));
+	if (client_call_at(t, "GET", "/v1/jobs", NULL, &r) != 0 &&
+	    r.error == NULL)
+		r.error = xstrdup("the request failed");
+	if (client_ok(&r, "port") != 0)
+		exit(1);
+	json_array_foreach(r.body, i, j) {
+		name = json_string_value(json_object_get(j, "name"));
+		st = json_string_value(json_object_get(j, "state"));
+		if (json_is_true(json_object_get(j, "workspace")) &&
+		    name != NULL && strcmp(name, word) == 0 && st != NULL &&
+		    (strcmp(st, "running") == 0 || strcmp(st, "queued") == 0))
+			id = xstrdup(json_string_value(json_object_get(j,
+			    "id")));
+	}
+	client_reply_clear(&r);
+	if (id == NULL) {
+		fprintf(stderr, "gmux port: no workspace %s\n", word);
+		exit(1);
+	}
+	return (id);
+}
 
 /* The job publishes port and runs, or this exits saying why. */
 static void
@@ -109,7 +148,7 @@ cmd_port_exec(int argc, char **argv)
 {
 	const struct cmd_entry	*c = &cmd_port_entry;
 	const struct target	*t = term_target();
-	char			*path, *cause = NULL;
+	char			*path, *cause = NULL, *job;
 	u_int			 port, local;
 	int			 lfd, fd, ch;
 
@@ -126,12 +165,12 @@ cmd_port_exec(int argc, char **argv)
 	local = port;
 	if (argc == 3 && parse_uint(argv[2], 1, 65535, &local, &cause) != 0)
 		cmd_usage_error(c, "LOCAL: %s", cause);
-	port_check(t, argv[0], port);
+	job = port_job(t, argv[0]);
+	port_check(t, job, port);
 	lfd = port_listen(local);
 	signal(SIGCHLD, SIG_IGN);	/* the relays reap themselves */
-	xasprintf(&path, "/v1/jobs/%s/port?port=%u", argv[0], port);
-	fprintf(stderr, "gmux: 127.0.0.1:%u -> %s:%u\n", local, argv[0],
-	    port);
+	xasprintf(&path, "/v1/jobs/%s/port?port=%u", job, port);
+	fprintf(stderr, "gmux: 127.0.0.1:%u -> %s:%u\n", local, job, port);
 	for (;;) {
 		if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) == -1) {
 			if (errno == EINTR || errno == ECONNABORTED)

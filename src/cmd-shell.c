@@ -23,7 +23,8 @@ static int	cmd_shell_exec(int, char **);
 const struct cmd_entry cmd_shell_entry = {
 	.name = "shell",
 	.args = "[--share F] [--mem SIZE] [--publish PORT] [RUN'S FLAGS]\n"
-	    "                  [-- COMMAND [ARGS...]]\n       gmux shell JOB",
+	    "                  [-- COMMAND [ARGS...]]\n       gmux shell JOB\n"
+	    "       gmux shell WORKSPACE",
 	.help = "a terminal that outlives its client: a tmux session, as a "
 	    "job",
 	.options =
@@ -40,7 +41,9 @@ const struct cmd_entry cmd_shell_entry = {
 	    "C-b d (tmux's key); a dropped connection detaches\ntoo, and the "
 	    "session goes on. gmux shell JOB attaches again, with the screen\n"
 	    "as it was. Exits 0 when detached, with the command's status when "
-	    "it ended.\n",
+	    "it ended.\ngmux shell WORKSPACE is a terminal inside that "
+	    "workspace's container (its\nsh -l): the first starts it, the "
+	    "next attach to it; it ends with the workspace.\n",
 	.exec = cmd_shell_exec,
 };
 
@@ -88,9 +91,9 @@ shell_request(int argc, char **argv, const struct target *t)
 	return (o);
 }
 
-/* Starts the terminal job; its id (the caller frees it), or exits. */
+/* Starts the terminal job req asks for; its id (the caller frees it). */
 static char *
-shell_start(json_t *req, const struct target *t)
+shell_post(json_t *req, const struct target *t)
 {
 	struct client_reply	 r;
 	const char		*id;
@@ -106,8 +109,35 @@ shell_start(json_t *req, const struct target *t)
 	id = json_string_value(json_object_get(r.body, "id"));
 	job = xstrdup(id != NULL ? id : "?");
 	client_reply_clear(&r);
+	return (job);
+}
+
+static char *
+shell_start(json_t *req, const struct target *t)
+{
+	char	*job = shell_post(req, t);
+
 	fprintf(stderr, "gmux: shell %s (detach: C-b d; attach again: gmux "
 	    "shell %s)\n", job, job);
+	return (job);
+}
+
+/*
+ * The shell in workspace name: started, or the live one found again (one
+ * per workspace).  Its job id (the caller frees it), or exits.
+ */
+static char *
+shell_in_workspace(const char *name, const struct target *t)
+{
+	json_t	*req;
+	char	*job;
+
+	req = json_pack("{s:b,s:s,s:[ss]}", "terminal", 1, "in_workspace",
+	    name, "argv", "/bin/sh", "-l");
+	job = shell_post(req, t);
+	json_decref(req);
+	fprintf(stderr, "gmux: shell %s in workspace %s (detach: C-b d; "
+	    "attach again: gmux shell %s)\n", job, name, name);
 	return (job);
 }
 
@@ -165,7 +195,7 @@ shell_attach(const char *job, const struct target *t)
 
 /* Relays this terminal, raw, until a detach or the session's end. */
 static int
-shell_relay(struct conn *c, const char *job)
+shell_relay(struct conn *c, const char *job, const char *again)
 {
 	struct termios	 saved, raw;
 	char		*cause = NULL;
@@ -184,13 +214,13 @@ shell_relay(struct conn *c, const char *job)
 	conn_close(c);
 	if (code == -2) {
 		fprintf(stderr, "\r\ngmux shell: %s: %s (gmux shell %s "
-		    "attaches again)\n", job, cause, job);
+		    "attaches again)\n", job, cause, again);
 		free(cause);
 		return (1);
 	}
 	if (code == -1) {
 		fprintf(stderr, "\r\ngmux: detached from %s (gmux shell %s "
-		    "attaches again)\n", job, job);
+		    "attaches again)\n", job, again);
 		return (0);
 	}
 	if (code == -3) {
@@ -207,17 +237,21 @@ cmd_shell_exec(int argc, char **argv)
 	const struct target	*t = term_target();
 	json_t			*req;
 	char			*job;
+	const char		*again;
 	int			 rc;
 
-	/* gmux shell JOB: one word, no "--" before it. */
-	if (argc == 2 && argv[1][0] != '-') {
+	/* gmux shell JOB or WORKSPACE: one word, no "--" before it. */
+	if (argc == 2 && argv[1][0] != '-' && jobspec_reads_as_job(argv[1]))
 		job = xstrdup(argv[1]);
-	} else {
+	else if (argc == 2 && argv[1][0] != '-')
+		job = shell_in_workspace(argv[1], t);
+	else {
 		req = shell_request(argc, argv, t);
 		job = shell_start(req, t);
 		json_decref(req);
 	}
-	rc = shell_relay(shell_attach(job, t), job);
+	again = argc == 2 && argv[1][0] != '-' ? argv[1] : job;
+	rc = shell_relay(shell_attach(job, t), job, again);
 	free(job);
 	return (rc);
 }

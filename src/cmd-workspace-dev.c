@@ -1,9 +1,9 @@
 /*
  * cmd-workspace-dev.c: gmux workspace create NAME --devcontainer FILE.
  * The file's image (or the image built here from its build.dockerfile),
- * its containerEnv and its postCreateCommand make the workspace's request;
- * what gmux cannot honour yet (mounts, forwardPorts) is refused, naming
- * the field, rather than dropped.
+ * its containerEnv, mounts, forwardPorts and postCreateCommand make the
+ * workspace's request; what gmux cannot honour is refused, naming the
+ * field, rather than dropped.
  */
 
 #include <ctype.h>
@@ -33,16 +33,10 @@ dev_fail(const char *file, const char *fmt, ...)
 	    s);
 }
 
-/* What gmux cannot honour yet, or a clash with the command line; NULL. */
+/* A clash with the command line; NULL. */
 static const char *
 dev_refused(json_t *o, const struct devcontainer *dc)
 {
-	if (dc->mounts != NULL)
-		return ("mounts: not supported yet (a workspace has only its "
-		    "image)");
-	if (dc->nports != 0)
-		return ("forwardPorts: not supported yet (published ports "
-		    "come with gmux port)");
 	if (json_object_get(o, "image") != NULL)
 		return ("image: --image and --devcontainer are one or the "
 		    "other");
@@ -122,6 +116,103 @@ dev_build(const char *file, const char *name, const struct devcontainer *dc,
 	return (img);
 }
 
+/*
+ * One of mounts ("source=A,target=B[,type=T][,readonly]") as the
+ * request's object, a relative source of the file's directory; NULL with
+ * why naming mount i.
+ */
+static json_t *
+dev_mount(const char *file, const char *text, size_t i, char *why,
+    size_t size)
+{
+	json_t	*m = json_object();
+	char	**kv = NULL, *copy, *w, *last, *eq, *src;
+	size_t	  k;
+
+	copy = xstrdup(text);
+	for (w = strtok_r(copy, ",", &last); w != NULL;
+	    w = strtok_r(NULL, ",", &last))
+		strv_add(&kv, w);
+	free(copy);
+	for (k = 0; kv != NULL && kv[k] != NULL; k++) {
+		if ((eq = strchr(kv[k], '=')) != NULL)
+			*eq++ = '\0';
+		if ((strcmp(kv[k], "readonly") == 0 ||
+		    strcmp(kv[k], "ro") == 0) && (eq == NULL ||
+		    strcmp(eq, "true") == 0 || strcmp(eq, "1") == 0))
+			json_object_set_new(m, "readonly", json_true());
+		else if (eq != NULL && strstr(eq, "${") != NULL) {
+			snprintf(why, size, "mounts[%zu]: ${...} is not "
+			    "expanded (name the path itself)", i);
+			goto bad;
+		} else if (eq != NULL && (strcmp(kv[k], "source") == 0 ||
+		    strcmp(kv[k], "src") == 0))
+			json_object_set_new(m, "source", json_string(eq));
+		else if (eq != NULL && (strcmp(kv[k], "target") == 0 ||
+		    strcmp(kv[k], "dst") == 0 ||
+		    strcmp(kv[k], "destination") == 0))
+			json_object_set_new(m, "target", json_string(eq));
+		else if (eq != NULL && strcmp(kv[k], "type") == 0)
+			json_object_set_new(m, "type", json_string(eq));
+		else {
+			snprintf(why, size, "mounts[%zu].%.64s: not one gmux "
+			    "takes (source, target, type, readonly)", i,
+			    kv[k]);
+			goto bad;
+		}
+	}
+	if (json_object_get(m, "type") == NULL)
+		json_object_set_new(m, "type", json_string("bind"));
+	src = (char *)json_string_value(json_object_get(m, "source"));
+	if (src != NULL && *src != '/' && strcmp(json_string_value(
+	    json_object_get(m, "type")), "bind") == 0) {
+		src = dev_path(file, src);
+		json_object_set_new(m, "source", json_string(src));
+		free(src);
+	}
+	strv_free(kv);
+	return (m);
+bad:
+	strv_free(kv);
+	json_decref(m);
+	return (NULL);
+}
+
+/*
+ * mounts and forwardPorts into the request (the ports beside --publish's);
+ * -1 with why.
+ */
+static int
+dev_mounts_ports(json_t *o, const char *file, const struct devcontainer *dc,
+    char *why, size_t size)
+{
+	json_t	*a, *m, *p;
+	size_t	 i, k;
+
+	for (i = 0; dc->mounts != NULL && dc->mounts[i] != NULL; i++) {
+		if ((m = dev_mount(file, dc->mounts[i], i, why, size)) == NULL)
+			return (-1);
+		if ((a = json_object_get(o, "mounts")) == NULL) {
+			a = json_array();
+			json_object_set_new(o, "mounts", a);
+		}
+		json_array_append_new(a, m);
+	}
+	for (i = 0; i < dc->nports; i++) {
+		if ((a = json_object_get(o, "publish")) == NULL) {
+			a = json_array();
+			json_object_set_new(o, "publish", a);
+		}
+		json_array_foreach(a, k, p) {
+			if (json_integer_value(p) == (json_int_t)dc->ports[i])
+				break;
+		}
+		if (k == json_array_size(a))
+			json_array_append_new(a, json_integer(dc->ports[i]));
+	}
+	return (0);
+}
+
 /* containerEnv: each NAME=VALUE into the request's env, NAME by name. */
 static void
 dev_env(json_t *o, const struct devcontainer *dc)
@@ -173,6 +264,10 @@ workspace_devcontainer(json_t *o, const char *name, const char *file)
 	if (rc != 0 || (no = dev_refused(o, &dc)) != NULL) {
 		snprintf(why, sizeof why, "%s", rc != 0 ? cause : no);
 		free(cause);
+		devcontainer_free(&dc);
+		dev_fail(file, "%s", why);
+	}
+	if (dev_mounts_ports(o, file, &dc, why, sizeof why) != 0) {
 		devcontainer_free(&dc);
 		dev_fail(file, "%s", why);
 	}

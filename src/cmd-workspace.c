@@ -18,24 +18,28 @@ static int	cmd_workspace_exec(int, char **);
 
 const struct cmd_entry cmd_workspace_entry = {
 	.name = "workspace",
-	.args = "create NAME --image IMAGE|--devcontainer FILE [--share F] "
-	    "[--mem SIZE]\n                      [DIRECTIVES...] | ls [--json] "
-	    "| rm NAME | save NAME IMAGE",
+	.args = "create NAME --image IMAGE|--devcontainer FILE|--template T\n"
+	    "                      [--share F] [--mem SIZE] [DIRECTIVES...] | "
+	    "ls [--json]\n                      | rm NAME | save NAME IMAGE",
 	.help = "long-lived containers that hold a share (docs/containers.md)",
 	.options =
 	    "  --image IMAGE        create: from this local image (it needs "
 	    "/bin/sh)\n"
 	    "  --devcontainer FILE  create: from a devcontainer.json (image or "
 	    "build.dockerfile,\n"
-	    "                       containerEnv, postCreateCommand; mounts "
-	    "and forwardPorts\n"
-	    "                       are refused for now)\n"
+	    "                       containerEnv, mounts, forwardPorts, "
+	    "postCreateCommand)\n"
+	    "  --template T         create: from the host's template T "
+	    "(CONTAINERS_TEMPLATES:\n"
+	    "                       its image and flags; flags given here "
+	    "win)\n"
 	    "  --json               ls as a JSON array (the workspaces' jobs)\n"
 	    "  -h, --help           show this help\n"
 	    "\ncreate takes gmux run's flags (--share, --mem, --deny-net, ...)"
 	    ": the workspace\nholds them until rm.  save commits its "
-	    "container into a local IMAGE (on\nthe host itself).  "
-	    "--template is not there yet.\n",
+	    "container into a local IMAGE (on\nthe host itself).  Every "
+	    "workspace has the owner's home at its own path and\nits cache "
+	    "volume at /cache (kept after rm).\n",
 	.exec = cmd_workspace_exec,
 };
 
@@ -74,8 +78,10 @@ workspace_call(const char *method, const char *path, json_t *body)
 	struct client_reply	 r;
 	json_t			*o;
 
-	if (client_call(method, path, body, &r) != 0 || r.status >= 400)
-		client_die(&r, "workspace");
+	if (client_call(method, path, body, &r) != 0 || r.status >= 400) {
+		client_ok(&r, "workspace");
+		exit(r.status == 400 ? EXIT_USAGE : 1);
+	}
 	o = r.body != NULL ? json_incref(r.body) : json_object();
 	client_reply_clear(&r);
 	return (o);
@@ -142,7 +148,8 @@ workspace_argv(char **post)
 }
 
 static int
-workspace_create(json_t *o, const char *name, int argc, const char *dev)
+workspace_create(json_t *o, const char *name, int argc, const char *dev,
+    const char *tpl)
 {
 	struct jobreq	 r;
 	json_t		*j, *a;
@@ -152,9 +159,10 @@ workspace_create(json_t *o, const char *name, int argc, const char *dev)
 	if (name == NULL || argc != 0)
 		cmd_usage_error(&cmd_workspace_entry, "create NAME --image "
 		    "IMAGE");
-	if (json_object_get(o, "image") == NULL && dev == NULL)
-		cmd_usage_error(&cmd_workspace_entry, "image: create needs "
-		    "--image IMAGE or --devcontainer FILE");
+	if ((json_object_get(o, "image") != NULL) + (dev != NULL) +
+	    (tpl != NULL) != 1)
+		cmd_usage_error(&cmd_workspace_entry, "image: create needs one "
+		    "of --image IMAGE, --devcontainer FILE and --template T");
 	json_object_set_new(o, "name", json_string(name));
 	json_object_set_new(o, "workspace", json_true());
 	run_request_here(&cmd_workspace_entry, o, 0, NULL);
@@ -169,11 +177,16 @@ workspace_create(json_t *o, const char *name, int argc, const char *dev)
 	strv_free(argv);
 	strv_free(post);
 	/* As the daemon will check it: a mistake is exit 2 here. */
-	jobreq_init(&r);
-	if (jobreq_from_json(o, &r, &cause) != 0)
-		cmd_usage_error(&cmd_workspace_entry, "%s", cause);
-	jobreq_clear(&r);
-	workspace_check_image(json_string_value(json_object_get(o, "image")));
+	if (tpl != NULL)	/* (its image is the daemon's to find) */
+		json_object_set_new(o, "template", json_string(tpl));
+	else {
+		jobreq_init(&r);
+		if (jobreq_from_json(o, &r, &cause) != 0)
+			cmd_usage_error(&cmd_workspace_entry, "%s", cause);
+		jobreq_clear(&r);
+		workspace_check_image(json_string_value(json_object_get(o,
+		    "image")));
+	}
 	j = workspace_call("POST", "/v1/jobs", o);
 	printf("%s %s\n", name, json_string_value(json_object_get(j,
 	    "id")));
@@ -343,7 +356,7 @@ static int
 cmd_workspace_exec(int argc, char **argv)
 {
 	const struct cmd_entry	*c = &cmd_workspace_entry;
-	const char		*sub, *name = NULL, *dev = NULL;
+	const char		*sub, *name = NULL, *dev = NULL, *tpl = NULL;
 	json_t			*o;
 	char			*cause = NULL;
 	int			 ch, json = 0, rc;
@@ -369,8 +382,7 @@ cmd_workspace_exec(int argc, char **argv)
 		else if (ch == OPT_DEVCONTAINER)
 			dev = optarg;
 		else if (ch == OPT_TEMPLATE)
-			cmd_usage_error(c, "template: not supported yet (use "
-			    "--image or --devcontainer)");
+			tpl = optarg;
 		else if (runopt_apply(o, ch - RUNOPT_BASE, optarg,
 		    &cause) != 0)
 			cmd_usage_error(c, "%s", cause);
@@ -378,7 +390,7 @@ cmd_workspace_exec(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	if (strcmp(sub, "create") == 0)
-		rc = workspace_create(o, name, argc, dev);
+		rc = workspace_create(o, name, argc, dev, tpl);
 	else if (strcmp(sub, "ls") == 0 && argc == 0)
 		rc = workspace_ls(json);
 	else if (strcmp(sub, "rm") == 0 && argc == 1)

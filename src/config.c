@@ -51,6 +51,9 @@ static const char *config_keys[] = {
 	"PYTHON_INTERPRETERS",
 	"HOME_SHARED",		/* images across members (containers.md) */
 	"IMAGE_STORE",
+	"CONTAINERS_TEMPLATES",	/* containers (docs/containers.md) */
+	"CONTAINERS_ALLOW_OWN_IMAGES",
+	"CONTAINERS_IMAGES",
 };
 
 static struct config_entry	*config_entries;

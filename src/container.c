@@ -221,6 +221,14 @@ container_host_text(void)
 	return (s);
 }
 
+/* This daemon's label, HOME in gmux-HOME-jN (its volumes' too). */
+const char *
+container_label(void)
+{
+	container_probe();
+	return (host.home);
+}
+
 /* The container of job id: gmux-HOME-jN.  The caller frees it. */
 char *
 container_name(u_int id)
@@ -394,6 +402,8 @@ container_argv(const struct keeper_spec *s, char *const *env)
 	container_devices(&argv, c->devices);
 	container_mounts(&argv, c->ro, ":ro");
 	container_mounts(&argv, c->rw, "");
+	for (a = c->volumes; a != NULL && *a != NULL; a++)
+		container_addf(&argv, "--mount=%s", *a);
 	container_env(&argv, env);
 	for (a = c->env; a != NULL && *a != NULL; a++) {
 		container_push(&argv, "-e");
@@ -691,21 +701,6 @@ container_spec_clear(struct container_spec *cs)
 	strv_free(cs->devices);
 	strv_free(cs->ro);
 	strv_free(cs->rw);
+	strv_free(cs->volumes);
 	memset(cs, 0, sizeof *cs);
-}
-
-/* Whether owner has a live workspace called name (names are per owner). */
-int
-container_workspace_taken(const char *owner, const char *name)
-{
-	struct job	*j;
-
-	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if (j->req.spec.workspace && j->req.spec.name != NULL &&
-		    (j->state == JOB_QUEUED || j->state == JOB_RUNNING) &&
-		    strcmp(j->req.spec.name, name) == 0 &&
-		    strcmp(j->owner, owner) == 0)
-			return (1);
-	}
-	return (0);
 }

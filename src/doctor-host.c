@@ -163,6 +163,35 @@ doctor_podman(struct doctor *d)
 	free(text);
 }
 
+/* What the daemon's pre-pulls of CONTAINERS_IMAGES found (if it has any). */
+static void
+doctor_images(struct doctor *d)
+{
+	json_t		*o, *v;
+	const char	*image, *s;
+	u_int		 ok = 0, bad = 0;
+
+	if ((o = container_config_images()) == NULL)
+		return;
+	json_object_foreach(o, image, v) {
+		if ((s = json_string_value(v)) == NULL)
+			s = "?";
+		if (strcmp(s, "ok") == 0) {
+			ok++;
+			continue;
+		}
+		bad++;
+		doctor_add(d, "images", DOCTOR_WARN, "CONTAINERS_IMAGES names "
+		    "images to pull ahead; a registry must be reachable (or "
+		    "the image loaded by hand: podman load)", "%s %s", image,
+		    s);
+	}
+	if (bad == 0)
+		doctor_add(d, "images", DOCTOR_OK, NULL, "%u image%s of "
+		    "CONTAINERS_IMAGES here", ok, ok == 1 ? "" : "s");
+	json_decref(o);
+}
+
 /* Splits "http://HOST:PORT[/]" into host and port; the caller frees. */
 static int
 doctor_etcd_url(const char *url, char **host, char **port)
@@ -418,6 +447,7 @@ doctor_host(struct doctor *d)
 	doctor_landlock(d);
 	doctor_kernel(d);
 	doctor_podman(d);
+	doctor_images(d);
 	doctor_etcd(d);
 	doctor_disk(d);
 	doctor_modes(d);

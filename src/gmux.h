@@ -281,6 +281,10 @@ struct jobspec {
 	char		*image;		/* --image: in a container; NULL */
 	int		 workspace;	/* a workspace: lives until removed */
 	char		**container_env; /* more names that go in (-e) */
+	char		*in_workspace;	/* a shell in the owner's workspace
+					   of that name; NULL */
+	char		*template;	/* the template it was made from */
+	json_t		*mounts;	/* a workspace's binds and volumes */
 };
 struct jobreq;
 void		 jobspec_init(struct jobspec *);
@@ -295,6 +299,8 @@ int		 jobspec_element_from_json(json_t *, struct jobspec *,
 int		 jobspec_gpus(const char *, char **, u_int *, char **);
 int		 jobspec_time(const char *, int64_t *, char **);
 int		 jobspec_image_ok(const char *, char **);
+int		 jobspec_workspace_name_ok(const char *, char **);
+int		 jobspec_reads_as_job(const char *);
 
 /* imageref.c: an image's name as a client may give it */
 #define IMAGEREF_MAX	255
@@ -899,6 +905,7 @@ struct container_spec {
 	char *const	 *env;		/* more names for -e: containerEnv */
 	int		  confined;	/* a remote job's: its tree, no host */
 	char		 *tree;		/* -v of its tree at /work, confined */
+	char		**volumes;	/* --mount specs: a workspace's */
 };
 struct keeper_spec;
 struct overlay;
@@ -907,6 +914,7 @@ json_t		*container_host_json(void);
 char		*container_host_text(void);
 char		*container_host_warning(void);
 char		*container_name(u_int);
+const char	*container_label(void);
 char		**container_argv(const struct keeper_spec *, char *const *);
 void		 container_remove(u_int);
 void		 container_sweep(int (*)(u_int));
@@ -918,7 +926,6 @@ void		 container_spec_clear(struct container_spec *);
 void		 container_spec_confine(struct container_spec *, u_int,
 		     const struct overlay *);
 char		**container_confined_env(char *const *);
-int		 container_workspace_taken(const char *, const char *);
 /* container-account.c: as the job's tenant account, rootless */
 int		 container_account_cwd(struct keeper_spec *);
 void		 container_account_env(const struct keeper_spec *, char ***);
@@ -926,6 +933,26 @@ int		 container_account_load(const struct keeper_spec *,
 		     char *const *, char **);
 void		 container_account_remove(const struct keeper_spec *,
 		     char *const *);
+
+/* workspace.c: a shell in a workspace, the daemon's side */
+struct job	*workspace_find_live(const char *, const char *);
+struct job	*workspace_shell_live(const char *, const char *);
+int		 workspace_shell_check(const struct jobreq *, const char *,
+		     int *, char **);
+char		**workspace_shell_argv(const struct job *, char **);
+void		 workspace_ended(struct job *);
+
+/* workspace-mount.c: a workspace's home, cache and mounts */
+int		 workspace_mounts_from_json(json_t *, json_t **, char **);
+int		 workspace_mounts_check(const struct jobreq *, const char *,
+		     char **);
+int		 workspace_volumes(const struct job *, char ***, char **);
+
+/* container-config.c: templates, the images' policy, pre-pulls */
+int		 container_config_template(json_t *, char **);
+int		 container_config_allowed(const struct jobreq *, char **);
+void		 container_config_start(void);
+json_t		*container_config_images(void);
 
 /* image.c: images that travel, the host's side (docs/containers.md) */
 struct cas;

@@ -297,8 +297,8 @@ image_layout(struct cas *c, const struct manifest *m, const char *id,
 			config = 1;
 	}
 	if (index == NULL || !config) {
-		xasprintf(cause, "manifest: not an OCI directory of image %.12s "
-		    "(index.json and its config blob)", id);
+		xasprintf(cause, "manifest: not an OCI directory of image "
+		    "%.12s (index.json and its config blob)", id);
 		goto out;
 	}
 	xasprintf(&path, "%s/index.json", dir);

@@ -483,6 +483,9 @@ job_start(struct job *j, char **cause)
 			s.overlay = NULL;
 			s.cwd = dir;
 		}
+		if (j->req.spec.workspace &&
+		    workspace_volumes(j, &cs.volumes, cause) != 0)
+			goto out;
 	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
@@ -696,6 +699,7 @@ job_record_end(struct job *j, json_t *st)
 	job_set_state(j, s, 0);
 	server_sched_apply(&out);
 	sched_out_free(&out);
+	workspace_ended(j);
 }
 
 /*

@@ -40,6 +40,9 @@ jobspec_clear(struct jobspec *s)
 	free(s->array);
 	free(s->image);
 	strv_free(s->container_env);
+	free(s->in_workspace);
+	free(s->template);
+	json_decref(s->mounts);
 	json_decref(s->payloads);
 	jobspec_init(s);
 }
@@ -314,6 +317,42 @@ jobspec_image_ok(const char *image, char **cause)
 	return (imageref_check(image, cause));
 }
 
+/* Whether s reads as a job id (12, j12, j12_3): gmux shell WORD says. */
+int
+jobspec_reads_as_job(const char *s)
+{
+	const char	*p = s + (*s == 'j');
+
+	if (!isdigit((u_char)*p))
+		return (0);
+	p += strspn(p, "0123456789");
+	if (*p == '_')
+		p += 1 + strspn(p + 1, "0123456789");
+	return (*p == '\0');
+}
+
+/*
+ * A workspace's name: letters, digits and ._- (not first), and not what
+ * reads as a job id: gmux shell WORD takes either.
+ */
+int
+jobspec_workspace_name_ok(const char *name, char **cause)
+{
+	if (name == NULL || *name == '-' || *name == '\0' ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != strlen(name)) {
+		xasprintf(cause, "name: a workspace's name is letters, digits "
+		    "and ._- (not first)");
+		return (-1);
+	}
+	if (jobspec_reads_as_job(name)) {
+		xasprintf(cause, "name: %.64s reads as a job id (gmux shell "
+		    "takes either)", name);
+		return (-1);
+	}
+	return (0);
+}
+
 /* container_env: names of variables (in env) that go in a container. */
 static int
 jobspec_names(json_t *v, struct jobspec *s, char **cause)
@@ -415,6 +454,12 @@ jobspec_field(const char *k, json_t *v, struct jobreq *r, char **cause)
 		s->workspace = json_is_true(v);
 		return (0);
 	}
+	if (strcmp(k, "in_workspace") == 0)
+		return (jobspec_string(v, k, 0, &s->in_workspace, cause));
+	if (strcmp(k, "mounts") == 0)
+		return (workspace_mounts_from_json(v, &s->mounts, cause));
+	if (strcmp(k, "template") == 0)	/* its image: container-config.c */
+		return (jobspec_string(v, k, 0, &s->template, cause));
 	if (strcmp(k, "element") == 0) {
 		xasprintf(cause, "element: the daemon sets it, not a request");
 		return (-1);
@@ -525,12 +570,13 @@ jobspec_finish(json_t *o, struct jobreq *r, char **cause)
 		xasprintf(cause, "workspace: needs an image");
 		return (-1);
 	}
-	if (r->spec.workspace && (r->spec.name == NULL ||
-	    strspn(r->spec.name, "abcdefghijklmnopqrstuvwxyz"
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-	    strlen(r->spec.name) || r->spec.name[0] == '-')) {
-		xasprintf(cause, "name: a workspace's name is letters, digits "
-		    "and ._- (not first)");
+	if (r->spec.workspace && jobspec_workspace_name_ok(r->spec.name,
+	    cause) != 0)
+		return (-1);
+	if (r->spec.in_workspace != NULL && (!(r->flags & JOB_TERM) ||
+	    r->spec.workspace)) {
+		xasprintf(cause, "in_workspace: only for a terminal (terminal: "
+		    "true) that is no workspace itself");
 		return (-1);
 	}
 	/* Its elements wait with the array's age: a bound would cut them. */
@@ -599,6 +645,10 @@ jobspec_to_json(const struct jobspec *s, json_t *o)
 	}
 	if (s->workspace)
 		json_object_set_new(o, "workspace", json_true());
+	set_string(o, "in_workspace", s->in_workspace);
+	set_string(o, "template", s->template);
+	if (s->mounts != NULL)
+		json_object_set_new(o, "mounts", json_incref(s->mounts));
 }
 
 /* An element's place in its array, as saved; NULL if s is no element. */

@@ -24,8 +24,9 @@
 static char *
 run_image_id(const char *podman, const char *image)
 {
-	char	*argv[] = { (char *)podman, (char *)"image", (char *)"inspect",
-		    (char *)"--format", (char *)"{{.Id}}", (char *)image, NULL };
+	char	*argv[] = { (char *)podman, (char *)"image",
+		    (char *)"inspect", (char *)"--format", (char *)"{{.Id}}",
+		    (char *)image, NULL };
 	char	*out;
 	int	 status;
 

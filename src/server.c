@@ -353,6 +353,7 @@ server_setup(const char *fake, char **cause)
 	server_sched_restore();
 	server_adopt_keepers();
 	container_sweep(server_job_running);
+	container_config_start();
 	server_sched_resume();
 	if ((fd = server_listen(cause)) == -1)
 		return (-1);

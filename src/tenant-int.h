@@ -32,7 +32,7 @@ struct tenant {
 	int		 allocating;	/* a UID asked of etcd (not kept) */
 	int		 making;	/* its account being made (not kept) */
 	char		*make_error;	/* why the making failed, told once */
-	int		 removing;	/* tenant rm: once its jobs have ended */
+	int		 removing;	/* tenant rm: once its jobs end */
 	TAILQ_ENTRY(tenant) entry;
 };
 TAILQ_HEAD(tenants, tenant);

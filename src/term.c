@@ -123,13 +123,18 @@ int
 term_job_prepare(const struct job *j, struct jail_spec *js, char ***argv,
     char **cause)
 {
-	char	*dir, *script;
+	char	*dir, *script, **in = NULL;
 	int	 rc = -1;
 
 	dir = term_dir(j->id);
 	if (term_fresh(dir, cause) != 0)
 		goto out;
-	script = term_script(j->req.argv);
+	/* A shell in a workspace: its session execs into the container. */
+	if (j->req.spec.in_workspace != NULL &&
+	    (in = workspace_shell_argv(j, cause)) == NULL)
+		goto out;
+	script = term_script(in != NULL ? in : j->req.argv);
+	strv_free(in);
 	rc = term_write(dir, "cmd.sh", script, cause);
 	free(script);
 	if (rc != 0 || term_write(dir, "tmux.conf", term_conf, cause) != 0) {

@@ -254,3 +254,87 @@ def submit(d, cwd, *cmd, flags=("--share", "0.25")):
                        list(cmd), env=d.env, cwd=cwd, capture_output=True,
                        timeout=30)
     return r
+
+
+class Netns:
+    """Two network namespaces of the test's own joined by a veth pair, the
+    only addresses on it link-local ones inside them (169.254.77.1 and .2,
+    a /30 routed nowhere else): etcd and one member in the first, another
+    member in the second, cut off by bringing its end of the link down.
+    Nothing is added to the host's own namespace."""
+
+    NET = "169.254.77."
+
+    def __init__(self):
+        tag = "%d" % os.getpid()
+        self.e, self.b = "gce" + tag, "gcb" + tag
+        self.ve, self.vb = "gve" + tag, "gvb" + tag
+        self.made = []
+
+    @staticmethod
+    def usable():
+        """None if namespaces can be made here, else why not."""
+        if os.geteuid() != 0:
+            return "not root: ip netns needs CAP_SYS_ADMIN"
+        if shutil.which("ip") is None:
+            return "ip (iproute2) is not installed"
+        name = "gcprobe%d" % os.getpid()
+        r = subprocess.run(["ip", "netns", "add", name], capture_output=True)
+        if r.returncode != 0:
+            return "ip netns add failed: %s" % r.stderr.decode().strip()
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        return None
+
+    def ip(self, ns, *args):
+        cmd = ["ip"] + (["netns", "exec", ns, "ip"] if ns else []) + \
+            list(args)
+        subprocess.run(cmd, check=True, capture_output=True, timeout=30)
+
+    def start(self):
+        for ns in (self.e, self.b):
+            self.ip(None, "netns", "add", ns)
+            self.made.append(ns)
+            self.ip(ns, "link", "set", "lo", "up")
+        # made inside e, one end moved to b at once: never in the host's
+        self.ip(self.e, "link", "add", self.ve, "type", "veth", "peer",
+                "name", self.vb)
+        self.ip(self.e, "link", "set", self.vb, "netns", self.b)
+        self.ip(self.e, "addr", "add", self.NET + "1/30", "dev", self.ve)
+        self.ip(self.b, "addr", "add", self.NET + "2/30", "dev", self.vb)
+        self.ip(self.e, "link", "set", self.ve, "up")
+        self.ip(self.b, "link", "set", self.vb, "up")
+        return self
+
+    def set_cut(self, cut):
+        self.ip(self.b, "link", "set", self.vb, "down" if cut else "up")
+
+    def stop(self):
+        for ns in self.made:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        self.made = []
+
+
+def etcd_in(ns, tmp, port=2379):
+    """A one-member etcd inside namespace ns.e, on its loopback and on its
+    link-local end of the veth (its data under tmp)."""
+    urls = "http://127.0.0.1:%d,http://%s1:%d" % (port, Netns.NET, port)
+    p = "http://127.0.0.1:%d" % (port + 1)
+    log = open(os.path.join(tmp, "etcd.log"), "wb")
+    return subprocess.Popen(
+        ["ip", "netns", "exec", ns.e, "etcd", "--name", "n0", "--data-dir",
+         os.path.join(tmp, "etcd"), "--listen-client-urls", urls,
+         "--advertise-client-urls", urls, "--listen-peer-urls", p,
+         "--initial-advertise-peer-urls", p, "--initial-cluster",
+         "n0=" + p, "--heartbeat-interval", "50", "--election-timeout",
+         "500"], stdout=log, stderr=log)
+
+
+def start_in(d, ns, fake):
+    """d.start(), the daemon inside network namespace ns (its CLI reaches
+    it through the Unix socket, which namespaces do not divide)."""
+    cmd = ["ip", "netns", "exec", ns, GMUX, "serve", "-d", "--fake", fake]
+    cmd += list(VERBOSE)
+    r = subprocess.run(cmd, env=d.env, capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    d.running = d.pid()
+    return d

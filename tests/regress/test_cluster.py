@@ -3,6 +3,7 @@ etcd, the most capable leads, jobs are placed, claimed and run exactly
 once, the leader's kill -9 fails over, and the faults get clear errors
 while local jobs keep being served."""
 
+import contextlib
 import json
 import re
 import os
@@ -213,61 +214,162 @@ def test_cut_off_member_stops_requeue_jobs_first(tmp, etcd):
     cut = Cut(etcd.clients[0])
     a = member(tmp, etcd, "a", "t8", "2xH100:80G")
     b = member(tmp, _Urls(cut.url), "b", "t8", "1xH100:80G")
-    log, kf = os.path.join(tmp, "log"), os.path.join(tmp, "k")
     try:
         a.start(fake="2xH100:80G")
         b.start(fake="1xH100:80G")
         wait_for(lambda: len(cluster_state(a)) == 2 and leader(a) == "a",
                  20, 0.1, what="a leading 2 members")
-        blocker = submit(a, tmp, "sleep", "120",
-                         flags=("--share", "1", "--cards", "2"))
-        bid = blocker.stdout.decode().strip()
-        wait_for(lambda: (jobs(a) or {}).get(bid, {}).get("member") == "a"
-                 and jobs(a)[bid]["state"] == "running", 20, 0.1,
-                 what="the blocker on a")
-        script = ("if [ -e %s/j1 ]; then echo second $(date +%%s.%%N) >> %s;"
-                  " exit 0; fi; touch %s/j1; echo first $(date +%%s.%%N) >> "
-                  "%s; trap 'echo stopped $(date +%%s.%%N) >> %s; exit 143' "
-                  "TERM; sleep 60 & wait" % (tmp, log, tmp, log, log))
-        j = submit(a, tmp, "sh", "-c", script,
-                   flags=("--share", "0.5", "--requeue", "--grace", "1s"))
-        k = submit(a, tmp, "sh", "-c", "sleep 9; echo k >> %s" % kf,
-                   flags=("--share", "0.5"))
-        jid, kid = j.stdout.decode().strip(), k.stdout.decode().strip()
-        wait_for(lambda: all((jobs(a) or {}).get(x, {}).get("state") ==
-                             "running" for x in (jid, kid)), 20, 0.1,
-                 what="both jobs running on b")
-        assert jobs(a)[jid]["member"] == "b"
-        wait_for(lambda: os.path.exists(log), 10, 0.05, what="j to start")
-        cut.set_cut(True)
-        t0 = time.monotonic()
-        wait_for(lambda: "stopped" in open(log).read(), 15, 0.05,
-                 what="b to stop its --requeue job")
-        stopped_after = time.monotonic() - t0
-        wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
-                 "queued", 15, 0.1, what="the leader to requeue j")
-        requeued_after = time.monotonic() - t0
-        print("\ncut off: b stopped its --requeue job after %.2f s, the "
-              "leader requeued it after %.2f s" % (stopped_after,
-                                                   requeued_after))
-        assert stopped_after < requeued_after
-        cut.set_cut(False)
-        wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
-                 "exited", 30, 0.1, what="j to run again and end")
-        wait_for(lambda: (jobs(a) or {}).get(kid, {}).get("state") ==
-                 "exited", 30, 0.1, what="k to be reconciled")
-        lines = open(log).read().split("\n")
-        kinds = [x.split()[0] for x in lines if x]
-        assert kinds == ["first", "stopped", "second"], kinds
-        times = [float(x.split()[1]) for x in lines if x]
-        assert times[1] < times[2]
-        assert open(kf).read() == "k\n"      # k ran once, through the cut
+        _cut_off_and_back(a, tmp, cut.set_cut, "")
     finally:
         cut.close()
         for d in (a, b):
             if d.running is not None:
                 d.stop()
             _kill_keepers(d.home)
+
+
+def test_cut_off_by_a_network_namespace(tmp):
+    """The cut-off of a partition, not a relay's: member b in a network
+    namespace of its own, etcd and member a in another, a veth pair between
+    them; b's end of the link goes down.  b stops its --requeue job before
+    the leader requeues it, its other job keeps running and is reconciled
+    when the link is back, and nothing runs twice."""
+    with _across_a_veth(tmp, "n1") as (a, ns):
+        _cut_off_and_back(a, tmp, ns.set_cut, " (veth down)")
+
+
+@contextlib.contextmanager
+def _across_a_veth(tmp, cid):
+    """Members a (with etcd) and b in two network namespaces of the
+    test's own, a leading both; skipped, saying why, where none can be
+    made."""
+    from clusterlib import Netns, etcd_in, start_in
+    why = Netns.usable()
+    if why is not None:
+        pytest.skip(why)
+    ns = Netns().start()
+    a = member(tmp, _Urls("http://127.0.0.1:2379"), "a", cid, "2xH100:80G")
+    b = member(tmp, _Urls("http://%s1:2379" % Netns.NET), "b", cid,
+               "1xH100:80G")
+    e = etcd_in(ns, tmp)
+    try:
+        start_in(a, ns.e, "2xH100:80G")
+        start_in(b, ns.b, "1xH100:80G")
+        wait_for(lambda: len(cluster_state(a)) == 2 and leader(a) == "a",
+                 60, 0.1, what="a leading 2 members across the veth")
+        yield a, ns
+    finally:
+        for d in (a, b):
+            if d.running is not None:
+                d.stop()
+            _kill_keepers(d.home)
+        e.kill()
+        e.wait()
+        ns.stop()
+
+
+def test_gang_requeued_when_its_member_is_cut_off(tmp):
+    """A --requeue gang with a part on a member cut off (its link down):
+    that member stops its part, the leader (past the lease and the grace)
+    stops the other and queues the gang's next attempt, placed once the
+    old parts are gone and two members are live again; every part of each
+    attempt runs once, the second attempt after the first has stopped."""
+    out = os.path.join(tmp, "ran")
+    script = ("echo start $GMUX_CLUSTER_JOB $(date +%%s.%%N) >> %s; case "
+              "$GMUX_CLUSTER_JOB in *.1) exit 0;; esac; trap 'echo stopped "
+              "$GMUX_CLUSTER_JOB $(date +%%s.%%N) >> %s; exit 143' TERM; "
+              "sleep 60 & wait" % (out, out))
+    with _across_a_veth(tmp, "n2") as (a, ns):
+        r = submit(a, tmp, "sh", "-c", script, flags=(
+            "--share", "0.5", "--nodes", "2", "--requeue", "--grace", "1s"))
+        gid = r.stdout.decode().strip()
+        wait_for(lambda: open(out).read().count("start") == 2 if
+                 os.path.exists(out) else False, 30, 0.1,
+                 what="both parts to start")
+        ns.set_cut(True)
+        wait_for(lambda: open(out).read().count("stopped") == 2, 30, 0.1,
+                 what="both parts of the first attempt to stop")
+        wait_for(lambda: (jobs(a) or {}).get(gid, {}).get("state") ==
+                 "queued", 30, 0.1, what="the gang to be queued again")
+        ns.set_cut(False)
+        g = _gang_state(a, gid, "exited")
+        assert sorted(p["id"] for p in g["parts"]) == [gid + "-0.1",
+                                                       gid + "-1.1"]
+        rows = [x.split() for x in open(out).read().splitlines()]
+        starts = sorted(x[1] for x in rows if x[0] == "start")
+        assert starts == sorted([gid + "-0", gid + "-1", gid + "-0.1",
+                                 gid + "-1.1"]), rows
+        stopped = [float(x[2]) for x in rows if x[0] == "stopped"]
+        again = [float(x[2]) for x in rows if x[1].endswith(".1")]
+        assert len(stopped) == 2 and min(again) > max(stopped), rows
+
+
+def _gang_state(d, gid, state):
+    def get():
+        code, text = d.curl("GET", "/v1/cluster/jobs/%s" % gid)
+        o = json.loads(text) if code == 200 else {}
+        return o if o.get("state") == state else None
+    return wait_for(get, 60, 0.1, what="gang %s %s" % (gid, state))
+
+
+def _cut_off_and_back(a, tmp, set_cut, how):
+    """b cut off (set_cut) while it runs j and k: it stops j before the
+    leader requeues it; back, j runs again once, k is reconciled."""
+    log, kf = os.path.join(tmp, "log"), os.path.join(tmp, "k")
+    jid, kid = _cut_off_jobs(a, tmp, log, kf)
+    set_cut(True)
+    t0 = time.monotonic()
+    wait_for(lambda: "stopped" in open(log).read(), 30, 0.05,
+             what="b to stop its --requeue job")
+    stopped_after = time.monotonic() - t0
+    wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
+             "queued", 30, 0.1, what="the leader to requeue j")
+    requeued_after = time.monotonic() - t0
+    print("\ncut off%s: b stopped its --requeue job after %.2f s, the "
+          "leader requeued it after %.2f s" % (how, stopped_after,
+                                               requeued_after))
+    assert stopped_after < requeued_after
+    set_cut(False)
+    _cut_off_healed(a, jid, kid, log, kf)
+
+
+def _cut_off_jobs(a, tmp, log, kf):
+    """A blocker on a; on b, j (--requeue, logs its runs) and k (not)."""
+    blocker = submit(a, tmp, "sleep", "120",
+                     flags=("--share", "1", "--cards", "2"))
+    bid = blocker.stdout.decode().strip()
+    wait_for(lambda: (jobs(a) or {}).get(bid, {}).get("member") == "a"
+             and jobs(a)[bid]["state"] == "running", 30, 0.1,
+             what="the blocker on a")
+    script = ("if [ -e %s/j1 ]; then echo second $(date +%%s.%%N) >> %s;"
+              " exit 0; fi; touch %s/j1; echo first $(date +%%s.%%N) >> "
+              "%s; trap 'echo stopped $(date +%%s.%%N) >> %s; exit 143' "
+              "TERM; sleep 60 & wait" % (tmp, log, tmp, log, log))
+    j = submit(a, tmp, "sh", "-c", script,
+               flags=("--share", "0.5", "--requeue", "--grace", "1s"))
+    k = submit(a, tmp, "sh", "-c", "sleep 9; echo k >> %s" % kf,
+               flags=("--share", "0.5"))
+    jid, kid = j.stdout.decode().strip(), k.stdout.decode().strip()
+    wait_for(lambda: all((jobs(a) or {}).get(x, {}).get("state") ==
+                         "running" for x in (jid, kid)), 30, 0.1,
+             what="both jobs running on b")
+    assert jobs(a)[jid]["member"] == "b"
+    wait_for(lambda: os.path.exists(log), 20, 0.05, what="j to start")
+    return jid, kid
+
+
+def _cut_off_healed(a, jid, kid, log, kf):
+    """Healed: j runs again once and ends, k (run once) is reconciled."""
+    wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
+             "exited", 60, 0.1, what="j to run again and end")
+    wait_for(lambda: (jobs(a) or {}).get(kid, {}).get("state") ==
+             "exited", 60, 0.1, what="k to be reconciled")
+    lines = open(log).read().split("\n")
+    kinds = [x.split()[0] for x in lines if x]
+    assert kinds == ["first", "stopped", "second"], kinds
+    times = [float(x.split()[1]) for x in lines if x]
+    assert times[1] < times[2]
+    assert open(kf).read() == "k\n"      # k ran once, through the cut
 
 
 def test_stop_from_any_member(members, tmp):

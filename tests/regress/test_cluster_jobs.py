@@ -206,3 +206,85 @@ def test_etcd_leader_killed(tmp):
                 d.stop()
             _kill_keepers(d.home)
         e.stop()
+
+
+def test_gang_member_left(members, tmp):
+    """A member that leaves (killed -9: its lease lapses) while it runs a
+    part of a gang: past the lease and the grace the leader ends the gang
+    failed with the reason, and its other part is stopped."""
+    from conftest import free_port
+    ds = {n: members(n, "u5", f, extra="ADDR=127.0.0.1:%d\n" % free_port())
+          for n, f in (("a", "2xH100:80G"), ("b", "1xH100:80G"),
+                       ("c", "1xH100:80G"))}
+    wait_for(lambda: len(cluster_state(ds["a"])) == 3 and
+             leader(ds["a"]) == "a", 30, 0.1, what="a leading 3 members")
+    gid = _id(submit(ds["a"], tmp, "sleep", "120",
+                     flags=("--share", "0.5", "--nodes", "2")))
+    g = wait_for(lambda: (lambda g: g if [p["state"] for p in
+                                          g.get("parts", [])] ==
+                          ["running", "running"] else None)(
+        _gang(ds["a"], gid)), 30, 0.1, what="the gang to run")
+    gone = [p["member"] for p in g["parts"] if p["member"] != "a"][0]
+    ds[gone].kill9()
+    g = _gang(ds["a"], gid, "failed")
+    assert g["reason"] == "member %s left" % gone
+    assert g["exit_code"] == -1
+    states = {p["member"]: p["state"] for p in g["parts"]}
+    assert len(states) == 2 and states.pop(gone) == "failed"
+    assert list(states.values()) == ["stopped"]
+
+
+def test_gang_ports_differ_on_one_master(members, tmp):
+    """Gangs whose rank 0 share a MASTER_ADDR (every member here serves
+    127.0.0.1) never share a MASTER_PORT while they run."""
+    from conftest import free_port
+    ds = [members(n, "u6", "1xH100:80G",
+                  extra="ADDR=127.0.0.1:%d\n" % free_port()) for n in "ab"]
+    wait_for(lambda: len(cluster_state(ds[0])) == 2, 30, 0.1,
+             what="2 members")
+    gids = [_id(submit(ds[0], tmp, "sleep", "120",
+                       flags=("--share", "0.25", "--nodes", "2")))
+            for _ in range(3)]
+    gs = [wait_for(lambda: (lambda g: g if len(g.get("parts", [])) == 2
+                            else None)(_gang(ds[0], x)), 30, 0.1,
+                   what="gang %s placed" % x) for x in gids]
+    ports = [{p["gang"]["port"] for p in g["parts"]} for g in gs]
+    assert all(len(p) == 1 for p in ports)
+    assert len(set.union(*ports)) == 3, ports
+    assert {p["gang"]["master"] for g in gs for p in g["parts"]} == \
+        {"127.0.0.1"}
+    for x in gids:
+        ds[0].gmux("cluster", "stop", x, check=0)
+
+
+def test_queue_says_what_each_waits_for(members, tmp):
+    """gmux queue on a member (and --json's waits_for): no member has room
+    (the nearest fit and what it lacks: cards, CPUs), a gang waiting for
+    members with room; a job that fits behind them is placed."""
+    a = members("a", "u7", "1xH100:80G")
+    b = members("b", "u7", "1xA10:24G")
+    wait_for(lambda: len(cluster_state(b)) == 2, 30, 0.1, what="2 members")
+    ncpu = cluster_state(b)[0]["cpus"]
+    held = [_id(submit(a, tmp, "sleep", "120",
+                       flags=("--share", "1", "--server", n)))
+            for n in "ab"]
+    cpu = _id(submit(a, tmp, "sleep", "120", flags=(
+        "--share", "0", "--cpus", str(ncpu), "--server", "a")))
+    for x in held + [cpu]:
+        _state(a, x, "running")
+    card = _id(submit(a, tmp, "true", flags=("--share", "0.5")))
+    gang = _id(submit(a, tmp, "true", flags=("--share", "0.5", "--nodes",
+                                             "2")))
+    cpus = _id(submit(a, tmp, "true", flags=("--share", "0", "--cpus", "1",
+                                             "--server", "a")))
+    q = {x["id"]: x for x in json.loads(b.gmux("queue", "--json").stdout)}
+    assert q[card]["waits_for"] == ("no member has room now; nearest: a, "
+                                    "which lacks room on 1 card (0 have it)")
+    assert q[gang]["waits_for"] == ("a gang of 2 waits for 2 members with "
+                                    "room for a part; 0 have")
+    assert q[cpus]["waits_for"] == ("no member has room now; nearest: a, "
+                                    "which lacks 1 CPUs (0 free)")
+    text = b.gmux("queue").stdout.decode()
+    assert "WAITS FOR" in text and "nearest: a" in text
+    for x in held + [cpu, card, gang, cpus]:
+        a.gmux("cluster", "stop", x, check=0)

@@ -15,6 +15,7 @@ static struct etcd_server	 srv;
 static struct event_base	*base;
 static int			 done;
 static struct etcd_reply	 last;
+static json_t			*lastval;	/* the first kv's value */
 
 static void
 cb(struct etcd_reply *r, const char *err, void *arg)
@@ -28,6 +29,9 @@ cb(struct etcd_reply *r, const char *err, void *arg)
 	last.id = r->id;
 	last.nkvs = r->nkvs;
 	last.succeeded = r->succeeded;
+	json_decref(lastval);
+	lastval = r->nkvs > 0 ? json_loadb(r->kvs[0].value, r->kvs[0].vlen, 0,
+	    NULL) : NULL;
 	if (lk != NULL && r->leader.key != NULL) {
 		free(lk->key);
 		lk->key = xstrdup(r->leader.key);
@@ -49,6 +53,23 @@ put(const char *key, const char *val)
 	etcd_txn(cluster->etcd, json_array(), json_pack("[o]",
 	    etcd_op_put(key, val, 0)), NULL, cb, NULL);
 	wait_done();
+}
+
+static void
+del(const char *key)
+{
+	etcd_txn(cluster->etcd, json_array(), json_pack("[o]",
+	    etcd_op_delete(key)), NULL, cb, NULL);
+	wait_done();
+}
+
+/* The value of key, or NULL (it stays until the next call). */
+static json_t *
+get(const char *key)
+{
+	etcd_range(cluster->etcd, key, 0, cb, NULL);
+	wait_done();
+	return (lastval);
 }
 
 static u_int
@@ -166,6 +187,120 @@ test_best_fit_and_order(void)
 	CHECK(count(cluster_key("q/j.3")) == 1);
 }
 
+static const char *const on[] = { "x", "y", "p1", "p2" };
+
+/* The MASTER_PORT of gang part id, wherever it is assigned (0: nowhere). */
+static json_int_t
+gang_port(const char *id)
+{
+	json_t	*o;
+	u_int	 i;
+
+	for (i = 0; i < nitems(on); i++) {
+		if ((o = get(cluster_key("a/%s/%s", on[i], id))) != NULL)
+			return (json_integer_value(json_object_get(
+			    json_object_get(o, "gang"), "port")));
+	}
+	return (0);
+}
+
+/*
+ * Two gangs whose ids hash to one MASTER_PORT (g.15 and g.28: 29818),
+ * their rank 0 on one MASTER_ADDR: the second gets the next port free.
+ */
+static void
+test_gang_ports(void)
+{
+	json_int_t	 p15, p28;
+
+	put(cluster_key("m/p1"), "{\"name\":\"p1\",\"addr\":\"10.9.9.9:7070\","
+	    "\"cards\":[],\"cpus\":8,\"ram\":1000000,\"tags\":\"gg\"}");
+	put(cluster_key("m/p2"), "{\"name\":\"p2\",\"addr\":\"10.9.9.9:7071\","
+	    "\"cards\":[],\"cpus\":8,\"ram\":1000000,\"tags\":\"gg\"}");
+	usleep(100000);
+	put(cluster_key("q/g.15"), "{\"id\":\"g.15\",\"owner\":\"o\",\"req\":"
+	    "{\"argv\":[\"true\"],\"share\":0,\"nodes\":2,\"partition\":"
+	    "\"gg\"},\"submitted\":40}");
+	put(cluster_key("q/g.28"), "{\"id\":\"g.28\",\"owner\":\"o\",\"req\":"
+	    "{\"argv\":[\"true\"],\"share\":0,\"nodes\":2,\"partition\":"
+	    "\"gg\"},\"submitted\":41}");
+	passes(1);
+	CHECK(count(cluster_key("q/g.")) == 0);
+	p15 = gang_port("g.15-0");
+	p28 = gang_port("g.28-0");
+	CHECK(p15 == gang_port("g.15-1") && p28 == gang_port("g.28-1"));
+	CHECK(p15 == 29818 && p28 == 29819);
+}
+
+/* A part of gang gid (rank, owner o) assigned to member, not claimed. */
+static void
+put_part(const char *member, const char *gid, u_int rank, int requeue)
+{
+	char	*key, *val;
+
+	xasprintf(&key, "%sa/%s/%s-%u", cluster->prefix, member, gid, rank);
+	xasprintf(&val, "{\"id\":\"%s-%u\",\"owner\":\"o\",\"req\":{\"argv\":"
+	    "[\"true\"],\"share\":0,\"nodes\":2,\"requeue\":%s},\"submitted\":"
+	    "50,\"member\":\"%s\",\"gang\":{\"id\":\"%s\",\"rank\":%u,"
+	    "\"size\":2,"
+	    "\"master\":\"10.9.9.9\",\"port\":29600}}", gid, rank, requeue ?
+	    "true" : "false", member, gid, rank);
+	put(key, val);
+	free(key);
+	free(val);
+}
+
+static u_int
+count_part(const char *id)
+{
+	u_int	 i, n = 0;
+
+	for (i = 0; i < nitems(on); i++)
+		n += count(cluster_key("a/%s/%s", on[i], id));
+	return (n);
+}
+
+/*
+ * A member that leaves with a gang's part: the part ends failed ("member
+ * gone left"), the others are stopped, a --requeue gang is queued again
+ * as its next attempt and placed only once its old parts have gone.
+ */
+static void
+test_gang_member_left(void)
+{
+	json_t	*o;
+
+	cluster->ttl = 0;	/* the grace alone */
+	put_part("gone", "h.1", 0, 1);
+	put_part("p1", "h.1", 1, 1);
+	put_part("gone", "k.1", 0, 0);
+	put_part("p2", "k.1", 1, 0);
+	passes(1);
+	o = get(cluster_key("e/h.1-0"));
+	CHECK(o != NULL);
+	CHECK_STR(json_string_value(json_object_get(o, "reason")),
+	    "member gone left");
+	CHECK_STR(json_string_value(json_object_get(o, "state")), "failed");
+	CHECK(count(cluster_key("a/gone/")) == 0);
+	CHECK(count(cluster_key("s/h.1-1")) == 1);
+	CHECK(count(cluster_key("s/k.1-1")) == 1);
+	CHECK(count(cluster_key("e/k.1-0")) == 1);
+	CHECK(count(cluster_key("q/k.1")) == 0);	/* not --requeue */
+	o = get(cluster_key("q/h.1"));
+	CHECK(o != NULL && json_integer_value(json_object_get(o,
+	    "attempt")) == 1);
+	/* its part on p1 is still there: the next attempt waits */
+	settle(300);
+	cluster_sched_tick(clock_mono_ms());
+	settle(300);
+	CHECK(count(cluster_key("q/h.1")) == 1);
+	del(cluster_key("a/p1/h.1-1"));		/* as p1's stop does */
+	passes(1);
+	CHECK(count(cluster_key("q/h.1")) == 0);
+	CHECK(count_part("h.1-0.1") == 1 && count_part("h.1-1.1") == 1);
+	cluster->ttl = 3;
+}
+
 /* Checks the reason cluster_refusal gives for s on m. */
 static void
 refused(struct cluster_member *m, struct cluster_shape *s, const char *want)
@@ -258,6 +393,8 @@ main(void)
 		fatalx("%s", cause);
 	RUN(test_deposed);
 	RUN(test_best_fit_and_order);
+	RUN(test_gang_ports);
+	RUN(test_gang_member_left);
 	etcd_server_stop(&srv);
 	UNIT_EXIT();
 }
