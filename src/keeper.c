@@ -919,6 +919,8 @@ keeper_load_image(struct keeper *k)
 {
 	int	 rc;
 
+	if (k->spec->container == NULL || !k->spec->as_account)
+		return (0);
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 	rc = container_account_load(k->spec, k->env, &k->error);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
