@@ -270,6 +270,25 @@ SRCS += src/setup.c src/cmd-setup.c
 SRCS += src/container.c src/cmd-workspace.c src/cmd-workspace-dev.c
 SRCS += src/devcontainer.c
 
+# -- the fence inside containers, containers as the owner (issue 17)
+SRCS += src/tenant-subid.c src/container-account.c src/fdpass.c
+SRCS += src/fence-install.c
+# gmux-fence-exec, a fenced container's first process: static (an image
+# may have no C library), nothing of gmux's linked in.
+all: $(O)/gmux-fence-exec
+FENCE_EXEC_SRCS = shim/fence-exec.c src/fdpass.c src/fence-install.c
+$(O)/gmux-fence-exec: $(FENCE_EXEC_SRCS) src/gmux.h
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) -O2 -g -std=c11 -D_GNU_SOURCE $(WARN) -Isrc -static -o $@ \
+	    $(FENCE_EXEC_SRCS)
+install: install-fence-exec
+install-fence-exec: $(O)/gmux-fence-exec
+	install -d $(DESTDIR)$(PREFIX)/lib/gmux
+	install -m 0755 $(O)/gmux-fence-exec \
+	    $(DESTDIR)$(PREFIX)/lib/gmux/gmux-fence-exec
+.PHONY: install-fence-exec
+
 # -- containers for remote jobs, images that travel (issue 17)
 SRCS += src/imageref.c src/image.c src/api-image.c src/run-image.c
 SRCS += src/image-shared.c

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gmux.h"
+#include "container-int.h"
 
 #define CONTAINER_RM_MS		30000
 #define CONTAINER_PS_MS		10000
@@ -25,7 +26,7 @@
 /* The variables gmux gives a job that go in by name (docs/containers.md). */
 static const char *const container_vars[] = {
 	"GMUX_", "CUDA_", "HSA_", "ROCR_", "HIP_", "ZE_", "NVIDIA_",
-	"LD_PRELOAD=", "LD_LIBRARY_PATH=",
+	"LD_PRELOAD=", "LD_LIBRARY_PATH=", "RES_OPTIONS=",
 };
 
 static struct {
@@ -33,6 +34,9 @@ static struct {
 	char		*podman;	/* its path; NULL: none */
 	char		*runtime;	/* "runc"; NULL: podman's default */
 	char		*why;		/* why containers cannot run */
+	char		*fence_exec;	/* gmux-fence-exec; NULL: none */
+	char		*user;		/* rootless: the daemon's user */
+	int		 subuids;	/* rootless: it has a range */
 	const char	*cgroups;	/* "v2", "hybrid", "v1" */
 	char		 home[13];	/* this daemon's label */
 } host;
@@ -41,7 +45,7 @@ static struct {
  * Appends s to the argv *v: strv_add keeps a list of distinct strings, and
  * a command line repeats its flags.
  */
-static void
+void
 container_push(char ***v, const char *s)
 {
 	size_t	 n = strv_len(*v);
@@ -52,7 +56,7 @@ container_push(char ***v, const char *s)
 }
 
 /* Adds a formatted string to *v. */
-static void printflike(2, 3)
+void printflike(2, 3)
 container_addf(char ***v, const char *fmt, ...)
 {
 	va_list	 ap;
@@ -82,6 +86,36 @@ container_cgroups(void)
 }
 
 /*
+ * Whether the daemon's user (rootless) has subordinate UIDs and GIDs:
+ * without, podman maps only the user itself (root inside), and an image
+ * with files of other users fails.
+ */
+static int
+container_subuids(const char *user)
+{
+	static const char *const files[] = { "/etc/subuid", "/etc/subgid" };
+	char		 line[512], uid[16];
+	size_t		 n = strlen(user);
+	u_int		 i, found = 0;
+	FILE		*f;
+
+	snprintf(uid, sizeof uid, "%u:", (u_int)getuid());
+	for (i = 0; i < nitems(files); i++) {
+		if ((f = fopen(files[i], "re")) == NULL)
+			continue;
+		while (fgets(line, sizeof line, f) != NULL) {
+			if ((strncmp(line, user, n) == 0 && line[n] == ':') ||
+			    strncmp(line, uid, strlen(uid)) == 0) {
+				found++;
+				break;
+			}
+		}
+		fclose(f);
+	}
+	return (found == nitems(files));
+}
+
+/*
  * Finds podman and its runtime once per process: runc wherever it is
  * installed (it works on every layout), else crun where cgroups are not
  * hybrid, else none.
@@ -99,6 +133,12 @@ container_probe(void)
 	memcpy(host.home, hex, sizeof host.home - 1);
 	host.home[sizeof host.home - 1] = '\0';
 	host.cgroups = container_cgroups();
+	host.fence_exec = enforce_find_file("GMUX_FENCE_EXEC",
+	    "gmux-fence-exec");
+	if (geteuid() != 0) {
+		host.user = user_name(getuid());
+		host.subuids = container_subuids(host.user);
+	}
 	if ((host.podman = find_program("podman")) == NULL) {
 		host.why = xstrdup("podman is not installed (tests/setup-deps "
 		    "installs it)");
@@ -135,10 +175,32 @@ json_t *
 container_host_json(void)
 {
 	container_probe();
-	return (json_pack("{s:b,s:s?,s:s?,s:s,s:b,s:[ss],s:s?}", "podman",
-	    host.podman != NULL, "path", host.podman, "runtime",
+	return (json_pack("{s:b,s:s?,s:s?,s:s,s:b,s:[ss],s:b,s:o,s:s?}",
+	    "podman", host.podman != NULL, "path", host.podman, "runtime",
 	    host.runtime, "cgroups", host.cgroups, "rootless", geteuid() != 0,
-	    "network", "none", "host", "why", host.why));
+	    "network", "none", "host", "fence", host.fence_exec != NULL,
+	    "subuids", host.user == NULL ? json_null() :
+	    json_boolean(host.subuids), "why", host.why));
+}
+
+/*
+ * What a rootless host lacks that containers may need (a new string), or
+ * NULL: gmux doctor warns with it.
+ */
+char *
+container_host_warning(void)
+{
+	char	*s;
+
+	container_probe();
+	if (host.podman == NULL || host.user == NULL || host.subuids)
+		return (NULL);
+	xasprintf(&s, "%s has no subordinate UIDs and GIDs (/etc/subuid, "
+	    "/etc/subgid): podman maps only %s (root inside), and an image "
+	    "with files of other users fails; as root: usermod "
+	    "--add-subuids FROM-TO --add-subgids FROM-TO %s", host.user,
+	    host.user, host.user);
+	return (s);
 }
 
 /* The same in one line (the caller frees it). */
@@ -151,9 +213,11 @@ container_host_text(void)
 	if (host.podman == NULL)
 		return (xstrdup(host.why));
 	xasprintf(&s, "podman %s, runtime %s, %s cgroups, %s, network none "
-	    "(--deny-net) or host (unfenced); --allow is refused",
+	    "(--deny-net) or host (unfenced, or --allow: %s)",
 	    host.podman, host.runtime, host.cgroups, geteuid() != 0 ?
-	    "rootless" : "rootful (the daemon runs as root)");
+	    "rootless" : "rootful (the daemon runs as root)",
+	    host.fence_exec != NULL ? "gmux's fence inside" :
+	    "refused, no gmux-fence-exec");
 	return (s);
 }
 
@@ -273,6 +337,21 @@ container_devices(char ***argv, char *const *devices)
 }
 
 /*
+ * A job with --allow: its fence is installed inside, by gmux-fence-exec
+ * as the container's first process, mounted read-only at its own path;
+ * the keeper's end of the fence's socket is descriptor 3 (keeper.c).
+ */
+static void
+container_fence(char ***argv, const struct container_spec *c)
+{
+	if (!c->fenced)
+		return;
+	container_push(argv, "--preserve-fds=1");
+	container_push(argv, "-v");
+	container_addf(argv, "%s:%s:ro", host.fence_exec, host.fence_exec);
+}
+
+/*
  * A remote job's container (docs/containers.md, "Remote jobs"): no
  * capability, no new privileges, its tree at /work and its working
  * directory there; nothing else of the host's but the share's paths.
@@ -315,6 +394,9 @@ container_argv(const struct keeper_spec *s, char *const *env)
 		container_confined_args(&argv, c);
 	if (s->stdin_path != NULL)
 		container_push(&argv, "-i");
+	/* An account's podman is set-uid's (newuidmap): its command is not. */
+	if (s->as_account && !c->confined)
+		container_push(&argv, "--security-opt=no-new-privileges");
 	container_limit(&argv, "nofile", RLIMIT_NOFILE, RLIM_INFINITY);
 	container_limit(&argv, "nproc", RLIMIT_NPROC, container_pid_max());
 	container_devices(&argv, c->devices);
@@ -327,7 +409,10 @@ container_argv(const struct keeper_spec *s, char *const *env)
 		container_push(&argv, "-e");
 		container_push(&argv, *a);
 	}
+	container_fence(&argv, c);
 	container_push(&argv, c->image);
+	if (c->fenced)
+		container_push(&argv, host.fence_exec);
 	for (a = s->argv; *a != NULL; a++)
 		container_push(&argv, *a);
 	return (argv);
@@ -466,6 +551,36 @@ container_card_devices(const struct card *c, char ***devices)
 }
 
 /*
+ * Whether r's fence can cover its container: --deny-net is podman's empty
+ * network; --allow is gmux's fence inside (container_fence), except where
+ * it could not hold: a unix: rule (the supervisor reaches no socket in the
+ * container's mounts), a workspace (`podman exec` would run outside the
+ * filter), a host without gmux-fence-exec.  0, or -1 with *cause.
+ */
+static int
+container_check_fence(const struct jobreq *r, char **cause)
+{
+	const struct fence	*f = r->fence;
+	const char		*why = NULL;
+
+	container_probe();
+	if (f == NULL || (f->deny_net && f->nrules == 0 && f->npins == 0))
+		return (0);
+	if (fence_has_unix(f))
+		why = "a unix: rule cannot reach a socket from inside a "
+		    "container";
+	else if (r->spec.workspace)
+		why = "a workspace's other processes (podman exec) would be "
+		    "outside the fence";
+	else if (host.fence_exec == NULL)
+		why = "gmux-fence-exec is not installed beside gmux";
+	if (why == NULL)
+		return (0);
+	xasprintf(cause, "allow: %s; it is not run unfenced", why);
+	return (-1);
+}
+
+/*
  * Whether request r, which names an image, can run here as asked: 0, or
  * -1 with *code (an HTTP status) and *cause.  A container the fence
  * cannot cover is refused, never run unfenced.
@@ -473,17 +588,16 @@ container_card_devices(const struct card *c, char ***devices)
 int
 container_check(const struct jobreq *r, int *code, char **cause)
 {
-	const struct fence	*f = r->fence;
-
 	*code = 400;
-	/* A remote job's container has no network (container_confine). */
-	if (f != NULL && (!f->deny_net || f->nrules != 0 || f->npins != 0) &&
-	    (!r->confined || f->nrules != 0 || f->npins != 0)) {
-		xasprintf(cause, "allow: a container's connects cannot be "
-		    "fenced yet (only --deny-net: an empty network); it is "
-		    "not run unfenced");
+	/* A remote job's container has no network (container_spec_confine). */
+	if (r->confined && r->fence != NULL && (r->fence->nrules != 0 ||
+	    r->fence->npins != 0)) {
+		xasprintf(cause, "allow: a remote job's container has no "
+		    "network; it is not run unfenced");
 		return (-1);
 	}
+	if (container_check_fence(r, cause) != 0)
+		return (-1);
 	if (container_podman(cause) == NULL) {
 		*code = 422;
 		return (-1);
@@ -510,6 +624,8 @@ container_spec_make(uint64_t cards, const struct jobreq *r,
 	cs->image = r->spec.image;
 	cs->env = r->spec.container_env;
 	cs->deny_net = r->fence != NULL && r->fence->deny_net;
+	cs->fenced = !r->confined && !cs->deny_net && r->fence != NULL &&
+	    r->fence->nrules != 0;
 	enforce_jail_paths(cards, &js);
 	cs->ro = js.exec;
 	cs->rw = js.rw;

@@ -150,12 +150,16 @@ static void
 doctor_podman(struct doctor *d)
 {
 	char	*text = container_host_text();
+	char	*warn = container_host_warning();
 
-	if (container_podman(NULL) != NULL)
+	if (warn != NULL)
+		doctor_add(d, "podman", DOCTOR_WARN, warn, "%s", text);
+	else if (container_podman(NULL) != NULL)
 		doctor_add(d, "podman", DOCTOR_OK, NULL, "%s", text);
 	else
 		doctor_add(d, "podman", DOCTOR_WARN, "install podman and runc "
 		    "for jobs in containers (gmux run --image)", "%s", text);
+	free(warn);
 	free(text);
 }
 

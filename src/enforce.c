@@ -31,33 +31,41 @@ static struct {
 } caps[ENFORCE_CARDS];
 
 /*
- * Finds libgmux.so: $GMUX_SHIM, else beside the gmux binary (the build
- * tree), else in ../lib/gmux (an install).  The caller frees it.
+ * Finds one of gmux's files, name: $env if set, else beside the gmux
+ * binary (the build tree), else in ../lib/gmux (an install).  The caller
+ * frees it; NULL if it is nowhere.
  */
 char *
-enforce_find_shim(void)
+enforce_find_file(const char *env, const char *name)
 {
-	const char	*env = getenv("GMUX_SHIM");
+	const char	*set = getenv(env);
 	char		 exe[PATH_MAX], *slash, *path;
 	ssize_t		 n;
 
-	if (env != NULL && *env != '\0')
-		return (access(env, R_OK) == 0 ? xstrdup(env) : NULL);
+	if (set != NULL && *set != '\0')
+		return (access(set, R_OK) == 0 ? xstrdup(set) : NULL);
 	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
 		return (NULL);
 	exe[n] = '\0';
 	if ((slash = strrchr(exe, '/')) == NULL)
 		return (NULL);
 	*slash = '\0';
-	xasprintf(&path, "%s/libgmux.so", exe);
+	xasprintf(&path, "%s/%s", exe, name);
 	if (access(path, R_OK) == 0)
 		return (path);
 	free(path);
-	xasprintf(&path, "%s/../lib/gmux/libgmux.so", exe);
+	xasprintf(&path, "%s/../lib/gmux/%s", exe, name);
 	if (access(path, R_OK) == 0)
 		return (path);
 	free(path);
 	return (NULL);
+}
+
+/* Finds libgmux.so ($GMUX_SHIM, beside gmux, ../lib/gmux). */
+char *
+enforce_find_shim(void)
+{
+	return (enforce_find_file("GMUX_SHIM", "libgmux.so"));
 }
 
 /* Appends a sentence to *why. */

@@ -12,6 +12,7 @@
 /* fence.c: the network fence around one job */
 int		 fence_job_done(const struct fence_job *);
 void		 fence_job_test_bypass(struct fence_job *);
+#define FENCE_IN_LANDLOCK 0x1	/* gmux-fence-exec entered the ruleset */
 
 /* dns.c */
 #define DNS_MAX_NAME	255

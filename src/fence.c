@@ -57,6 +57,7 @@ struct fence_job {
 	int			 bypass;	/* tests: no connect rule */
 	int			 netns;		/* --deny-net got a namespace */
 	int			 ipcns;		/* a jailed job got one */
+	int			 inside;	/* installed in a container */
 	struct fence_super	*super;
 	char			*text;
 	uint64_t		 written[2];	/* counts last written */
@@ -561,13 +562,7 @@ fence_job_child(struct fence_job *fj)
 	child_landlock(fj);
 	prog.len = fj->filter->len;
 	prog.filter = fj->filter->prog;
-	lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-	    SECCOMP_FILTER_FLAG_NEW_LISTENER|
-	    SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
-	if (lfd == -1 && errno == EINVAL)	/* before Linux 5.19 */
-		lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-		    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-	if (lfd == -1)
+	if ((lfd = fence_install(&prog)) == -1)
 		child_fail("seccomp");
 	if (send_fd(fj->sp[1], lfd, (char)ns) != 0)
 		child_fail("sending the listener");
@@ -576,9 +571,58 @@ fence_job_child(struct fence_job *fj)
 }
 
 /*
+ * A container's job: the filter is installed inside the container, by
+ * gmux-fence-exec as its first process (shim/fence-exec.c), not in the
+ * keeper's child, which is podman.  No namespace is made (the container
+ * has its own); the Landlock backstop goes in as a ruleset made here.
+ */
+void
+fence_job_inside(struct fence_job *fj)
+{
+	fj->inside = 1;
+}
+
+/*
+ * Sends a container's first process its filter, and with it (where the
+ * kernel has network rules) the backstop's Landlock ruleset to enter.
+ */
+static int
+send_filter(struct fence_job *fj)
+{
+	size_t	 len = fj->filter->len * sizeof *fj->filter->prog;
+	int	 fd = -1, rc;
+
+	if (fj->landlock >= 4)
+		fd = landlock_ruleset(fj->landlock,
+		    LANDLOCK_NET|LANDLOCK_SCOPE);
+	rc = fdpass_send(fj->sp[0], fj->filter->prog, len, fd) ==
+	    (ssize_t)len ? 0 : -1;
+	if (fd != -1)
+		close(fd);
+	return (rc);
+}
+
+/*
+ * In the child of a job whose fence is installed inside its container:
+ * leaves the keeper's end of the socket at descriptor fd, open across
+ * exec (podman --preserve-fds passes it in).  Only system calls.
+ */
+void
+fence_job_child_pass(struct fence_job *fj, int fd)
+{
+	close(fj->sp[0]);
+	if (fj->sp[1] == fd)
+		fcntl(fd, F_SETFD, 0);
+	else if (dup2(fj->sp[1], fd) == -1)
+		child_fail("the fence's socket");
+}
+
+/*
  * In the parent after fork(): takes the listener from the child (waiting
  * for it; the child either sends it or exits 126), and what namespaces
- * the child got.  Returns it, or -1.
+ * the child got (a container's first process: whether it entered the
+ * Landlock ruleset), having sent a container's first process the filter.
+ * Returns it, or -1.
  */
 static int
 take_listener(struct fence_job *fj)
@@ -588,9 +632,16 @@ take_listener(struct fence_job *fj)
 
 	close(fj->sp[1]);
 	fj->sp[1] = -1;
+	if (fj->inside && send_filter(fj) != 0) {
+		close(fj->sp[0]);
+		fj->sp[0] = -1;
+		return (-1);
+	}
 	lfd = recv_fd(fj->sp[0], &c);
-	fj->netns = (c & FENCE_NS_NET) != 0;
-	fj->ipcns = (c & FENCE_NS_IPC) != 0;
+	if (fj->inside && !(c & FENCE_IN_LANDLOCK))
+		fj->landlock = 0;
+	fj->netns = !fj->inside && (c & FENCE_NS_NET) != 0;
+	fj->ipcns = !fj->inside && (c & FENCE_NS_IPC) != 0;
 	close(fj->sp[0]);
 	fj->sp[0] = -1;
 	return (lfd);
@@ -606,7 +657,14 @@ fence_job_start(struct fence_job *fj, char **cause)
 {
 	int	 lfd, flags = 0;
 
-	if ((lfd = take_listener(fj)) == -1) {
+	if ((lfd = take_listener(fj)) == -1 && fj->inside) {
+		/*
+		 * The container never reached its first process, which execs
+		 * nothing unfenced: podman's own exit and error say why.
+		 */
+		return (0);
+	}
+	if (lfd == -1) {
 		xasprintf(cause, "the job's fence was not installed");
 		return (-1);
 	}

@@ -87,6 +87,10 @@ ssize_t		 write_all(int, const void *, size_t);
 int		 write_proc(const char *, const char *);
 int		 send_fd(int, int, char);
 int		 recv_fd(int, char *);
+
+/* fdpass.c: a message with a descriptor, over a Unix socket */
+ssize_t		 fdpass_send(int, const void *, size_t, int);
+ssize_t		 fdpass_recv(int, void *, size_t, int *);
 char		*strv_join(char *const *, const char *);
 struct evbuffer;
 struct evbuffer	*buf_new(void);
@@ -518,6 +522,7 @@ int		 card_fake_parse(const char *, struct cards *, char **);
 /* enforce.c: the one interface through which caps and ceilings change */
 void		 enforce_init(struct cards *);
 char		*enforce_find_shim(void);
+char		*enforce_find_file(const char *, const char *);
 void		 enforce_shutdown(void);
 int		 enforce_job_env(u_int, const struct card *, u_int, u_int,
 		     uint64_t, char ***, char **);
@@ -893,6 +898,7 @@ char		**workspace_devcontainer(json_t *, const char *, const char *);
 struct container_spec {
 	const char	 *image;
 	int		  deny_net;	/* --network none, else host */
+	int		  fenced;	/* --allow: the fence goes inside */
 	char		**devices;	/* --device: nodes or CDI names */
 	char		**ro;		/* mounted read-only: the shim */
 	char		**rw;		/* read-write: the region, MPS pipes */
@@ -906,6 +912,7 @@ struct overlay;
 const char	*container_podman(char **);
 json_t		*container_host_json(void);
 char		*container_host_text(void);
+char		*container_host_warning(void);
 char		*container_name(u_int);
 const char	*container_label(void);
 char		**container_argv(const struct keeper_spec *, char *const *);
@@ -919,6 +926,13 @@ void		 container_spec_clear(struct container_spec *);
 void		 container_spec_confine(struct container_spec *, u_int,
 		     const struct overlay *);
 char		**container_confined_env(char *const *);
+/* container-account.c: as the job's tenant account, rootless */
+int		 container_account_cwd(struct keeper_spec *);
+void		 container_account_env(const struct keeper_spec *, char ***);
+int		 container_account_load(const struct keeper_spec *,
+		     char *const *, char **);
+void		 container_account_remove(const struct keeper_spec *,
+		     char *const *);
 
 /* workspace.c: a shell in a workspace, the daemon's side */
 struct job	*workspace_find_live(const char *, const char *);
@@ -1191,6 +1205,11 @@ struct fence_job *fence_job_create(const struct fence *, const char *,
 		     const struct jail *, char **);
 void		 fence_job_env(const struct fence_job *, char ***);
 void		 fence_job_child(struct fence_job *);
+void		 fence_job_inside(struct fence_job *);
+/* fence-install.c: the filter and its listener (only system calls) */
+struct sock_fprog;
+int		 fence_install(const struct sock_fprog *);
+void		 fence_job_child_pass(struct fence_job *, int);
 int		 fence_job_start(struct fence_job *, char **);
 u_int		 fence_job_pollfds(const struct fence_job *, struct pollfd *);
 void		 fence_job_dispatch(struct fence_job *, const struct pollfd *,

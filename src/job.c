@@ -471,10 +471,11 @@ job_start(struct job *j, char **cause)
 	if (term_argv != NULL)
 		s.argv = term_argv;
 	if (j->req.spec.image != NULL) {
-		/* Its fence is podman's network (container_check). */
+		/* Its fence: podman's network, or inside (container_check). */
 		container_spec_make(j->cards, &j->req, &cs);
 		s.container = &cs;
-		s.fence = NULL;
+		if (!cs.fenced)
+			s.fence = NULL;
 		/* A remote job's: its container is its jail (podman's). */
 		if (j->req.confined) {
 			container_spec_confine(&cs, j->id, ov);
@@ -489,6 +490,7 @@ job_start(struct job *j, char **cause)
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
 	if (job_account_of(j, &s, &js, cause) != 0 ||
+	    container_account_cwd(&s) != 0 ||
 	    tenant_publish(j, &s.argv, &s.env, j->req.confined ? &js : NULL,
 	    cause) != 0)
 		goto out;

@@ -129,9 +129,38 @@ keeper_drop(const struct keeper_spec *s, int errpipe)
 	if (syscall(SYS_setgroups, 0, NULL) != 0 ||
 	    syscall(SYS_setresgid, s->gid, s->gid, s->gid) != 0 ||
 	    syscall(SYS_setresuid, s->uid, s->uid, s->uid) != 0 ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
 	    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
 		keeper_child_fail(errpipe, 'u');
+	/*
+	 * Rootless podman maps the account's subordinate IDs with set-uid
+	 * newuidmap: its container's processes get no_new_privs instead.
+	 */
+	if (s->container == NULL && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		keeper_child_fail(errpipe, 'u');
+}
+
+/*
+ * In the job: its descriptors for exec, 0 to 2 and the error pipe (at 3,
+ * close-on-exec) and no other; a container whose fence is installed
+ * inside has the fence's socket at 3 (podman --preserve-fds=1) and the
+ * error pipe at 4.  Returns the error pipe's.
+ */
+static int
+keeper_child_fds(struct keeper *k, int errpipe)
+{
+	int	 ep = 3;
+
+	if (k->fence != NULL && k->spec->container != NULL) {
+		if ((errpipe = fcntl(errpipe, F_DUPFD_CLOEXEC, 10)) == -1)
+			_exit(126);
+		fence_job_child_pass(k->fence, 3);
+		ep = 4;
+	}
+	if (dup2(errpipe, ep) == -1)
+		_exit(126);
+	fcntl(ep, F_SETFD, FD_CLOEXEC);
+	closefrom(ep + 1);
+	return (ep);
 }
 
 /*
@@ -143,7 +172,7 @@ keeper_child(struct keeper *k, int out, int err, int errpipe)
 {
 	const struct keeper_spec	*s = k->spec;
 	sigset_t			 set;
-	int				 null;
+	int				 null, ep;
 
 	setpgid(0, 0);
 	signal(SIGPIPE, SIG_DFL);
@@ -162,21 +191,18 @@ keeper_child(struct keeper *k, int out, int err, int errpipe)
 	keeper_drop(s, errpipe);
 	if (s->cwd != NULL && chdir(s->cwd) == -1)
 		keeper_child_fail(errpipe, 'c');
-	if (k->fence != NULL)
+	if (k->fence != NULL && s->container == NULL)
 		fence_job_child(k->fence);	/* exits 126 if it cannot */
-	if (dup2(errpipe, 3) == -1)
-		_exit(126);
-	fcntl(3, F_SETFD, FD_CLOEXEC);
-	closefrom(4);
+	ep = keeper_child_fds(k, errpipe);
 	if (k->path == NULL) {
 		errno = ENOENT;
-		keeper_child_fail(3, 'x');
+		keeper_child_fail(ep, 'x');
 	}
 	execve(k->path, k->argv, k->env);
 	/* Not a binary nor a #! script: a shell script, as execvp has it. */
 	if (errno == ENOEXEC && k->sh_argv != NULL)
 		execve("/bin/sh", k->sh_argv, k->env);
-	keeper_child_fail(3, 'x');
+	keeper_child_fail(ep, 'x');
 }
 
 /*
@@ -855,6 +881,8 @@ keeper_confine(struct keeper *k)
 	fence_free(open);
 	if (k->fence == NULL)
 		goto fail;
+	if (s->container != NULL)
+		fence_job_inside(k->fence);
 	fence_job_env(k->fence, &k->env);
 	return (0);
 fail:
@@ -876,7 +904,30 @@ keeper_container_left(struct keeper *k)
 		return;
 	code = WIFEXITED(k->wstatus) ? WEXITSTATUS(k->wstatus) : -1;
 	if (k->reason != NULL || code < 0 || (code >= 125 && code <= 127))
-		container_remove(k->spec->id);
+		container_account_remove(k->spec, k->env);
+}
+
+/*
+ * An account's container: its image into its store (125 if it fails).
+ * Podman's pause process, which holds the account's user namespace for
+ * all its podman commands, is started by the first of them: not as the
+ * keeper's subreaped child, or the keeper's end would kill it (and the
+ * account's next podman would find it gone).  The job is not started yet.
+ */
+static int
+keeper_load_image(struct keeper *k)
+{
+	int	 rc;
+
+	if (k->spec->container == NULL || !k->spec->as_account)
+		return (0);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	rc = container_account_load(k->spec, k->env, &k->error);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (rc == 0)
+		return (0);
+	k->error_code = 125;
+	return (-1);
 }
 
 /*
@@ -928,9 +979,11 @@ keeper_main(const struct keeper_spec *s, int link, int listen_fd)
 	k.argv = s->container != NULL ? container_argv(s, k.env) : s->argv;
 	if (s->container != NULL && s->container->confined)
 		k.env = container_confined_env(k.env);	/* podman's own */
+	container_account_env(s, &k.env);
 	if (s->container != NULL)
 		image_shared_prepare(s->container->image);
-	if (keeper_confine(&k) == 0 && keeper_start_job(&k) == 0) {
+	if (keeper_confine(&k) == 0 && keeper_load_image(&k) == 0 &&
+	    keeper_start_job(&k) == 0) {
 		keeper_tell_pid(&k, link);
 		keeper_loop(&k);
 		keeper_reap_all(&k);

@@ -275,6 +275,21 @@ tenant_mapped(const struct tenant *t, uid_t *uid, gid_t *gid, char **home,
 }
 
 /*
+ * Its rootless containers' range (tenant-subid.c): without one only its
+ * containers fail (podman says why), so its other jobs still run.
+ */
+static void
+tenant_account_subids(const struct tenant *t)
+{
+	char	*cause = NULL;
+
+	if (tenant_subids(t, &cause) != 0) {
+		log_warnx("%s", cause);
+		free(cause);
+	}
+}
+
+/*
  * The account owner's jobs run as (docs/tenants.md): 1 with its UID, GID
  * and home (the caller frees it); 0 if they run as the daemon's user; 2
  * with *cause while its UID is being allocated in the cluster or its
@@ -314,6 +329,7 @@ tenant_account(const char *owner, uid_t *uid, gid_t *gid, char **home,
 		return (tenant_make(t, cause));
 	if (tenant_home(t, cause) != 0)
 		return (-1);
+	tenant_account_subids(t);
 	if (t->state != TENANT_ACTIVE) {
 		t->state = TENANT_ACTIVE;
 		tenants_save();

@@ -57,6 +57,9 @@ int		 tenant_archive(struct tenant *, char **);
 int		 tenant_remove(struct tenant *, char **);
 void		 tenant_remove_tick(void);
 
+/* tenant-subid.c: the account's subordinate UIDs (its containers) */
+int		 tenant_subids(const struct tenant *, char **);
+
 /* tenant-uid.c: a UID allocated once in the cluster's store */
 int		 tenant_cluster_uid(struct tenant *, char **);
 

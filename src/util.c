@@ -619,28 +619,7 @@ user_name(uid_t uid)
 int
 send_fd(int sock, int fd, char c)
 {
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
-	union {
-		char		 buf[CMSG_SPACE(sizeof (int))];
-		struct cmsghdr	 align;
-	} u;
-
-	memset(&m, 0, sizeof m);
-	memset(&u, 0, sizeof u);
-	iov.iov_base = &c;
-	iov.iov_len = 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.buf;
-	m.msg_controllen = sizeof u.buf;
-	cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof (int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-	return (sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1);
+	return (fdpass_send(sock, &c, 1, fd) == 1 ? 0 : -1);
 }
 
 /*
@@ -650,30 +629,12 @@ send_fd(int sock, int fd, char c)
 int
 recv_fd(int sock, char *c)
 {
-	struct msghdr	 m;
-	struct iovec	 iov;
-	struct cmsghdr	*cm;
-	int		 fd = -1;
-	union {
-		char		 buf[CMSG_SPACE(sizeof (int))];
-		struct cmsghdr	 align;
-	} u;
+	int	 fd;
 
-	memset(&m, 0, sizeof m);
-	iov.iov_base = c;
-	iov.iov_len = 1;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = u.buf;
-	m.msg_controllen = sizeof u.buf;
-	while (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) == -1) {
-		if (errno != EINTR)
-			return (-1);
+	if (fdpass_recv(sock, c, 1, &fd) == -1 && fd != -1) {
+		close(fd);
+		fd = -1;
 	}
-	cm = CMSG_FIRSTHDR(&m);
-	if (cm != NULL && cm->cmsg_level == SOL_SOCKET &&
-	    cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof fd))
-		memcpy(&fd, CMSG_DATA(cm), sizeof fd);
 	return (fd);
 }
 
