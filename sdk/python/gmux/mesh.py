@@ -40,6 +40,8 @@ __all__ = ["mesh", "MeshFunction", "MapError", "TaskError", "TaskTimeout",
 HINTS = ("cost", "gpu_memory_mb")
 SPAWN_GRACE = 30.0          # a started worker counts as coming this long
 RECONNECT = 60.0            # how long a caller waits for a daemon back
+START_TRIES = 3             # failed worker starts in a row: its calls fail
+START_BACKOFF = 0.5         # seconds after a failed start, then doubled
 
 
 class TaskError(Exception):
@@ -73,10 +75,12 @@ class Options:
     ``cards`` per worker, ``timeout`` seconds per call, the fence
     (``deny_net``, ``allow``), ``priority`` and ``preemptible`` as for
     jobs, ``target`` a remote's name (None: the default connection),
-    ``idle`` seconds before an unused worker exits, ``fresh``: each call
-    in a newly forked process (the default), or, False, successive calls
-    in one forked process until one crashes it (faster; a call sees what
-    earlier ones left in memory), ``python`` the name of an interpreter
+    ``idle`` seconds before an unused worker exits, ``fresh``: False (the
+    default), a call runs in the process of the worker's last call if that
+    was a call of the same function (it sees what that one left in memory:
+    module globals, caches; never another function's or owner's), True,
+    each call in a newly forked process (nothing shared, slower),
+    ``python`` the name of an interpreter
     the host publishes (PYTHON_INTERPRETERS, docs/tenants.md) for the
     workers to run on instead of this one (it needs python3-cloudpickle,
     and a Python whose pickles this one can read)."""
@@ -93,7 +97,7 @@ class Options:
     target: Optional[str] = None
     card: Optional[int] = None
     idle: float = 60.0
-    fresh: bool = True
+    fresh: bool = False
     python: Optional[str] = None
 
     def replace(self, **kw: Any) -> "Options":
@@ -153,6 +157,9 @@ class Session:
         self.specs: Dict[str, Tuple[Options, dict]] = {}
         self.keys: Dict[Options, str] = {}
         self.ensured: set = set()
+        self.ensure_lock = threading.Lock()
+        self.start_fails: Dict[str, int] = {}     # failed starts in a row
+        self.retry_at: Dict[str, float] = {}      # no start before
         self.closed = False
         self.sock: Optional[socket.socket] = None
         self._open()
@@ -326,7 +333,8 @@ class Session:
         pool has none; not on every call."""
         key = self.key(opts)
         if want > 1 or key not in self.ensured:
-            self._ensure(key, want)
+            with self.ensure_lock:
+                self._ensure(key, want)
             self.ensured.add(key)
         return key
 
@@ -370,8 +378,8 @@ class Session:
             spec["card"] = card
         if opts.cpus:
             spec["cpus"] = opts.cpus       # the worker's, not the job's
-        if not opts.fresh:
-            spec["fresh"] = False          # the worker's, not the job's
+        if opts.fresh:
+            spec["fresh"] = True           # the worker's, not the job's
         if opts.python is not None:
             spec["python"] = opts.python   # the daemon puts it as argv[0]
         return spec
@@ -400,6 +408,8 @@ class Session:
         n = min(want, self._room(spec)) - have if want > 1 else 1 - have
         if have == 0:
             n = max(n, 1)
+        if n > 0 and time.monotonic() < self.retry_at.get(key, 0):
+            return                      # a start failed: backing off
         for _ in range(max(0, n)):
             self._spawn(key)
 
@@ -408,31 +418,78 @@ class Session:
         jobs still queued or starting); the rest are forgotten."""
         now = time.monotonic()
         coming = []
+        failed = None
         for j, t in self.spawned.get(key, []):
-            if j in up or now - t > SPAWN_GRACE:
+            if j in up:
+                self.start_fails.pop(key, None)     # one came
+                continue
+            if now - t > SPAWN_GRACE:
                 continue
             try:
                 with self.api_lock:
-                    state = self.api.job(j).state
+                    job = self.api.job(j)
             except APIError:
                 continue
-            if state in ("queued", "running"):
+            if job.state in ("queued", "running"):
                 coming.append((j, t))
+            elif job.state == "failed" or (job.state == "exited" and
+                                           job.exit_code):
+                failed = job
+        if failed is not None:      # those started together: one round
+            self._start_failed(key, self._why_not(failed))
         self.spawned[key] = coming + [(j, t) for j, t in
                                       self.spawned.get(key, []) if j in up]
         return coming
 
+    def _why_not(self, job: api.Job) -> str:
+        """Why a worker's job ended before its worker came: the last line
+        of its output (the interpreter's or the worker's own error)."""
+        try:
+            with api.Client(self.target) as c:     # a stream of its own
+                out = b"".join(c.logs(job.id))
+        except (APIError, OSError):
+            out = b""
+        lines = [x.strip() for x in out.decode(errors="replace").splitlines()
+                 if x.strip()]
+        last = lines[-1] if lines else (job.reason or "exit status %s"
+                                        % job.exit_code)
+        return "worker %s: %s" % (job.id, last[:400])
+
+    def _start_failed(self, key: str, why: str) -> None:
+        """The workers of key last started could not start (their jobs
+        ended before they came, or were refused): the next start waits,
+        doubling each time; at the START_TRIES-th round in a row, the
+        daemon fails the tasks queued for key with the reason (none of
+        them ran)."""
+        n = self.start_fails.get(key, 0) + 1
+        self.start_fails[key] = n
+        self.retry_at[key] = time.monotonic() + START_BACKOFF * 2 ** (n - 1)
+        log.warning("gmux: a worker could not start (%d of %d): %s", n,
+                    START_TRIES, why)
+        if n < START_TRIES:
+            return
+        self.start_fails.pop(key, None)
+        msg = "no worker could start (%d tries): %s" % (n, why)
+        with self.lock:
+            self._send([wire.frame(wire.WITHDRAW, {"pool": key,
+                                                   "error": msg})])
+
     def _pool_empty(self, key: str, why: Optional[str]) -> None:
         """The daemon says a pool with tasks waiting has no worker: start
-        one, unless (at a submission) one is on its way."""
-        if key not in self.specs:
+        one, unless one is on its way or a failed start is backing off
+        (the daemon says it again each second)."""
+        if key not in self.specs or not self.ensure_lock.acquire(False):
             return
-        if why == "left":
-            self.spawned[key] = []          # those coming came, and went
         try:
+            if why == "left":
+                self.spawned[key] = []      # those coming came, and went
             self._ensure(key, 1)
-        except Exception as e:
+        except APIError as e:
+            self._start_failed(key, "its job was refused: %s" % e)
+        except OSError as e:
             log.warning("gmux: cannot start a worker: %s", e)
+        finally:
+            self.ensure_lock.release()
 
     def _spawn(self, key: str) -> str:
         """Starts a worker for key: a job that runs the fork-server, which
