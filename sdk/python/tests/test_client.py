@@ -244,3 +244,40 @@ def test_a_session_is_its_owner_s_only(make_daemon, monkeypatch, tmp_path):
     sock, hdrs, _ = c.upgrade("/v1/tasks/connect?session=" + "b" * 32)
     assert "gmux-worker-dir" not in hdrs       # no paths over TCP
     sock.close()
+
+
+_STATE = {}
+
+
+def _leave(x):
+    """What the last call in this process left, and its owner's job."""
+    seen = _STATE.get("last")
+    _STATE["last"] = x
+    return seen, os.environ.get("GMUX_JOB_ID")
+
+
+def test_a_kept_process_never_serves_another_owner(make_daemon, monkeypatch,
+                                                   tmp_path):
+    """alice's and bob's tokens on one host, the same function, the same
+    options: each owner's calls run in that owner's workers only, so what
+    alice's calls left never reaches bob's."""
+    d = make_daemon(tls=True)
+    at = d.target.split("@", 1)[1]
+    client = tmp_path / "client"
+    client.mkdir()
+    (client / "remotes.json").write_text(json.dumps(
+        {"default": "alice", "remotes": [
+            {"name": who, "target": d.token_for(who) + "@" + at}
+            for who in ("alice", "bob")]}))
+    os.chmod(client / "remotes.json", 0o600)
+    monkeypatch.setenv("GMUX_HOME", str(client))
+    reset()
+    fa = gmux.mesh(_leave, target="alice")
+    fb = gmux.mesh(_leave, target="bob")
+    assert fa(1)[0] is None and fa(2)[0] == 1      # alice's state carries
+    seen, bjob = fb(3)
+    assert seen is None                            # not to bob
+    assert fa(4)[0] == 2 and fb(5)[0] == 3         # each kept its own
+    owner = {w["job"]: w["owner"] for w in d.json("workers", "--json")}
+    assert owner[bjob] == "bob"
+    assert set(owner.values()) == {"alice", "bob"}
