@@ -1977,6 +1977,8 @@ void		 remote_probe_clear(struct remote_probe *, u_int);
 #define RUN_DETACH	0x1	/* run -d */
 #define RUN_QUIET	0x2	/* run -q */
 int		 run_remote(json_t *, int, char **);
+int		 run_sync(const struct remote *, const char *, const char *,
+		     char *);
 void		 run_why(const struct stream *);	/* cmd-run.c */
 int		 run_retry(const char *, struct client_reply *); /* cmd-run.c */
 int		 run_refused(long);			/* cmd-run.c */
@@ -2036,6 +2038,7 @@ extern const struct cmd_entry cmd_submit_entry;
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_queue_entry;
 extern const struct cmd_entry cmd_workers_entry;
+extern const struct cmd_entry cmd_sync_entry;	/* cmd-sync.c */
 extern const struct cmd_entry cmd_shell_entry;
 extern const struct cmd_entry cmd_port_entry;
 extern const struct cmd_entry cmd_ui_entry;

@@ -19,7 +19,9 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -184,7 +186,7 @@ class Session:
                calls: Sequence[Tuple[tuple, dict]]) -> List[cf.Future]:
         pool = self.pool(opts, len(calls))
         if self.remote:
-            _by_value(fn)
+            _by_value(fn, _sync_dir())
         fnb = wire.dump_function(fn)
         timeout = int(opts.timeout * 1000) if opts.timeout else 0
         futs: List[cf.Future] = []
@@ -343,7 +345,8 @@ class Session:
         if key is None:
             spec = self._spec(opts)
             key = "s%s-%s" % (spec.get("share", 0), hashlib.sha256(
-                json.dumps([spec, sys.executable, os.getcwd(), sys.path],
+                json.dumps([spec, sys.executable, os.getcwd(), sys.path,
+                            self.remote and _sync_dir() is not None],
                            sort_keys=True).encode()).hexdigest()[:20])
             self.specs[key] = (opts, spec)
             self.keys[opts] = key
@@ -410,8 +413,9 @@ class Session:
             n = max(n, 1)
         if n > 0 and time.monotonic() < self.retry_at.get(key, 0):
             return                      # a start failed: backing off
+        tree = self._tree() if self.remote and n > 0 else None
         for _ in range(max(0, n)):
-            self._spawn(key)
+            self._spawn(key, tree)
 
     def _coming(self, key: str, up: set) -> List[Tuple[str, float]]:
         """The workers started for key that have not connected yet (their
@@ -486,14 +490,34 @@ class Session:
             self._ensure(key, 1)
         except APIError as e:
             self._start_failed(key, "its job was refused: %s" % e)
+        except TaskError as e:
+            self._start_failed(key, str(e))
         except OSError as e:
             log.warning("gmux: cannot start a worker: %s", e)
         finally:
             self.ensure_lock.release()
 
-    def _spawn(self, key: str) -> str:
+    def _tree(self) -> Optional[str]:
+        """The caller's directory sent to the host as ``gmux run`` sends
+        it (``gmux sync``): its manifest's digest, for the workers to
+        start in; None without a directory to send (GMUX_SYNC=0, or no
+        gmux command here: then only the function's module goes)."""
+        d = _sync_dir()
+        if d is None:
+            return None
+        r = subprocess.run([_gmux_bin() or "gmux", "sync", self.target or "",
+                            d], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=600)
+        if r.returncode != 0:
+            lines = r.stderr.decode(errors="replace").strip().splitlines()
+            raise TaskError("cannot send %s to %s: %s" % (
+                d, self.target, lines[-1] if lines else "gmux sync failed"))
+        return r.stdout.decode().strip()
+
+    def _spawn(self, key: str, tree: Optional[str] = None) -> str:
         """Starts a worker for key: a job that runs the fork-server, which
-        the daemon lets reach its broker ("task_worker")."""
+        the daemon lets reach its broker ("task_worker"); on a remote
+        host, in the caller's synced tree if there is one."""
         opts, spec = self.specs[key]
         env = {"GMUX_TASK_POOL": key,
                "GMUX_WORKER_IDLE": str(opts.idle),
@@ -514,6 +538,9 @@ class Session:
             argv = [os.environ.get("GMUX_REMOTE_PYTHON", "/usr/bin/python3"),
                     "-c", _remote_boot()]
             cwd = None
+            if tree is not None:
+                fields["manifest"] = tree
+                env["GMUX_WORKER_TREE_PATH"] = _tree_path(_sync_dir())
         else:
             here = os.path.dirname(os.path.dirname(os.path.abspath(
                 __file__)))
@@ -531,9 +558,17 @@ class Session:
                                                     if p)})
         if "python" in spec:
             argv[0] = "python3"     # the published one, in its place
-        with self.api_lock:
-            job = self.api.run(argv, cwd=cwd, env=env, task_worker=True,
-                               **fields)
+        try:
+            with self.api_lock:
+                job = self.api.run(argv, cwd=cwd, env=env, task_worker=True,
+                                   **fields)
+        except APIError as e:
+            if e.status != 412 or tree is None:
+                raise
+            fields["manifest"] = self._tree()  # its blobs went: again, once
+            with self.api_lock:
+                job = self.api.run(argv, cwd=cwd, env=env, task_worker=True,
+                                   **fields)
         self.spawned.setdefault(key, []).append((job.id, time.monotonic()))
         log.debug("gmux: started worker %s for %s", job.id, key)
         return job.id
@@ -563,11 +598,51 @@ _SYSTEM = tuple(os.path.realpath(p) + os.sep for p in
                     p for p in sys.path if "-packages" in p})
 
 
-def _by_value(fn: Callable) -> None:
-    """A remote host has none of the caller's own modules: the module that
-    defines fn (not the system's or an installed package's) goes by value,
-    as __main__'s functions do.  What that module imports of the caller's
-    own must be there, or the call fails with ModuleNotFoundError."""
+def _gmux_bin() -> Optional[str]:
+    """The gmux command: GMUX_BIN, else gmux on PATH, else None."""
+    return os.environ.get("GMUX_BIN") or shutil.which("gmux")
+
+
+_no_sync_warned = False
+
+
+def _sync_dir() -> Optional[str]:
+    """The directory a remote host's workers get (the caller's), or None:
+    GMUX_SYNC=0, or no gmux command to send it with (one warning)."""
+    global _no_sync_warned
+    if os.environ.get("GMUX_SYNC") == "0":
+        return None
+    if _gmux_bin() is None:
+        if not _no_sync_warned:
+            _no_sync_warned = True
+            warnings.warn("gmux: no gmux command here (GMUX_BIN names one) "
+                          "to send this directory to a remote host; its "
+                          "workers get only each function's own module",
+                          RuntimeWarning, stacklevel=5)
+        return None
+    return os.path.realpath(os.getcwd())
+
+
+def _tree_path(d: Optional[str]) -> str:
+    """The caller's sys.path entries inside d, relative to it ("." for d),
+    for a worker in d's synced copy to put first on its own."""
+    rel = []
+    for p in sys.path:
+        p = os.path.realpath(p or ".")
+        if d is not None and (p == d or p.startswith(d + os.sep)):
+            r = os.path.relpath(p, d)
+            if r not in rel:
+                rel.append(r)
+    return os.pathsep.join(rel or ["."])
+
+
+def _by_value(fn: Callable, tree: Optional[str]) -> None:
+    """A remote host has the caller's directory tree (synced) and none of
+    the caller's other modules: the module that defines fn, if it is
+    outside tree (and not the system's or an installed package's), goes
+    by value, as __main__'s functions do.  What that module imports of
+    the caller's own must be there, or the call fails with
+    ModuleNotFoundError."""
     mod = sys.modules.get(getattr(fn, "__module__", None) or "")
     if mod is None or not getattr(mod, "__file__", None):
         return
@@ -575,6 +650,8 @@ def _by_value(fn: Callable) -> None:
     if mod.__name__ in ("__main__", "gmux") or \
             mod.__name__.startswith("gmux.") or path.startswith(_SYSTEM):
         return
+    if tree is not None and path.startswith(tree + os.sep):
+        return                          # it imports from the synced tree
     import cloudpickle
     cloudpickle.register_pickle_by_value(mod)
 

@@ -369,6 +369,11 @@ class Server:
         if path:
             sys.path[:0] = [p for p in path.split(os.pathsep)
                             if p not in sys.path]
+        tree = os.environ.get("GMUX_WORKER_TREE_PATH")
+        if tree:                # a remote host's: the caller's synced tree
+            here = os.getcwd()
+            sys.path[:0] = [os.path.normpath(os.path.join(here, r))
+                            for r in tree.split(os.pathsep) if r]
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         gc.collect()        # what the children share stays shared
         gc.freeze()

@@ -5,6 +5,8 @@ import os
 import socket
 import ssl
 import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -281,3 +283,48 @@ def test_a_kept_process_never_serves_another_owner(make_daemon, monkeypatch,
     owner = {w["job"]: w["owner"] for w in d.json("workers", "--json")}
     assert owner[bjob] == "bob"
     assert set(owner.values()) == {"alice", "bob"}
+
+
+def test_remote_workers_import_the_caller_s_own_modules(make_daemon,
+                                                         tmp_path):
+    """A script next to its helper modules calls a host: its directory
+    goes there as gmux run sends one (gmux sync), and the workers start in
+    it, so what the function imports of the caller's own imports there: a
+    module next to the script, one in a package below it."""
+    d = make_daemon(tls=True)
+    proj = tmp_path / "proj"
+    (proj / "pkg").mkdir(parents=True)
+    (proj / "helper.py").write_text("def twice(x):\n    return 2 * x\n")
+    (proj / "pkg" / "__init__.py").write_text("")
+    (proj / "pkg" / "deep.py").write_text("K = 5\n")
+    (proj / "demo.py").write_text(textwrap.dedent("""\
+        import os
+        import gmux, helper
+
+        @gmux.mesh(target="gpu1")
+        def work(x):
+            from pkg import deep
+            return helper.twice(x) + deep.K, os.getcwd()
+
+        print(work(21)[0], [v for v, _ in work.map([1, 2])],
+              work(0)[1] != os.getcwd())
+        """))
+    client = tmp_path / "client"
+    client.mkdir()
+    (client / "remotes.json").write_text(json.dumps(
+        {"default": "gpu1", "remotes": [{"name": "gpu1",
+                                         "target": d.target}]}))
+    os.chmod(client / "remotes.json", 0o600)
+    env = dict(os.environ, GMUX_HOME=str(client), GMUX_SYNC="1",
+               GMUX_BIN=os.environ.get("GMUX", "gmux"),
+               PYTHONPATH=os.path.dirname(os.path.dirname(gmux.__file__)))
+    r = subprocess.run([sys.executable, "demo.py"], cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "47 [7, 9] True"
+    ws = d.json("workers", "--json")
+    assert ws and all(d.job(w["job"])["confined"] for w in ws)
+    env["GMUX_SYNC"] = "0"          # as before: the function's module only
+    r = subprocess.run([sys.executable, "demo.py"], cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "No module named 'helper'" in r.stderr
