@@ -54,12 +54,20 @@ def boom(x):
     raise ValueError("bad value %r" % (x,))
 
 
-def _remote(monkeypatch, tmp_path, target, name="gpu1", fresh=True):
+def _remotes(tmp_path, targets):
+    """A client's home whose remotes file names targets (NAME -> target),
+    the first the default."""
     client = tmp_path / "client"
     client.mkdir()
     (client / "remotes.json").write_text(json.dumps(
-        {"default": name, "remotes": [{"name": name, "target": target}]}))
+        {"default": next(iter(targets)), "remotes": [
+            {"name": k, "target": v} for k, v in targets.items()]}))
     os.chmod(client / "remotes.json", 0o600)
+    return client
+
+
+def _remote(monkeypatch, tmp_path, target, name="gpu1", fresh=True):
+    client = _remotes(tmp_path, {name: target})
     monkeypatch.setenv("GMUX_HOME", str(client))
     if fresh:
         reset()
@@ -265,13 +273,8 @@ def test_a_kept_process_never_serves_another_owner(make_daemon, monkeypatch,
     alice's calls left never reaches bob's."""
     d = make_daemon(tls=True)
     at = d.target.split("@", 1)[1]
-    client = tmp_path / "client"
-    client.mkdir()
-    (client / "remotes.json").write_text(json.dumps(
-        {"default": "alice", "remotes": [
-            {"name": who, "target": d.token_for(who) + "@" + at}
-            for who in ("alice", "bob")]}))
-    os.chmod(client / "remotes.json", 0o600)
+    client = _remotes(tmp_path, {who: d.token_for(who) + "@" + at
+                                 for who in ("alice", "bob")})
     monkeypatch.setenv("GMUX_HOME", str(client))
     reset()
     fa = gmux.mesh(_leave, target="alice")
@@ -309,12 +312,7 @@ def test_remote_workers_import_the_caller_s_own_modules(make_daemon,
         print(work(21)[0], [v for v, _ in work.map([1, 2])],
               work(0)[1] != os.getcwd())
         """))
-    client = tmp_path / "client"
-    client.mkdir()
-    (client / "remotes.json").write_text(json.dumps(
-        {"default": "gpu1", "remotes": [{"name": "gpu1",
-                                         "target": d.target}]}))
-    os.chmod(client / "remotes.json", 0o600)
+    client = _remotes(tmp_path, {"gpu1": d.target})
     env = dict(os.environ, GMUX_HOME=str(client), GMUX_SYNC="1",
                GMUX_BIN=os.environ.get("GMUX", "gmux"),
                PYTHONPATH=os.path.dirname(os.path.dirname(gmux.__file__)))
