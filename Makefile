@@ -218,6 +218,7 @@ $(O)/tests/test-etcd $(O)/tests/test-cluster $(O)/bench/cluster-sim \
 SRCS += src/tenant.c src/tenant-account.c src/tenant-uid.c
 SRCS += src/tenant-quota.c src/tenant-disk.c src/tenant-retention.c
 SRCS += src/api-tenant.c src/cmd-tenant.c src/tenant-publish.c
+SRCS += src/tenant-datasets.c
 BENCHES += $(O)/bench/tenant-disk
 
 # -- tasks: the broker behind Python's @mesh (issue 13)

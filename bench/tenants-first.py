@@ -2,7 +2,11 @@
 over loopback TLS on a daemon with TENANT_ACCOUNTS=1 (root): the first
 makes the tenant's account (groupadd, useradd, its home), the second
 finds it.  The baseline is the same pair on a daemon with accounts off, in
-the same run.  Each figure is POST /v1/jobs to the job's end, median."""
+the same run.  Each figure is POST /v1/jobs to the job's end, median.
+Meanwhile a probe asks each daemon GET /v1/jobs on its Unix socket, one
+request after the other (1 ms apart): the longest answer while a job runs is the
+loop's longest pause then (the account is made off the loop: it should
+be no longer for a first job than for a second)."""
 
 import json
 import os
@@ -10,8 +14,10 @@ import random
 import shutil
 import statistics
 import subprocess
+import socket
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,7 +29,31 @@ N = int(sys.argv[1]) if len(sys.argv) > 1 else 10
 PREFIX = "gb%04x-" % random.randrange(0x10000)
 
 
-def job(d, token):
+class Probe(threading.Thread):
+    """GET /v1/jobs on d's socket, again and again: (start, seconds)."""
+
+    def __init__(self, d):
+        super().__init__(daemon=True)
+        self.path, self.seen, self.done = d.socket, [], False
+
+    def run(self):
+        while not self.done:
+            t = time.monotonic()
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(self.path)
+                s.sendall(b"GET /v1/jobs HTTP/1.0\r\n\r\n")
+                while s.recv(65536):
+                    pass
+            self.seen.append((t, time.monotonic() - t))
+            time.sleep(0.001)   # a pause of the loop is longer than this
+
+    def longest(self, spans):
+        """The longest answer begun in any of spans, in ms."""
+        return max([dt for t, dt in self.seen
+                    if any(a <= t <= b for a, b in spans)] or [0]) * 1000
+
+
+def job(d, token, spans=None):
     t = time.monotonic()
     st, j = https_json(d.port, "POST", "/v1/jobs",
                        json.dumps({"argv": ["true"], "share": "0.25"})
@@ -32,6 +62,8 @@ def job(d, token):
     while https_json(d.port, "GET", "/v1/jobs/" + j["id"],
                      token=token)[1]["state"] in ("queued", "running"):
         time.sleep(0.001)
+    if spans is not None:
+        spans.append((t, time.monotonic()))
     return (time.monotonic() - t) * 1000
 
 
@@ -48,15 +80,22 @@ def daemon(accounts):
 def main():
     on, off = daemon(1), daemon(0)
     first, second, base1, base2 = [], [], [], []
+    spans = {"first": [], "second": [], "base": []}
+    probes = [Probe(on), Probe(off)]
     try:
+        for p in probes:
+            p.start()
         for i in range(N):
             name = "t%d" % i
             a, b = on.token_for(name), off.token_for(name)
-            first.append(job(on, a))
-            base1.append(job(off, b))
-            second.append(job(on, a))
-            base2.append(job(off, b))
+            first.append(job(on, a, spans["first"]))
+            base1.append(job(off, b, spans["base"]))
+            second.append(job(on, a, spans["second"]))
+            base2.append(job(off, b, spans["base"]))
     finally:
+        for p in probes:
+            p.done = True
+            p.join()
         for d in (on, off):
             d.stop()
             _kill_keepers(d.home)
@@ -76,6 +115,13 @@ def main():
           "%.2f; second on/off %.2f" % (med(first) - med(second),
                                         med(first) / med(second),
                                         med(second) / med(base2)))
+    print("the loop's longest pause (a probe's longest answer), ms:")
+    print("  accounts on:  during first jobs %.1f, during second %.1f; "
+          "accounts off: %.1f (baseline); %d probes" % (
+              probes[0].longest(spans["first"]),
+              probes[0].longest(spans["second"]),
+              probes[1].longest(spans["base"]),
+              len(probes[0].seen) + len(probes[1].seen)))
 
 
 main()

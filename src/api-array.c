@@ -87,6 +87,15 @@ api_array_json(const struct job_array *a)
 	return (o);
 }
 
+/* Does id name an array who may see? */
+int
+api_array_mine(const char *id, const struct api_who *who)
+{
+	struct job_array	*a;
+
+	return ((a = job_array_find(id)) != NULL && api_may(who, a->owner));
+}
+
 /*
  * GET /v1/jobs/ID for an array: 1 if id named one (answered), else 0.
  */
@@ -100,7 +109,7 @@ api_array_get(struct evhttp_request *req, const char *id,
 	if ((a = job_array_find(id)) == NULL)
 		return (0);
 	if (!api_may(who, a->owner)) {
-		api_error(req, 403, "%s is %s's", a->name, a->owner);
+		api_error(req, 404, "no job %s", id);
 		return (1);
 	}
 	o = api_array_json(a);
@@ -124,7 +133,8 @@ api_array_stop(struct evhttp_request *req, const char *id,
 	int			 code, rc, wait;
 
 	if ((a = job_array_find(id)) == NULL) {
-		if ((rc = job_array_cancel(id, &code, &cause)) == 0)
+		if ((rc = job_array_cancel(id, who->admin ? NULL : who->owner,
+		    &code, &cause)) == 0)
 			return (0);
 		if (rc == -1)
 			api_error(req, code, "%s", cause);
@@ -138,7 +148,7 @@ api_array_stop(struct evhttp_request *req, const char *id,
 		return (1);
 	}
 	if (!api_may(who, a->owner)) {
-		api_error(req, 403, "%s is %s's", a->name, a->owner);
+		api_error(req, 404, "no job %s", id);
 		return (1);
 	}
 	grace = a->req.grace_ms;
@@ -275,7 +285,7 @@ api_job_status(struct evhttp_request *req, const char *id,
 		return;
 	}
 	if (!api_may(who, owner)) {
-		api_error(req, 403, "%s is %s's", id, owner);
+		api_error(req, 404, "no job %s", id);
 		return;
 	}
 	if (a != NULL)

@@ -12,7 +12,7 @@
  * GET /v1/jobs?all=1&arrays=1: the jobs not ended (all: every one), then
  * with arrays=1 the arrays.  Over TCP, only
  * those the token may act on: another owner's command line, directory and
- * reasons are not this token's to read (as GET /v1/jobs/ID says 403).
+ * reasons are not this token's to read (GET /v1/jobs/ID says 404).
  */
 void
 api_jobs_list(struct evhttp_request *req, const char *id,
@@ -33,20 +33,21 @@ api_jobs_list(struct evhttp_request *req, const char *id,
 	json_decref(a);
 }
 
-/* The job id names, if who may see it; else NULL, answered (400-404). */
+/*
+ * The job id names, if who may see it; else NULL, answered (400, 404).
+ * Another owner's job is no job to who: 404, as if it were not there.
+ */
 struct job *
 api_job_lookup(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {
 	struct job	*j;
 
-	if ((j = job_find(id)) == NULL && job_array_find(id) != NULL)
+	if ((j = job_find(id)) == NULL && api_array_mine(id, who))
 		api_error(req, 400, "%s is an array: name one of its elements "
 		    "(%s_N)", id, id);
-	else if (j == NULL)
+	else if (j == NULL || !api_may(who, j->owner)) {
 		api_error(req, 404, "no job %s", id);
-	else if (!api_may(who, j->owner)) {
-		api_error(req, 403, "%s is %s's", j->name, j->owner);
 		j = NULL;
 	}
 	return (j);

@@ -260,7 +260,7 @@ api_job_pull(struct evhttp_request *req, const char *id,
 		return;
 	}
 	if (!api_may(who, j->owner)) {
-		api_error(req, 403, "%s is %s's", j->name, j->owner);
+		api_error(req, 404, "no job %s", id);
 		return;
 	}
 	if (!job_ended(j)) {

@@ -246,8 +246,10 @@ api_tenant_revoke(const char *owner)
 }
 
 /*
- * DELETE /v1/tenants/NAME: its tokens revoked, its jobs stopped, its home
- * archived, its account and record removed.
+ * DELETE /v1/tenants/NAME: its tokens revoked at once, its jobs stopped
+ * with their grace; once they have ended its home archived, its account
+ * and record removed: 200 if that was at once, else 202 ("removed":
+ * false) and the daemon's tick finishes it (gmux tenant rm waits).
  */
 void
 api_tenant_rm(struct evhttp_request *req, const char *id,
@@ -258,6 +260,7 @@ api_tenant_rm(struct evhttp_request *req, const char *id,
 	json_t		*o;
 	char		*cause = NULL;
 	u_int		 stopped = 0;
+	int		 rc = 0;
 
 	if (api_tenant_owner(req, id) != 0)
 		return;
@@ -267,22 +270,23 @@ api_tenant_rm(struct evhttp_request *req, const char *id,
 	}
 	api_tenant_revoke(id);
 	TAILQ_FOREACH_SAFE(j, &all_jobs, entry, next) {
-		if (!job_ended(j) && strcmp(j->owner, id) == 0 &&
-		    job_stop(j, 0, "stopped") == 0)
+		if (!job_ended(j) && strcmp(j->owner, id) == 0) {
+			job_stop(j, j->req.grace_ms, "stopped");
 			stopped++;
+		}
 	}
-	if ((t = tenant_find(id)) != NULL) {
-		if (tenant_archive(t, &cause) != 0) {
+	if ((t = tenant_find(id)) == NULL)
+		log_info("tenant %s removed (it had no record)", id);
+	else {
+		t->removing = 1;
+		if ((rc = tenant_remove(t, &cause)) == -1) {
 			api_error(req, 500, "%s", cause);
 			free(cause);
 			return;
 		}
-		tenant_forget(t);
-		tenants_save();
 	}
-	log_info("tenant %s removed", id);
-	o = json_pack("{s:s, s:b, s:i}", "name", id, "removed", 1,
+	o = json_pack("{s:s, s:b, s:i}", "name", id, "removed", rc != 1,
 	    "stopped", stopped);
-	api_reply(req, 200, o);
+	api_reply(req, rc == 1 ? 202 : 200, o);
 	json_decref(o);
 }

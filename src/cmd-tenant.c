@@ -8,8 +8,11 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gmux.h"
+
+#define TENANT_RM_WAIT_MS	(10 * 60 * 1000)
 
 static int	cmd_tenant_exec(int, char **);
 
@@ -30,8 +33,8 @@ const struct cmd_entry cmd_tenant_entry = {
 	    "TENANT_ACCOUNTS=1).  quota sets limits\n(0 lifts one): a job "
 	    "over them waits with the reason, or is refused if it\ncould "
 	    "never fit.  map runs NAME's jobs as the existing account USER.  "
-	    "rm revokes\nNAME's tokens, stops its jobs, archives its home "
-	    "and removes its account.\n",
+	    "rm revokes\nNAME's tokens, stops its jobs (with their grace), "
+	    "then archives its home and\nremoves its account.\n",
 	.exec = cmd_tenant_exec,
 	.here = 1,
 };
@@ -142,14 +145,45 @@ tenant_path(const char *name, const char *rest)
 	return (path);
 }
 
+/* Has name a record still (its removal waits for its jobs' ends)? */
+static int
+tenant_listed(const char *name)
+{
+	json_t	*o, *e;
+	size_t	 i;
+	int	 found = 0;
+
+	o = cmd_call_here(&cmd_tenant_entry, "GET", "/v1/tenants", NULL);
+	json_array_foreach(json_object_get(o, "tenants"), i, e) {
+		if (strcmp(json_string_value(json_object_get(e, "name")),
+		    name) == 0)
+			found = 1;
+	}
+	json_decref(o);
+	return (found);
+}
+
 static int
 tenant_do(const char *method, const char *name, const char *rest,
     json_t *body, const char *done)
 {
 	char	*path = tenant_path(name, rest);
 	json_t	*o;
+	int64_t	 end = clock_mono_ms() + TENANT_RM_WAIT_MS;
 
 	o = cmd_call_here(&cmd_tenant_entry, method, path, body);
+	/* rm: its jobs stop with their grace, then it goes. */
+	if (json_is_false(json_object_get(o, "removed"))) {
+		while (tenant_listed(name)) {
+			if (clock_mono_ms() > end) {
+				fprintf(stderr, "gmux tenant: %s's jobs have "
+				    "not all ended yet; its removal goes on\n",
+				    name);
+				exit(1);
+			}
+			usleep(50000);
+		}
+	}
 	printf("%s %s\n", done, name);
 	json_decref(o);
 	json_decref(body);

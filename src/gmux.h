@@ -84,6 +84,7 @@ char		*read_file(const char *, size_t, size_t *, char **);
 int		 mkdir_p(const char *, int);
 int		 set_nonblock(int);
 ssize_t		 write_all(int, const void *, size_t);
+int		 write_proc(const char *, const char *);
 int		 send_fd(int, int, char);
 int		 recv_fd(int, char *);
 char		*strv_join(char *const *, const char *);
@@ -917,6 +918,7 @@ struct keeper_spec {
 	const char	 *out_path;	/* stdout copied here too; NULL */
 	const char	 *err_path;	/* stderr copied here too; NULL */
 	int		  as_account;	/* runs as uid/gid (a tenant's) */
+	char		**ro;		/* bound read-only for it; NULL */
 	uid_t		  uid;
 	gid_t		  gid;
 	const struct container_spec *container; /* NULL: native */
@@ -936,6 +938,8 @@ int		 tenant_python(const char *, char **, char **);
 struct jail_spec;
 int		 tenant_publish(const struct job *, char ***, char ***,
 		     struct jail_spec *, char **);
+char		**tenant_datasets(void);
+int		 tenant_datasets_enter(char *const *, int, const char **);
 int		 tenant_check(const struct job *, int *, char **);
 int		 tenant_admit(struct job *, int *, char **);
 void		 tenant_hold(struct job *);
@@ -1712,6 +1716,7 @@ int		 api_array_get(struct evhttp_request *, const char *,
 int		 api_array_stop(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_array_list(json_t *, int, const struct api_who *);
+int		 api_array_mine(const char *, const struct api_who *);
 void		 api_job_status(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_queue_list(struct evhttp_request *, const char *,

@@ -429,10 +429,12 @@ job_array_create(struct jobreq *r, const char *owner, json_t **out,
 /*
  * Stops one element that has not been made yet ("j12_7"): it never will
  * be.  1 if done, 0 if name is no such element (made already, or not an
- * array's), -1 with *code and *cause if its array has no such index.
+ * array's, or not of owner's array unless owner is NULL), -1 with *code
+ * and *cause if its array has no such index.
  */
 int
-job_array_cancel(const char *name, int *code, char **cause)
+job_array_cancel(const char *name, const char *owner, int *code,
+    char **cause)
 {
 	struct job_array	*a;
 	char			*base, *us;
@@ -449,7 +451,8 @@ job_array_cancel(const char *name, int *code, char **cause)
 	a = job_array_find(base);
 	rc = parse_uint(us, 0, ARRAY_MAX_INDEX, &index, cause);
 	free(base);
-	if (a == NULL || rc != 0) {
+	if (a == NULL || rc != 0 || (owner != NULL &&
+	    strcmp(a->owner, owner) != 0)) {
 		free(*cause);
 		*cause = NULL;
 		return (0);

@@ -334,9 +334,33 @@ job_watch_link(struct job *j)
 }
 
 /*
+ * A terminal's session as an account: tmux runs its commands with $SHELL,
+ * else the account's login shell, which is nologin: a $SHELL that cannot
+ * run here becomes /bin/sh.
+ */
+static void
+job_account_shell(char ***env)
+{
+	const char	*sh = NULL, *base;
+	size_t		 i;
+
+	for (i = 0; (*env)[i] != NULL; i++) {
+		if (strncmp((*env)[i], "SHELL=", 6) == 0)
+			sh = (*env)[i] + 6;
+	}
+	if (sh != NULL && *sh == '/' && access(sh, X_OK) == 0) {
+		base = strrchr(sh, '/') + 1;
+		if (strcmp(base, "nologin") != 0 && strcmp(base, "false") != 0)
+			return;
+	}
+	job_env_set(env, "SHELL=/bin/sh");
+}
+
+/*
  * With accounts, the job runs as its owner's (docs/tenants.md): its
- * keeper drops to it, its environment names it, and a remote job's
- * directory (and those above it) crossable and its tree the account's.
+ * keeper drops to it, its environment names it, and a remote job's or a
+ * terminal's directory (and those above it) crossable, its tree and its
+ * terminal's files (the tmux session's) the account's.
  */
 static int
 job_account_of(struct job *j, struct keeper_spec *s, struct jail_spec *js,
@@ -359,7 +383,7 @@ job_account_of(struct job *j, struct keeper_spec *s, struct jail_spec *js,
 	if (j->req.confined)
 		strv_add(&js->sockets, home);	/* its own, in its jail */
 	free(home);
-	if (!j->req.confined)
+	if (!j->req.confined && !(j->req.flags & JOB_TERM))
 		return (0);
 	/* Crossed on the way to its tree, never listed; files stay 0600. */
 	if (chmod(path_home(), 0711) != 0 || chmod(path_jobs(), 0711) != 0 ||
@@ -367,9 +391,16 @@ job_account_of(struct job *j, struct keeper_spec *s, struct jail_spec *js,
 		xasprintf(cause, "%s: %s", s->dir, strerror(errno));
 		return (-1);
 	}
+	rc = 0;
+	if (j->req.flags & JOB_TERM) {
+		job_account_shell(&s->env);
+		path = path_job_file(j->id, "term");
+		rc = tenant_give(path, s->uid, s->gid, cause);
+		free(path);
+	}
 	path = path_job_file(j->id, "work");
-	rc = access(path, F_OK) == 0 ? tenant_give(path, s->uid, s->gid,
-	    cause) : 0;
+	if (rc == 0 && j->req.confined && access(path, F_OK) == 0)
+		rc = tenant_give(path, s->uid, s->gid, cause);
 	free(path);
 	return (rc);
 }
@@ -449,6 +480,8 @@ job_start(struct job *j, char **cause)
 	    tenant_publish(j, &s.argv, &s.env, j->req.confined ? &js : NULL,
 	    cause) != 0)
 		goto out;
+	if (!j->req.confined && s.container == NULL)
+		s.ro = tenant_datasets();	/* its jail reads them else */
 	if (jobspec_host_paths(j, &out_path, &err_path, cause) != 0)
 		goto out;
 	s.out_path = out_path;
@@ -477,6 +510,7 @@ out:
 	if (s.argv != j->req.argv && s.argv != term_argv)
 		strv_free(s.argv);	/* its interpreter's (tenant_publish) */
 	strv_free(s.env);
+	strv_free(s.ro);
 	strv_free(term_argv);
 	free(out_path);
 	free(err_path);
@@ -701,12 +735,14 @@ job_finish(struct job *j)
 static int
 job_link_line(struct job *j, const char *line)
 {
-	long	 pid;
-
+	long	 pid, keeper;
 	json_t	*st;
 
-	if (sscanf(line, "pid %ld", &pid) == 1 && pid > 0) {
+	keeper = 0;
+	if (sscanf(line, "pid %ld %ld", &pid, &keeper) >= 1 && pid > 0) {
 		j->pgid = (pid_t)pid;
+		if (keeper > 0)	/* a re-adopting daemon may not have it */
+			j->keeper_pid = (pid_t)keeper;
 		job_save(j);	/* with its keeper's pid */
 	} else if (strncmp(line, "exit ", 5) == 0) {
 		if ((st = json_loads(line + 5, 0, NULL)) != NULL) {

@@ -51,7 +51,7 @@ void		 job_array_env(const struct job *, char ***);
 void		 job_array_count_end(struct job_array *, u_int,
 		     const struct job *);
 int		 job_array_stop(struct job_array *, int64_t);
-int		 job_array_cancel(const char *, int *, char **);
+int		 job_array_cancel(const char *, const char *, int *, char **);
 
 /* cmd-run.c */
 struct cmd_entry;

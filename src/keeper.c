@@ -13,9 +13,10 @@
  *				"stopped" or "preempted"
  *	cancel			no KILL after a "stopped" stop after all
  *	ping			answered "pong"
- * The keeper tells its daemon link "pid N" once the job runs, and
- * "exit JSON" (the exit frame's payload) as soon as it has ended, before the
- * status file is made durable.
+ * The daemon makes ctl before it forks the keeper.  The keeper tells its
+ * daemon link, and each connection to ctl, "pid JOB KEEPER" once the job
+ * runs, and every one "exit JSON" (the exit frame's payload) as soon as it
+ * has ended, before the status file is made durable.
  */
 
 #include <sys/prctl.h>
@@ -354,29 +355,37 @@ keeper_start_job(struct keeper *k)
 	return (k->error == NULL ? 0 : -1);
 }
 
+/*
+ * The keeper's control socket, jobs/jN/ctl, made by the daemon before it
+ * forks the keeper: a daemon stopped in the next millisecond leaves a
+ * socket the next daemon can reach (its connection waits in the backlog
+ * until the keeper runs), never a live keeper it would take for lost.
+ */
 static int
-keeper_listen(struct keeper *k)
+keeper_listen(const char *dir)
 {
 	struct sockaddr_un	 sun;
-	mode_t			 old;
-	int			 fd;
+	int			 fd, dfd;
 
-	/* The keeper's cwd is the job directory: a short relative path. */
+	if ((dfd = open(dir, O_PATH|O_DIRECTORY|O_CLOEXEC)) == -1)
+		return (-1);
+	/* Through /proc, the path fits sun_path however deep $GMUX_HOME is. */
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof sun.sun_path, "ctl");
-	unlink("ctl");
+	snprintf(sun.sun_path, sizeof sun.sun_path, "/proc/self/fd/%d/ctl",
+	    dfd);
+	unlink(sun.sun_path);
 	fd = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK, 0);
-	if (fd == -1)
-		return (-1);
-	old = umask(0177);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof sun) == -1 ||
+	/* No one can connect before listen: the mode is set in between. */
+	if (fd == -1 ||
+	    bind(fd, (struct sockaddr *)&sun, sizeof sun) == -1 ||
+	    chmod(sun.sun_path, 0600) == -1 ||
 	    listen(fd, 8) == -1) {
-		umask(old);
-		close(fd);
-		return (-1);
+		if (fd != -1)
+			close(fd);
+		fd = -1;
 	}
-	umask(old);
+	close(dfd);
 	return (fd);
 }
 
@@ -462,6 +471,23 @@ keeper_read_conn(struct keeper *k, int fd)
 	return (0);
 }
 
+/*
+ * "pid JOB KEEPER": said once the job runs, to the first daemon and to
+ * each that connects later (one may have come before the first heard it).
+ */
+static void
+keeper_tell_pid(struct keeper *k, int fd)
+{
+	char	 msg[64];
+	int	 n;
+
+	if (k->pid <= 0)
+		return;
+	n = snprintf(msg, sizeof msg, "pid %ld %ld\n", (long)k->pid,
+	    (long)getpid());
+	write_all(fd, msg, (size_t)n);
+}
+
 static void
 keeper_accept(struct keeper *k)
 {
@@ -472,6 +498,7 @@ keeper_accept(struct keeper *k)
 	for (i = 1; i < KEEPER_MAX_CONNS; i++) {
 		if (k->conns[i] == -1) {
 			k->conns[i] = fd;
+			keeper_tell_pid(k, fd);
 			return;
 		}
 	}
@@ -809,6 +836,13 @@ keeper_confine(struct keeper *k)
 		    strerror(errno));
 		goto fail;
 	}
+	/* Not confined: the datasets read-only in its mount namespace. */
+	if (s->ro != NULL && tenant_datasets_enter(s->ro, s->overlay != NULL,
+	    &what) != 0) {
+		xasprintf(&k->error, "DATASETS_DIRECTORIES: %s: %s", what,
+		    strerror(errno));
+		goto fail;
+	}
 	if (s->jail != NULL) {
 		if (keeper_jail(k) != 0)
 			goto fail;
@@ -845,13 +879,26 @@ keeper_container_left(struct keeper *k)
 		container_remove(k->spec->id);
 }
 
+/*
+ * Tests only: GMUX_TEST_KEEPER_PAUSE_MS holds a new keeper before its job
+ * starts, to stop the daemon in the window between the fork and the job.
+ */
+static void
+keeper_test_pause(void)
+{
+	const char	*v = getenv("GMUX_TEST_KEEPER_PAUSE_MS");
+	long		 ms;
+
+	if (v != NULL && (ms = strtol(v, NULL, 10)) > 0 && ms <= 60000)
+		usleep((useconds_t)ms * 1000);
+}
+
 static dead void
-keeper_main(const struct keeper_spec *s, int link)
+keeper_main(const struct keeper_spec *s, int link, int listen_fd)
 {
 	struct keeper	 k;
 	sigset_t	 set;
-	char		 msg[64];
-	int		 i, n;
+	int		 i;
 
 	memset(&k, 0, sizeof k);
 	k.spec = s;
@@ -874,13 +921,13 @@ keeper_main(const struct keeper_spec *s, int link)
 	sigaddset(&set, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	k.sig_fd = signalfd(-1, &set, SFD_NONBLOCK|SFD_CLOEXEC);
-	k.listen_fd = keeper_listen(&k);
+	k.listen_fd = listen_fd;
+	keeper_test_pause();
 	k.env = s->env;
 	/* A container's job: the keeper execs its podman run (container.c). */
 	k.argv = s->container != NULL ? container_argv(s, k.env) : s->argv;
 	if (keeper_confine(&k) == 0 && keeper_start_job(&k) == 0) {
-		n = snprintf(msg, sizeof msg, "pid %ld\n", (long)k.pid);
-		write_all(link, msg, (size_t)n);
+		keeper_tell_pid(&k, link);
 		keeper_loop(&k);
 		keeper_reap_all(&k);
 		keeper_container_left(&k);
@@ -913,18 +960,24 @@ keeper_main(const struct keeper_spec *s, int link)
 pid_t
 keeper_spawn(const struct keeper_spec *s, int *link, char **cause)
 {
-	int	 sp[2], fd, sig;
+	int	 sp[2], fd, sig, lfd;
 	pid_t	 pid;
 
 	/* The fence's filter is made once here, not in every keeper. */
 	if (s->fence != NULL || s->jail != NULL)
 		fence_prepare(s->fence, s->jail != NULL);
+	if ((lfd = keeper_listen(s->dir)) == -1) {
+		xasprintf(cause, "%s/ctl: %s", s->dir, strerror(errno));
+		return (-1);
+	}
 	if (socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0, sp) == -1) {
 		xasprintf(cause, "socketpair: %s", strerror(errno));
+		close(lfd);
 		return (-1);
 	}
 	if ((pid = fork()) == -1) {
 		xasprintf(cause, "fork: %s", strerror(errno));
+		close(lfd);
 		close(sp[0]);
 		close(sp[1]);
 		return (-1);
@@ -945,12 +998,13 @@ keeper_spawn(const struct keeper_spec *s, int *link, char **cause)
 			dup2(fd, 2);
 		}
 		log_child();
-		if (dup2(sp[1], 3) == -1)
+		if (dup2(sp[1], 3) == -1 || dup3(lfd, 4, O_CLOEXEC) == -1)
 			_exit(1);
-		closefrom(4);
+		closefrom(5);
 		prctl(PR_SET_NAME, "gmux-keeper");
-		keeper_main(s, 3);
+		keeper_main(s, 3, 4);
 	}
+	close(lfd);
 	close(sp[1]);
 	*link = sp[0];
 	return (pid);

@@ -35,19 +35,6 @@ struct overlay {
 	char	 gid_map[32];
 };
 
-/* Writes s to path (a /proc file); system calls only. */
-static int
-overlay_write(const char *path, const char *s)
-{
-	int	 fd, rc;
-
-	if ((fd = open(path, O_WRONLY|O_CLOEXEC)) == -1)
-		return (-1);
-	rc = write_all(fd, s, strlen(s)) == -1 ? -1 : 0;
-	close(fd);
-	return (rc);
-}
-
 /*
  * A user namespace in which this process keeps its uid and gid, with a
  * mount namespace of its own that shares nothing back.  The capabilities
@@ -60,9 +47,9 @@ overlay_unshare(const struct overlay *o, const char **what)
 	if (unshare(CLONE_NEWUSER|CLONE_NEWNS) != 0)
 		return (-1);
 	*what = "the user namespace's maps";
-	if (overlay_write("/proc/self/setgroups", "deny") != 0 ||
-	    overlay_write("/proc/self/uid_map", o->uid_map) != 0 ||
-	    overlay_write("/proc/self/gid_map", o->gid_map) != 0)
+	if (write_proc("/proc/self/setgroups", "deny") != 0 ||
+	    write_proc("/proc/self/uid_map", o->uid_map) != 0 ||
+	    write_proc("/proc/self/gid_map", o->gid_map) != 0)
 		return (-1);
 	*what = "private mounts";
 	return (mount(NULL, "/", NULL, MS_REC|MS_PRIVATE, NULL));

@@ -7,11 +7,13 @@
  */
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <ftw.h>
 #include <grp.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -113,25 +115,129 @@ fail:
 	return (-1);
 }
 
-/* Makes t's group and account with its UID; its home. */
+/*
+ * Making an account runs groupadd and useradd off the loop (proc_async:
+ * 70-200 ms, more on a loaded host), one step after the other, each with
+ * its standard error merged into what it prints so that a failure names
+ * useradd's own reason.  The owner's jobs wait at the gate meanwhile
+ * (tenant_admit), and are weighed again the moment it is over.
+ */
+#define TENANT_MERGED	"exec 2>&1; exec \"$0\" \"$@\""
+
+struct tenant_make {
+	char	*name;
+	int	 step;		/* 0: groupadd, 1: useradd */
+};
+
+static void	tenant_made_cb(char *, int, void *);
+
+/* Starts m's step; -1 with *cause if it cannot be. */
 static int
-tenant_create(struct tenant *t, char **cause)
+tenant_make_step(struct tenant_make *m, const struct tenant *t,
+    char **cause)
 {
 	char	 uid[16], comment[96];
-	char	*gadd[] = { "groupadd", "-g", uid, t->account, NULL };
-	char	*uadd[] = { "useradd", "-u", uid, "-g", uid, "-d", t->home,
-		    "-M", "-s", "/usr/sbin/nologin", "-c", comment,
+	char	*gadd[] = { "sh", "-c", TENANT_MERGED, "groupadd", "-g", uid,
 		    t->account, NULL };
+	char	*uadd[] = { "sh", "-c", TENANT_MERGED, "useradd", "-u", uid,
+		    "-g", uid, "-d", t->home, "-M", "-s", "/usr/sbin/nologin",
+		    "-c", comment, t->account, NULL };
 
 	snprintf(uid, sizeof uid, "%u", (u_int)t->uid);
 	snprintf(comment, sizeof comment, "gmux tenant %s", t->name);
-	if (getgrgid(t->gid) == NULL && tenant_tool(gadd, cause) != 0)
-		return (-1);
-	if (tenant_tool(uadd, cause) != 0)
-		return (-1);
-	log_info("tenant %s: account %s made, uid %u", t->name, t->account,
-	    (u_int)t->uid);
-	return (0);
+	if (m->step == 0 && getgrgid(t->gid) != NULL)
+		m->step = 1;	/* its group is there */
+	return (proc_async_start(m->step == 0 ? gadd : uadd, TENANT_TOOL_MS,
+	    tenant_made_cb, m, cause));
+}
+
+/* Why a step failed: its tool, and the first line it printed. */
+static char *
+tenant_make_cause(const struct tenant_make *m, const struct tenant *t,
+    char *out, int status)
+{
+	const char	*tool = m->step == 0 ? "groupadd" : "useradd";
+	char		*line, *cause;
+
+	if (out == NULL) {
+		xasprintf(&cause, "tenant: %s %s %s", tool, t->account,
+		    status == PROC_ASYNC_TIMEOUT ? "ran past 30 s" :
+		    "was cancelled");
+		return (cause);
+	}
+	line = strtrim(out);
+	line[strcspn(line, "\n")] = '\0';
+	if (*line == '\0')
+		xasprintf(&cause, "tenant: %s %s failed (exit %d)", tool,
+		    t->account, status);
+	else
+		xasprintf(&cause, "tenant: %s %s failed: %.200s", tool,
+		    t->account, line);
+	return (cause);
+}
+
+/*
+ * In the loop: a step is over.  The next one starts, or the account is
+ * made, or it failed; then the owner's held jobs are weighed again: they
+ * start, or fail with the reason (told once: a later job tries again).
+ */
+static void
+tenant_made_cb(char *out, int status, void *arg)
+{
+	struct tenant_make	*m = arg;
+	struct tenant		*t;
+	char			*cause = NULL;
+
+	if ((t = tenant_find(m->name)) == NULL)
+		goto out;	/* removed meanwhile */
+	if (status != 0)
+		cause = tenant_make_cause(m, t, out, status);
+	else if (m->step == 0) {
+		m->step = 1;
+		if (tenant_make_step(m, t, &cause) == 0) {
+			free(out);
+			return;
+		}
+	}
+	t->making = 0;
+	if (cause != NULL) {
+		log_warnx("tenant %s: %s", t->name, cause);
+		t->make_error = cause;
+	} else
+		log_info("tenant %s: account %s made, uid %u", t->name,
+		    t->account, (u_int)t->uid);
+	tenant_quota_tick();
+	if ((t = tenant_find(m->name)) != NULL) {
+		free(t->make_error);
+		t->make_error = NULL;
+	}
+out:
+	free(out);
+	free(m->name);
+	free(m);
+}
+
+/*
+ * t's account is not there: 2 with *cause while it is made (started on
+ * the first call); -1 with *cause if making it failed or cannot start.
+ */
+static int
+tenant_make(struct tenant *t, char **cause)
+{
+	struct tenant_make	*m;
+
+	if (!t->making) {
+		m = xcalloc(1, sizeof *m);
+		m->name = xstrdup(t->name);
+		if (tenant_make_step(m, t, cause) != 0) {
+			free(m->name);
+			free(m);
+			return (-1);
+		}
+		t->making = 1;
+	}
+	xasprintf(cause, "tenant: making %s's account", t->name);
+	return (2);
 }
 
 /* Does the account already exist, as t's?  1, 0 (no), -1 (another's). */
@@ -171,9 +277,10 @@ tenant_mapped(const struct tenant *t, uid_t *uid, gid_t *gid, char **home,
 /*
  * The account owner's jobs run as (docs/tenants.md): 1 with its UID, GID
  * and home (the caller frees it); 0 if they run as the daemon's user; 2
- * with *cause while its UID is being allocated in the cluster (the caller
- * waits and asks again); -1 with *cause if it cannot be had.  Makes the
- * account on its first use here.
+ * with *cause while its UID is being allocated in the cluster or its
+ * account made (the caller waits and asks again: the owner's held jobs
+ * are weighed again once it is made); -1 with *cause if it cannot be
+ * had.  Starts making the account on its first use here.
  */
 int
 tenant_account(const char *owner, uid_t *uid, gid_t *gid, char **home,
@@ -191,6 +298,10 @@ tenant_account(const char *owner, uid_t *uid, gid_t *gid, char **home,
 	if (tenant_name_check(owner, cause) != 0)
 		return (-1);
 	t = tenant_get(owner);
+	if (t->make_error != NULL) {	/* its UID or account: told once */
+		*cause = xstrdup(t->make_error);
+		return (-1);
+	}
 	if (!t->has_uid) {
 		if ((rc = tenant_cluster_uid(t, cause)) != 0)
 			return (rc);
@@ -199,8 +310,8 @@ tenant_account(const char *owner, uid_t *uid, gid_t *gid, char **home,
 	}
 	if ((rc = tenant_exists(t, cause)) == -1)
 		return (-1);
-	if (rc == 0 && tenant_create(t, cause) != 0)
-		return (-1);
+	if (rc == 0)
+		return (tenant_make(t, cause));
 	if (tenant_home(t, cause) != 0)
 		return (-1);
 	if (t->state != TENANT_ACTIVE) {
@@ -211,6 +322,78 @@ tenant_account(const char *owner, uid_t *uid, gid_t *gid, char **home,
 	*gid = t->gid;
 	*home = xstrdup(t->home);
 	return (1);
+}
+
+/*
+ * Whatever still runs as t's account (a process that left its job's
+ * group) is killed, so that its account can go (userdel refuses an
+ * account in use; -f would leave its processes running): a child that
+ * becomes the account signals every process it may, that is the
+ * account's.  Its jobs have ended: their keepers are not the account's.
+ */
+static int
+tenant_kill_all(const struct tenant *t)
+{
+	pid_t	 pid;
+	int	 ws;
+
+	if (!t->has_uid || t->uid == 0 || t->uid == getuid())
+		return (0);
+	if ((pid = fork()) == -1)
+		return (-1);
+	if (pid == 0) {
+		if (setgroups(0, NULL) != 0 || setresgid(t->gid, t->gid,
+		    t->gid) != 0 || setresuid(t->uid, t->uid, t->uid) != 0)
+			_exit(1);
+		kill(-1, SIGKILL);
+		_exit(0);
+	}
+	while (waitpid(pid, &ws, 0) == -1 && errno == EINTR)
+		;
+	return (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? 0 : -1);
+}
+
+/*
+ * tenant rm's end, once t's jobs have ended: archived, its account gone,
+ * its record forgotten (t is freed).  1 while some job of it has not
+ * ended (asked again by the tick); 0 once done; -1 with *cause.
+ */
+int
+tenant_remove(struct tenant *t, char **cause)
+{
+	struct job	*j;
+	char		*name;
+
+	if (t->making)
+		return (1);	/* useradd is running: it goes after */
+	TAILQ_FOREACH(j, &all_jobs, entry) {
+		if (!job_ended(j) && strcmp(j->owner, t->name) == 0)
+			return (1);
+	}
+	if (tenant_archive(t, cause) != 0)
+		return (-1);
+	name = xstrdup(t->name);
+	tenant_forget(t);
+	tenants_save();
+	log_info("tenant %s removed", name);
+	free(name);
+	return (0);
+}
+
+/* Each second: the removals waiting for their jobs' ends. */
+void
+tenant_remove_tick(void)
+{
+	struct tenant	*t, *next;
+	char		*cause = NULL;
+
+	TAILQ_FOREACH_SAFE(t, tenants_all(), entry, next) {
+		if (!t->removing || tenant_remove(t, &cause) != -1)
+			continue;
+		log_warnx("tenant %s: %s", t->name, cause);
+		free(cause);
+		cause = NULL;
+	}
 }
 
 /*
@@ -225,7 +408,7 @@ tenant_archive(struct tenant *t, char **cause)
 	struct tm	 tm;
 	time_t		 now = (time_t)(clock_ms() / 1000);
 	char		 day[16], *dir, *tar, *base, *parent, *slash;
-	char		*del[] = { "userdel", "-f", t->account, NULL };
+	char		*del[] = { "userdel", t->account, NULL };
 	int		 rc = -1, saved;
 
 	if (t->user != NULL || t->state != TENANT_ACTIVE)
@@ -248,7 +431,8 @@ tenant_archive(struct tenant *t, char **cause)
 		if (rc != 0)
 			goto out;
 	}
-	if (getpwnam(t->account) != NULL && tenant_tool(del, cause) != 0)
+	if (getpwnam(t->account) != NULL && (tenant_kill_all(t) != 0 ||
+	    tenant_tool(del, cause) != 0))
 		goto out;
 	confine_remove(t->home);
 	t->state = TENANT_ARCHIVED;

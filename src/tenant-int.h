@@ -30,6 +30,9 @@ struct tenant {
 	uint64_t	 disk_used;
 	int64_t		 disk_at;	/* 0: not measured yet */
 	int		 allocating;	/* a UID asked of etcd (not kept) */
+	int		 making;	/* its account being made (not kept) */
+	char		*make_error;	/* why the making failed, told once */
+	int		 removing;	/* tenant rm: once its jobs have ended */
 	TAILQ_ENTRY(tenant) entry;
 };
 TAILQ_HEAD(tenants, tenant);
@@ -51,6 +54,8 @@ uint64_t	 tenant_disk_limit(const struct tenant *);
 
 /* tenant-account.c: accounts, their removal and archive */
 int		 tenant_archive(struct tenant *, char **);
+int		 tenant_remove(struct tenant *, char **);
+void		 tenant_remove_tick(void);
 
 /* tenant-uid.c: a UID allocated once in the cluster's store */
 int		 tenant_cluster_uid(struct tenant *, char **);

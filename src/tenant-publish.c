@@ -65,17 +65,12 @@ tenant_prefix_of(const char *path)
 static void
 tenant_publish_jail(struct jail_spec *js, const char *python)
 {
-	const char	*v = config_get("DATASETS_DIRECTORIES");
-	char		*copy, *dir, *next, *prefix;
+	char	**dirs = tenant_datasets(), *prefix;
+	size_t	  i;
 
-	copy = xstrdup(v != NULL ? v : "");
-	for (dir = copy; dir != NULL && *dir != '\0'; dir = next) {
-		if ((next = strchr(dir, ':')) != NULL)
-			*next++ = '\0';
-		if (*dir == '/')
-			strv_add(&js->exec, dir);	/* read, never write */
-	}
-	free(copy);
+	for (i = 0; dirs != NULL && dirs[i] != NULL; i++)
+		strv_add(&js->exec, dirs[i]);	/* read, never write */
+	strv_free(dirs);
 	if (python != NULL) {
 		prefix = tenant_prefix_of(python);
 		strv_add(&js->exec, prefix);

@@ -40,6 +40,31 @@ tq_seats(const struct jobreq *r)
 	return (r->seats * (r->seats == 0 ? 0 : r->ncards));
 }
 
+/*
+ * What j's memory counts toward its owner's --mem: its caps once placed;
+ * while it waits, what it asks of each card, or without --mem its default
+ * cap (its share of a card's memory) on the largest card (its card is not
+ * known yet: the most it may get), times its cards.
+ */
+static uint64_t
+tq_mem(const struct job *j)
+{
+	const struct jobreq	*r = &j->req;
+	uint64_t		 per = r->mem, most = 0;
+	u_int			 i;
+
+	if (j->state == JOB_RUNNING)
+		return (j->mem * (uint64_t)__builtin_popcountll(j->cards));
+	if (per == 0 && r->seats != 0) {
+		for (i = 0; i < server_cards.n; i++) {
+			if (server_cards.v[i].memory > most)
+				most = server_cards.v[i].memory;
+		}
+		per = most * r->seats / 100;
+	}
+	return (per * (r->ncards == 0 ? 1 : r->ncards));
+}
+
 /* What owner's jobs past this gate (running or in the scheduler) hold. */
 static void
 tq_use(const char *owner, const struct job *self, struct tq_use *u)
@@ -53,8 +78,7 @@ tq_use(const char *owner, const struct job *self, struct tq_use *u)
 			continue;
 		u->jobs++;
 		u->seats += tq_seats(&j->req);
-		u->mem += j->state == JOB_RUNNING ? j->mem *
-		    (uint64_t)__builtin_popcountll(j->cards) : j->req.mem;
+		u->mem += tq_mem(j);
 	}
 }
 
@@ -69,9 +93,9 @@ tq_never(const struct tenant *t, const struct job *j, char **cause)
 		b = format_share(tq_seats(&j->req));
 		xasprintf(cause, "quota: %s's share is %s cards; the job asks "
 		    "%s", t->name, a, b);
-	} else if (t->q_mem != 0 && j->req.mem > t->q_mem) {
+	} else if (t->q_mem != 0 && tq_mem(j) > t->q_mem) {
 		a = format_size(t->q_mem);
-		b = format_size(j->req.mem);
+		b = format_size(tq_mem(j));
 		xasprintf(cause, "quota: %s's memory is %s; the job asks %s",
 		    t->name, a, b);
 	} else
@@ -119,7 +143,7 @@ tq_now(const struct tenant *t, const struct job *j, char **cause)
 		free(a);
 		return (1);
 	}
-	if (t->q_mem != 0 && u.mem + j->req.mem > t->q_mem) {
+	if (t->q_mem != 0 && u.mem + tq_mem(j) > t->q_mem) {
 		a = format_size(t->q_mem);
 		xasprintf(cause, "quota: %s's jobs hold its memory (--mem %s)",
 		    t->name, a);
@@ -166,7 +190,8 @@ tenant_check(const struct job *j, int *code, char **cause)
 /*
  * A new job at the gate: 0 if it goes to the scheduler; 1 if it is held
  * (queued, *cause its reason); -1 if refused (*code, *cause).  Its
- * owner's account is made here on its first job.
+ * owner's account is made from here on its first job: held meanwhile,
+ * even with --nowait (it is no question of fitting).
  */
 int
 tenant_admit(struct job *j, int *code, char **cause)
@@ -185,13 +210,13 @@ tenant_admit(struct job *j, int *code, char **cause)
 		*code = 422;
 		return (-1);
 	}
-	if (rc != 2) {
-		if ((t = tenant_find(j->owner)) == NULL)
-			return (0);
-		if ((rc = tq_now(t, j, cause)) == 0) {
-			t->active = clock_ms();
-			return (0);
-		}
+	if (rc == 2)
+		return (1);	/* its UID or account on the way: not a fit */
+	if ((t = tenant_find(j->owner)) == NULL)
+		return (0);
+	if (tq_now(t, j, cause) == 0) {
+		t->active = clock_ms();
+		return (0);
 	}
 	if (j->req.flags & JOB_NOWAIT) {
 		*code = 409;
@@ -222,15 +247,22 @@ tenant_held(struct job *j)
 	return (1);
 }
 
-/* Once a second: held jobs that fit now go to the scheduler. */
+/*
+ * Once a second, and when an owner's account or UID is there: held jobs
+ * that fit now go to the scheduler.  Never within itself.
+ */
 void
 tenant_quota_tick(void)
 {
+	static int	 busy;
 	struct job	*j;
 	char		*cause = NULL;
 	u_int		 i, n = 0, id;
 	int		 code, rc;
 
+	if (busy)
+		return;
+	busy = 1;
 	for (i = 0; i < tq_nheld; i++) {
 		id = tq_held[i];
 		if ((j = job_find_id(id)) == NULL || j->state != JOB_QUEUED)
@@ -249,4 +281,5 @@ tenant_quota_tick(void)
 		cause = NULL;
 	}
 	tq_nheld = n;
+	busy = 0;
 }

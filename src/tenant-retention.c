@@ -75,6 +75,7 @@ tenant_tick(void)
 	int64_t	 now = clock_ms(), days;
 
 	tenant_quota_tick();
+	tenant_remove_tick();
 	tenant_disk_tick();
 	if (tret_last != 0 && now - tret_last < TRET_EVERY_MS &&
 	    now >= tret_last)

@@ -34,11 +34,28 @@ tenant_alloc_value(const struct etcd_kv *kv)
 	return (uid > 0 && uid < 0x7fffffff ? (uid_t)uid : 0);
 }
 
+/*
+ * The allocation is over: t has its UID; or none, asked again by its
+ * held jobs (etcd did not answer), unless why says it never will be
+ * (they fail with it).
+ */
 static void
-tenant_alloc_done(struct tenant_alloc *a, uid_t uid)
+tenant_alloc_done(struct tenant_alloc *a, uid_t uid, const char *why)
 {
 	struct tenant	*t;
 
+	if (why != NULL && (t = tenant_find(a->name)) != NULL) {
+		t->allocating = 0;
+		t->make_error = xstrdup(why);
+		tenant_quota_tick();
+		if ((t = tenant_find(a->name)) != NULL) {
+			free(t->make_error);
+			t->make_error = NULL;
+		}
+		free(a->name);
+		free(a);
+		return;
+	}
 	if ((t = tenant_find(a->name)) != NULL) {
 		t->allocating = 0;
 		if (uid != 0) {
@@ -52,6 +69,8 @@ tenant_alloc_done(struct tenant_alloc *a, uid_t uid)
 	}
 	free(a->name);
 	free(a);
+	if (uid != 0)
+		tenant_quota_tick();	/* its held jobs go on at once */
 }
 
 static void
@@ -63,23 +82,24 @@ tenant_alloc_cb(struct etcd_reply *r, const char *err, void *arg)
 
 	if (err != NULL || r == NULL) {
 		log_warnx("%s: %s: %s", __func__, a->name, err ? err : "?");
-		tenant_alloc_done(a, 0);	/* asked again by the job */
+		tenant_alloc_done(a, 0, NULL);	/* asked again */
 		return;
 	}
 	if (r->succeeded) {
-		tenant_alloc_done(a, a->uid);
+		tenant_alloc_done(a, a->uid, NULL);
 		return;
 	}
 	kv = etcd_reply_find(r, cluster_key("t/uid/%s", a->name));
 	if (kv != NULL) {
-		tenant_alloc_done(a, tenant_alloc_value(kv));
+		tenant_alloc_done(a, tenant_alloc_value(kv), NULL);
 		return;
 	}
 	tenant_uid_range(&lo, &hi);
 	if (++a->tries > hi - lo) {
 		log_warnx("%s: %s: TENANT_UID_RANGE is full", __func__,
 		    a->name);
-		tenant_alloc_done(a, 0);
+		tenant_alloc_done(a, 0, "tenant: TENANT_UID_RANGE is full in "
+		    "the cluster");
 		return;
 	}
 	a->uid = a->uid >= hi ? lo : a->uid + 1;

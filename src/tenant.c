@@ -388,6 +388,7 @@ tenant_forget(struct tenant *t)
 	free(t->account);
 	free(t->home);
 	free(t->user);
+	free(t->make_error);
 	free(t);
 }
 

@@ -5,16 +5,22 @@
  * relay moves the client's keystrokes into it and its screen out, framed.
  * The tmux client is the only thing that ends with the connection: the
  * session is the job's.  (The daemon's SIGCHLD handler reaps the tmux
- * client like any child; its end shows here as the pty's hangup.)
+ * client like any child; its end shows here as the pty's hangup.)  The
+ * client runs as the session's user: a job that runs as its tenant's
+ * account (docs/tenants.md) gets a client of that account, never the
+ * daemon's (a tmux server may make its client run a command:
+ * detach-client -E).
  */
 
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -45,6 +51,9 @@ struct relay {
 	char			*term;
 	struct winsize		 ws;
 	pid_t			 pid;
+	int			 as_account;	/* the client drops to uid */
+	uid_t			 uid;
+	gid_t			 gid;
 	int			 closing;	/* x sent: close once flushed */
 	char			 tail[128];	/* the screen's last bytes */
 	size_t			 taillen;
@@ -221,6 +230,11 @@ relay_child(struct relay *r, int slave)
 	dup2(slave, 1);
 	dup2(slave, 2);
 	closefrom(3);
+	if (r->as_account && (setgroups(0, NULL) != 0 ||
+	    setresgid(r->gid, r->gid, r->gid) != 0 ||
+	    setresuid(r->uid, r->uid, r->uid) != 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0))
+		_exit(126);
 	if (chdir(r->dir) != 0)
 		_exit(126);
 	xasprintf(&env[0], "TERM=%s", r->term);
@@ -390,8 +404,13 @@ term_relay_start(struct bufferevent *bev, void *evcon, struct job *j,
     u_int cols, u_int rows, const char *term)
 {
 	struct relay	*r;
+	char		*home, *cause = NULL;
+	int		 rc;
 
 	r = xcalloc(1, sizeof *r);
+	rc = tenant_account(j->owner, &r->uid, &r->gid, &home, &cause);
+	free(home);
+	r->as_account = rc == 1;
 	r->bev = bev;
 	r->evcon = evcon;
 	r->job = j->id;
@@ -411,5 +430,9 @@ term_relay_start(struct bufferevent *bev, void *evcon, struct job *j,
 	bufferevent_enable(bev, EV_READ|EV_WRITE);
 	log_debug("%s: %s %ux%u %s", __func__, j->name, cols, rows, term);
 	r->wait_ev = evtimer_new(server_base, relay_wait, r);
-	relay_wait(-1, 0, r);
+	if (rc == 0 || rc == 1)
+		relay_wait(-1, 0, r);
+	else
+		relay_exit(r, "error", -1, cause);
+	free(cause);
 }

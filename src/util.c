@@ -289,6 +289,22 @@ write_all(int fd, const void *buf, size_t len)
 }
 
 /*
+ * Writes s to path, a file that exists (a /proc file: a user namespace's
+ * maps); system calls only, so a child just forked may call it.
+ */
+int
+write_proc(const char *path, const char *s)
+{
+	int	 fd, rc;
+
+	if ((fd = open(path, O_WRONLY|O_CLOEXEC)) == -1)
+		return (-1);
+	rc = write_all(fd, s, strlen(s)) == -1 ? -1 : 0;
+	close(fd);
+	return (rc);
+}
+
+/*
  * Crash-safe write: a temporary file beside the target, fsync, rename, and
  * fsync of the directory, so a reader sees the old file or the new one.
  */

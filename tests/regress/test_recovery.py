@@ -187,3 +187,21 @@ def test_a_running_job_the_scheduler_cannot_take_back_is_stopped(daemon):
     # Its room is free: a job that wants the whole card runs.
     daemon.gmux("run", "-d", "--share", "1", "--", "true", check=0)
     assert daemon.wait_state("j2", "exited")["exit_code"] == 0
+
+
+def test_a_daemon_stopped_as_a_keeper_starts_loses_nothing(daemon):
+    """SIGTERM a moment after run -d: the keeper was forked but had not yet
+    made its control socket, so the next daemon took it for lost and
+    killed its job ("its keeper was lost").  The daemon now makes the
+    socket before the fork; the keeper is held here to widen that moment."""
+    daemon.env["GMUX_TEST_KEEPER_PAUSE_MS"] = "1500"
+    daemon.start()
+    daemon.gmux("run", "-d", "--share", "0.5", "--", "sh", "-c",
+                "echo ran; exit 7", check=0)
+    assert daemon.job("j1")["state"] == "running"
+    daemon.stop()
+    del daemon.env["GMUX_TEST_KEEPER_PAUSE_MS"]
+    daemon.start()
+    j = daemon.wait_state("j1", ("exited", "failed"))
+    assert (j["state"], j["exit_code"]) == ("exited", 7), j
+    assert "ran" in log(daemon, "j1")

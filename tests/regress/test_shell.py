@@ -196,7 +196,7 @@ def test_remote_shell_over_tls_and_another_owner_is_refused(
                                                           True)
     r = bob.gmux("shell", jid)
     assert (r.returncode, r.stderr.decode()) == (
-        1, "gmux shell: %s is alice's\n" % jid)
+        1, "gmux shell: no job %s\n" % jid)
     # dropped and attached again over TLS
     os.kill(t.client_pid(), signal.SIGKILL)
     t2 = terms(alice.env, "shell", jid)
@@ -285,7 +285,7 @@ def test_port_forwards_over_tls_only_for_its_owner(make_daemon,
         p.wait()
     r = bob.gmux("port", jid, str(port), str(free_port()))
     assert (r.returncode, r.stderr.decode()) == (
-        1, "gmux port: %s is alice's\n" % jid)
+        1, "gmux port: no job %s\n" % jid)
     d.gmux("stop", jid, check=0)
 
 

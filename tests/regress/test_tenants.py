@@ -7,6 +7,7 @@ owner-separation half also runs with the daemon as an unprivileged user."""
 
 import json
 import os
+import pathlib
 import pwd
 import random
 import shutil
@@ -18,6 +19,7 @@ import pytest
 
 from conftest import Daemon, GMUX, T0, free_port, wait_for, _kill_keepers
 from remotelib import https, https_json
+from test_shell import terms  # noqa: F401 (a fixture)
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="accounts need root")
@@ -67,6 +69,15 @@ def host():
         d.stop()
         _kill_keepers(d.home)
         shutil.rmtree(d.home, ignore_errors=True)
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory every account may cross (pytest's tmp_path is 0700)."""
+    p = tempfile.mkdtemp(prefix="gts", dir="/tmp")
+    os.chmod(p, 0o755)
+    yield pathlib.Path(p)
+    shutil.rmtree(p, ignore_errors=True)
 
 
 def set_clock(d, ms):
@@ -136,6 +147,65 @@ def test_first_job_makes_a_private_account(host):
     assert tenants(d)["accounts"] is True
 
 
+def _tool(path, text):
+    path.write_text("#!/bin/sh\n" + text)
+    path.chmod(0o755)
+
+
+@needs_root
+def test_the_account_is_made_off_the_loop(host, tmp_path):
+    # useradd, wrapped (a directory first in the daemon's PATH), waits
+    # for the test's word: the daemon must answer meanwhile
+    tools, began, go = tmp_path / "tools", tmp_path / "began", tmp_path / "go"
+    tools.mkdir()
+    os.chmod(tmp_path, 0o755)
+    _tool(tools / "useradd", ': > %s\nwhile [ ! -e %s ]; do sleep 0.02; '
+          'done\nexec /usr/sbin/useradd "$@"\n' % (began, go))
+    d = host(start=False)
+    d.env["PATH"] = "%s:%s" % (tools, d.env["PATH"])
+    d.serve_tls()
+    alice = d.token_for("alice")
+    st, j = run(d, alice, "id", "-u")
+    assert st == 201 and j["state"] == "queued", j
+    wait_for(began.exists, 30, what="useradd to begin")
+    # the loop answers while the account is made: the job is held, saying
+    # why, and one with --nowait waits too (it is not a question of fit)
+    st, e = https_json(d.port, "GET", "/v1/jobs/%s/explain" % j["id"],
+                       token=alice)
+    assert st == 200 and e["explain"] == (
+        "%s queued: tenant: making alice's account" % j["id"])
+    r = d.gmux("explain", j["id"], check=0)
+    assert b"making alice's account" in r.stdout
+    st, j2 = run(d, alice, "id", "-un", no_wait=True)
+    assert st == 201 and j2["state"] == "queued", j2
+    assert [x["id"] for x in d.json("ps", "--json")
+            if x["owner"] == "alice"] == [j["id"], j2["id"]]
+    bob = d.token_for("bob")
+    assert _accounts() == []
+    go.touch()
+    # made: both start, as her account
+    assert ended(d, alice, j["id"])["exit_code"] == 0
+    assert ended(d, alice, j2["id"])["exit_code"] == 0
+    uid = pwd.getpwnam(PREFIX + "alice").pw_uid
+    assert output(d, alice, j["id"]).strip() == str(uid)
+    assert output(d, alice, j2["id"]).strip() == PREFIX + "alice"
+    # a useradd that fails fails the job with its reason, told once: the
+    # next job tries again
+    _tool(tools / "useradd", 'echo "useradd: the test says no" >&2\n'
+          'exit 1\n')
+    st, jb = run(d, bob, "true")
+    assert st == 201, jb
+    e = ended(d, bob, jb["id"])
+    assert e["state"] == "failed" and e["reason"] == (
+        "tenant: useradd %sbob failed: useradd: the test says no" % PREFIX)
+    assert PREFIX + "bob" not in _accounts()
+    _tool(tools / "useradd", 'exec /usr/sbin/useradd "$@"\n')
+    st, jb = run(d, bob, "id", "-un")
+    assert st == 201, jb
+    assert ended(d, bob, jb["id"])["exit_code"] == 0
+    assert output(d, bob, jb["id"]).strip() == PREFIX + "bob"
+
+
 @needs_root
 def test_alice_cannot_reach_what_is_bobs(host):
     d = host()
@@ -154,18 +224,10 @@ def test_alice_cannot_reach_what_is_bobs(host):
     out = output(d, alice, ja["id"])
     assert "bobs-secret" not in out and "Permission denied" in out
     assert PREFIX + "alice" in out
-    # nor, through the API, his job, log, output, pulls, stop or resize
+    # nor, through the API, his job, log, output, pulls, stop or resize:
+    # to her it is not there
     jid = jb["id"]
-    for method, path, body in (
-            ("GET", "/v1/jobs/" + jid, b""),
-            ("GET", "/v1/jobs/%s/log" % jid, b""),
-            ("GET", "/v1/jobs/%s/explain" % jid, b""),
-            ("POST", "/v1/jobs/%s/pull" % jid, b'{"globs":["*"]}'),
-            ("POST", "/v1/jobs/%s/stop" % jid, b""),
-            ("PATCH", "/v1/jobs/" + jid, b'{"share":"0.5"}')):
-        st, _, body = https(d.port, method, path, body, token=alice)
-        assert st in (403, 404), (method, path, st, body)
-        assert b"bobs-output" not in body
+    _not_there(d, alice, jid)
     st, ps = https_json(d.port, "GET", "/v1/jobs?all=1", token=alice)
     assert st == 200 and [j["owner"] for j in ps] == ["alice"]
     # her usage is hers alone, and she may not ask for his
@@ -180,6 +242,71 @@ def test_alice_cannot_reach_what_is_bobs(host):
     assert https_json(d.port, "GET", "/v1/jobs/" + jid,
                       token=bob)[1]["state"] == "running"
     d.gmux("stop", jid, check=0)
+
+
+def _as(uid, *argv):
+    """argv run as uid (its own group, no other)."""
+    return subprocess.run(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid,
+                           "--clear-groups"] + list(argv),
+                          capture_output=True, timeout=30)
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("tmux") is None or
+                    shutil.which("setpriv") is None,
+                    reason="needs tmux and setpriv")
+def test_a_tenants_shell_runs_as_its_account(host, make_client, terms):
+    from test_shell import SHELL, remote_client, started
+    d = host()
+    alice = remote_client(d, make_client, "alice")
+    t = terms(alice.env, "shell", "--share", "0.25", "--", *SHELL)
+    jid = started(d, t)
+    t.keys("echo as-$(id -un)-$(id -G)", "Enter")
+    pw = pwd.getpwnam(PREFIX + "alice")
+    t.wait(r"(?m)^as-%s-%d$" % (pw.pw_name, pw.pw_gid))
+    # the session's files are her account's, its directory hers alone
+    tdir = os.path.join(d.home, "jobs", jid, "term")
+    names = [tdir] + [os.path.join(tdir, n) for n in os.listdir(tdir)]
+    assert {"cmd.sh", "tmux.conf", "tmux.sock", "ready"} <= set(
+        os.listdir(tdir))
+    assert {os.lstat(n).st_uid for n in names} == {pw.pw_uid}
+    assert stat.S_IMODE(os.stat(tdir).st_mode) == 0o700
+    # the tmux client the daemon runs for her is hers too, not root's
+    clients = [p for p in os.listdir("/proc") if p.isdigit() and
+               _cwd(p) == tdir and b"attach-session" in _cmdline(p)]
+    assert clients and {os.stat("/proc/" + p).st_uid
+                        for p in clients} == {pw.pw_uid}
+    # bob's account reaches neither her files nor her session
+    st, jb = run(d, d.token_for("bob"), "true")
+    assert st == 201, jb
+    wait_for(lambda: PREFIX + "bob" in _accounts(), 30, what="bob's account")
+    bob = pwd.getpwnam(PREFIX + "bob").pw_uid
+    r = _as(bob, "cat", os.path.join(tdir, "cmd.sh"))
+    assert r.returncode != 0 and b"Permission denied" in r.stderr
+    r = _as(bob, "tmux", "-S", os.path.join(tdir, "tmux.sock"), "ls")
+    assert r.returncode != 0 and b"as-" not in r.stdout
+    # nor through the API: her session is not his to attach
+    r = remote_client(d, make_client, "bob").gmux("shell", jid)
+    assert (r.returncode, r.stderr) == (1, b"gmux shell: no job %s\n" %
+                                        jid.encode())
+    t.keys("exit 4", "Enter")
+    t.wait(r"CLIENT-EXIT=4")
+    assert d.wait_state(jid, "exited")["exit_code"] == 4
+
+
+def _cwd(pid):
+    try:
+        return os.readlink("/proc/%s/cwd" % pid)
+    except OSError:
+        return None
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 @needs_root
@@ -205,8 +332,21 @@ def test_a_removed_tenant_is_gone(host):
     assert st == 201
     ended(d, alice, j["id"])
     assert PREFIX + "alice" in _accounts()
+    # a running job is stopped with its grace (its TERM trap runs and
+    # writes in her home before it is archived); a process that left its
+    # job's group is killed, so that userdel needs no -f
+    st, j = run(d, alice, "sh", "-c", 'trap \'echo bye > "$HOME/bye"; '
+                'exit 0\' TERM; setsid sleep 300 & echo up > "$HOME/up"; '
+                'while :; do sleep 0.05; done')
+    assert st == 201, j
+    home = os.path.join(d.homes, PREFIX + "alice")
+    wait_for(lambda: os.path.exists(os.path.join(home, "up")), 20,
+             what="her job to run")
+    uid = pwd.getpwnam(PREFIX + "alice").pw_uid
     r = d.gmux("tenant", "rm", "alice", check=0)
-    assert b"removed alice" in r.stdout
+    assert r.stdout == b"removed alice\n", r
+    assert _uid_procs(uid) == []
+    assert d.job(j["id"])["state"] == "stopped"
     # her token no longer works, her account and home are gone, archived
     st, _ = https_json(d.port, "GET", "/v1/jobs", token=alice)
     assert st == 401
@@ -219,9 +359,22 @@ def test_a_removed_tenant_is_gone(host):
     listing = subprocess.run(["tar", "-tzf", os.path.join(arch, tars[0])],
                              capture_output=True, check=True).stdout.decode()
     assert PREFIX + "alice/notes" in listing
+    assert PREFIX + "alice/bye" in listing
     # the books keep her
     u = d.json("usage", "--by", "owner", "--json")
     assert "alice" in json.dumps(u)
+
+
+def _uid_procs(uid):
+    """The processes that run as uid."""
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and os.stat("/proc/" + p).st_uid == uid:
+                found.append(p)
+        except OSError:
+            pass
+    return found
 
 
 @needs_root
@@ -317,6 +470,45 @@ def test_datasets_are_read_only_and_interpreters_named(host, tmp_path):
     assert r.returncode == 0 and r.stdout == b"/usr/bin/python3\n", r
 
 
+@needs_root
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv")
+def test_datasets_are_read_only_for_local_jobs(host, shared_dir):
+    data = shared_dir / "data"
+    data.mkdir()
+    (data / "set.txt").write_text("coco-ish\n")
+    os.chmod(data, 0o777)        # the mount alone keeps writes out
+    os.chmod(data / "set.txt", 0o666)
+    d = host("DATASETS_DIRECTORIES=/nonexistent:%s\n" % data)
+    script = ("id -un; cat {0}/set.txt; echo x > {0}/new || exit 3"
+              .format(data))
+    # a job from the socket, as the daemon's user (root): not confined
+    r = d.gmux("run", "--", "sh", "-c", script)
+    assert r.returncode == 3, r
+    assert r.stdout == b"root\ncoco-ish\n"
+    assert b"Read-only file system" in r.stderr
+    # one as a tenant's account: a local user that is not the daemon's
+    # (nobody, let through the socket's 0600 by DAC_OVERRIDE alone)
+    body = json.dumps({"argv": ["sh", "-c", script.replace(
+        "exit 3", "echo y >> %s/set.txt || exit 4" % data)],
+        "share": "0.25", "cwd": "/"})
+    r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup",
+                        "--clear-groups", "--inh-caps=+dac_override",
+                        "--ambient-caps=+dac_override", "curl", "-s",
+                        "--unix-socket", d.socket, "-X", "POST",
+                        "--data-binary", body, "http://gmux/v1/jobs"],
+                       capture_output=True, timeout=30)
+    j = json.loads(r.stdout)
+    assert j["owner"] == "nobody", j
+    wait_for(lambda: d.job(j["id"])["state"] not in ("queued", "running"),
+             30, what=j["id"] + " to end")
+    code, log = d.curl("GET", "/v1/jobs/%s/log?raw=1" % j["id"])
+    assert d.job(j["id"])["exit_code"] == 4, log
+    assert log.startswith(PREFIX + "nobody\ncoco-ish\n"), log
+    assert log.count("Read-only file system") == 2
+    assert sorted(os.listdir(data)) == ["set.txt"]
+    assert (data / "set.txt").read_text() == "coco-ish\n"
+
+
 # -- quotas (any user) --------------------------------------------------------
 
 
@@ -354,20 +546,43 @@ def test_a_job_over_its_jobs_quota_waits_with_the_reason(host):
 def test_a_job_that_could_never_fit_its_quota_is_refused(host):
     d = host(accounts=False)
     alice = d.token_for("alice")
-    r = d.gmux("tenant", "quota", "alice", "--share", "0.5", "--mem", "10G")
+    r = d.gmux("tenant", "quota", "alice", "--share", "0.5", "--mem", "50G")
     assert r.returncode == 0, r.stderr
     st, e = run(d, alice, "true", share="0.75")
     assert st == 422 and e["error"] == ("quota: alice's share is 0.5 cards; "
                                         "the job asks 0.75")
-    st, e = run(d, alice, "true", mem="20G")
-    assert st == 422 and e["error"] == ("quota: alice's memory is 10G; the "
-                                        "job asks 20G")
+    st, e = run(d, alice, "true", mem="60G")
+    assert st == 422 and e["error"] == ("quota: alice's memory is 50G; the "
+                                        "job asks 60G")
     st, j1 = run(d, alice, "sleep", "60", share="0.5")
     assert st == 201
     st, j2 = run(d, alice, "true")
     st, e = https_json(d.port, "GET", "/v1/jobs/%s/explain" % j2["id"],
                        token=alice)
     assert "quota: alice's jobs hold its share (--share 0.5)" in e["explain"]
+    https_json(d.port, "POST", "/v1/jobs/%s/stop" % j1["id"], token=alice)
+    assert ended(d, alice, j2["id"])["exit_code"] == 0
+
+
+def test_a_job_without_mem_counts_its_default_cap(host):
+    # no --mem: the job's cap is its share of the card's memory (80G
+    # here), and that is what counts toward --mem, queued or running
+    d = host(accounts=False)
+    alice = d.token_for("alice")
+    d.gmux("tenant", "quota", "alice", "--mem", "30G", check=0)
+    st, e = run(d, alice, "true", share="0.5")
+    assert st == 422 and e["error"] == ("quota: alice's memory is 30G; the "
+                                        "job asks 40G")
+    st, j1 = run(d, alice, "sleep", "60")          # 0.25: 20G
+    assert st == 201 and j1["state"] == "running", j1
+    st, j2 = run(d, alice, "true")
+    assert st == 201 and j2["state"] == "queued", j2
+    st, e = https_json(d.port, "GET", "/v1/jobs/%s/explain" % j2["id"],
+                       token=alice)
+    assert e["explain"] == ("%s queued: quota: alice's jobs hold its memory "
+                            "(--mem 30G)" % j2["id"])
+    st, j3 = run(d, alice, "true", mem="10G")      # 20G + 10G fits
+    assert st == 201 and ended(d, alice, j3["id"])["exit_code"] == 0
     https_json(d.port, "POST", "/v1/jobs/%s/stop" % j1["id"], token=alice)
     assert ended(d, alice, j2["id"])["exit_code"] == 0
 
@@ -396,13 +611,50 @@ def test_tenant_commands_check_their_input(host):
     assert out.startswith("accounts: off (TENANT_ACCOUNTS=0)")
 
 
+def _not_there(d, token, jid):
+    """Every route of job jid answers token 404 "no job jid"."""
+    for method, path, body in (
+            ("GET", "", b""), ("GET", "/status", b""), ("GET", "/log", b""),
+            ("GET", "/explain", b""), ("GET", "/terminal", b""),
+            ("POST", "/pull", b'{"globs":["*"]}'),
+            ("PATCH", "", b'{"share":"0.5"}'), ("POST", "/stop", b"")):
+        st, _, reply = https(d.port, method, "/v1/jobs/%s%s" % (jid, path),
+                             body, token=token,
+                             headers={"Upgrade": "gmux-term/1"})
+        assert (st, json.loads(reply)) == (404, {"error": "no job " +
+                                                 jid}), (method, path)
+
+
+def test_another_owners_jobs_are_not_there(host):
+    # not 403 "j1 is root's": another owner's job, array or element is no
+    # job to a token (404 as for none), on every route; the host sees all
+    d = host(accounts=False)
+    arr = d.gmux("run", "-d", "--array", "0-9", "--share", "1", "--",
+                 "sleep", "60", check=0).stdout.decode().strip()
+    wait_for(lambda: d.job(arr + "_0").get("state") == "running", 20,
+             what="the array's first element")
+    alice = d.token_for("alice")
+    for name in (arr, arr + "_0", arr + "_5"):
+        _not_there(d, alice, name)
+    # her stop of an element not made yet did not stop it
+    st = d.json("status", "--json", arr)
+    states = {e["index"]: e["state"] for e in st["elements"]}
+    assert states[0] == "running" and states[5] == "pending", states
+    assert d.job(arr + "_0")["state"] == "running"
+    d.gmux("stop", arr, check=0)
+
+
 # -- the owners kept apart, the daemon unprivileged ---------------------------
 
 
 @pytest.mark.skipif(not ROOT or shutil.which("setpriv") is None,
                     reason="needs root to start a daemon as another user")
-def test_owners_apart_with_an_unprivileged_daemon(host):
-    d = host(accounts=True, start=False)
+def test_owners_apart_with_an_unprivileged_daemon(host, shared_dir):
+    data = shared_dir / "data"
+    data.mkdir()
+    (data / "set.txt").write_text("coco-ish\n")
+    os.chmod(data, 0o777)
+    d = host("DATASETS_DIRECTORIES=%s\n" % data, accounts=True, start=False)
     nobody = pwd.getpwnam("nobody")
     for dirpath, dirs, files in os.walk(d.home):
         for n in [dirpath] + [os.path.join(dirpath, f) for f in files]:
@@ -431,10 +683,19 @@ def test_owners_apart_with_an_unprivileged_daemon(host):
                          ("GET", "/v1/jobs/%s/log" % jb["id"]),
                          ("POST", "/v1/jobs/%s/stop" % jb["id"])):
         st, _, body = https(d.port, method, path, token=alice)
-        assert st in (403, 404) and b"bobs-output" not in body
+        assert st == 404 and b"bobs-output" not in body
     st, u = https_json(d.port, "GET", "/v1/usage?by=owner", token=alice)
     assert "bob" not in json.dumps(u)
     https(d.port, "POST", "/v1/jobs/%s/stop" % jb["id"], token=bob)
+    # a job from the socket, not confined, as the unprivileged daemon's
+    # user: the datasets are read-only in its user and mount namespace
+    r = subprocess.run([GMUX, "run", "--", "sh", "-c", "id -u; cat "
+                        "%s/set.txt; echo x > %s/new || exit 3" % (data, data)],
+                       env=d.env, cwd="/", capture_output=True, timeout=60)
+    assert r.returncode == 3, r
+    assert r.stdout == b"%d\ncoco-ish\n" % nobody.pw_uid
+    assert b"Read-only file system" in r.stderr
+    assert os.listdir(data) == ["set.txt"]
 
 
 # -- the same UID on every member (a real etcd) -------------------------------
@@ -471,6 +732,29 @@ def test_bobs_uid_is_the_same_on_two_members(host):
         keys = e.get_prefix("/gmux/tn/t/")
         assert json.loads(keys["/gmux/tn/t/uid/bob"]) == {"uid": uids[0]}
         assert keys["/gmux/tn/t/byuid/%d" % uids[0]] == "bob"
+    finally:
+        e.stop()
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("etcd") is None,
+                    reason="etcd-server is not installed")
+def test_a_uid_the_cluster_cannot_give_fails_its_jobs(host):
+    from clusterlib import Etcd
+    e = Etcd(1).start()
+    try:
+        lo = 200000
+        d = host("CLUSTER_MODE=member\nCLUSTER_ID=tf\nETCD=%s\nNAME=m1\n"
+                 "TENANT_UID_RANGE=%d-%d\n" % (e.urls, lo, lo), start=False)
+        d.serve_tls()
+        e.put("/gmux/tf/t/byuid/%d" % lo, "someone")
+        carol = d.token_for("carol")
+        st, j = run(d, carol, "true", no_wait=True)
+        assert st == 201, j      # held while asked, --nowait or not
+        j = ended(d, carol, j["id"])
+        assert (j["state"], j["reason"]) == (
+            "failed", "tenant: TENANT_UID_RANGE is full in the cluster")
+        assert _accounts() == []
     finally:
         e.stop()
 

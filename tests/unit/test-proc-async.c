@@ -123,8 +123,8 @@ test_loop_turns(void)
 	CHECK(r.called == 1 && r.status == 0);
 	CHECK_STR(r.out, "late\n");
 	CHECK(r.at - t0 >= 900);
-	CHECK(gap < 100);
-	if (gap >= 100)
+	CHECK(gap < 500);	/* a blocked loop: ~1000 ms; a busy host: tens */
+	if (gap >= 500)
 		fprintf(stderr, "  the loop stopped for %lld ms\n",
 		    (long long)gap);
 	free(r.out);
