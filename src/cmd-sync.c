@@ -73,7 +73,7 @@ cmd_sync_exec(int argc, char **argv)
 			json = 1;
 	}
 	if (optind == argc)
-		cmd_usage_error(&cmd_sync_entry, "NAME: a remote host is needed");
+		cmd_usage_error(&cmd_sync_entry, "NAME: name a remote host");
 	if (argc - optind > 2)
 		cmd_usage_error(&cmd_sync_entry, "unexpected argument '%s'",
 		    argv[optind + 2]);
