@@ -233,6 +233,8 @@ BENCHES += $(O)/bench/tenant-disk
 # -- tasks: the broker behind Python's @mesh (issue 13)
 SRCS += src/task-broker.c src/task-spool.c src/task-conn.c src/api-task.c
 SRCS += src/cmd-workers.c
+# -- the mesh's remote workers run in the caller's synced tree (issue 13)
+SRCS += src/cmd-sync.c
 # -- terminals and published ports (issue 17): docs/terminals.md
 SRCS += src/term.c src/term-wire.c src/term-relay.c src/term-port.c
 SRCS += src/term-client.c src/api-term.c src/cmd-shell.c src/cmd-port.c

@@ -32,6 +32,7 @@ static const struct cmd_entry *cmd_table[] = {
 	&cmd_workspace_entry,
 	&cmd_cluster_entry,
 	&cmd_workers_entry,
+	&cmd_sync_entry,
 	&cmd_shell_entry,
 	&cmd_port_entry,
 	&cmd_version_entry,

@@ -2075,7 +2075,7 @@ void		 remote_probe_clear(struct remote_probe *, u_int);
 #define RUN_QUIET	0x2	/* run -q */
 int		 run_remote(json_t *, int, char **);
 int		 run_remote_sync(const struct remote *, const char *, int,
-		     char *);
+		     const char *, char *);
 
 /* run-image.c: images that travel, the client's side */
 int		 run_image(const struct remote *, json_t *);
@@ -2139,6 +2139,7 @@ extern const struct cmd_entry cmd_submit_entry;
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_queue_entry;
 extern const struct cmd_entry cmd_workers_entry;
+extern const struct cmd_entry cmd_sync_entry;	/* cmd-sync.c */
 extern const struct cmd_entry cmd_shell_entry;
 extern const struct cmd_entry cmd_port_entry;
 extern const struct cmd_entry cmd_ui_entry;

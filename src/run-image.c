@@ -158,7 +158,7 @@ run_image_send(const struct remote *rm, const char *podman, const char *id)
 	if (run_image_save(podman, id, dir) != 0)
 		goto out;
 	for (tries = 0; tries < 2; tries++) {
-		if (run_remote_sync(rm, dir, 0, mdigest) != 0)
+		if (run_remote_sync(rm, dir, 0, "gmux run", mdigest) != 0)
 			goto out;
 		body = json_pack("{s:s,s:s}", "id", id, "manifest", mdigest);
 		free(error);

@@ -71,11 +71,11 @@ run_remote_request(json_t *req, const char *mdigest)
 
 /*
  * Sends the directory to the host (with its stat cache if cache); 0 with
- * mdigest, or -1 (printed).
+ * mdigest, or -1 (printed, after who: "gmux run", "gmux sync").
  */
 int
 run_remote_sync(const struct remote *rm, const char *cwd, int cache,
-    char *mdigest)
+    const char *who, char *mdigest)
 {
 	struct remote_net	 n;
 	struct remote_io	 io;
@@ -98,12 +98,12 @@ run_remote_sync(const struct remote *rm, const char *cwd, int cache,
 	memset(&st, 0, sizeof st);
 	rc = remote_sync(&io, cwd, sc, progress_tty(), mdigest, &st, &cause);
 	for (i = 0; i < st.nwarnings; i++)
-		fprintf(stderr, "gmux run: %s\n", st.warnings[i]);
+		fprintf(stderr, "%s: %s\n", who, st.warnings[i]);
 	if (st.skipped > st.nwarnings)
-		fprintf(stderr, "gmux run: ... and %llu more skipped\n",
+		fprintf(stderr, "%s: ... and %llu more skipped\n", who,
 		    (unsigned long long)(st.skipped - st.nwarnings));
 	if (rc != 0) {
-		fprintf(stderr, "gmux run: %s: %s\n", rm->name, cause);
+		fprintf(stderr, "%s: %s: %s\n", who, rm->name, cause);
 		free(cause);
 	}
 	log_debug("%s: %s: %llu files, %llu hashed, %llu sent in %u "
@@ -244,7 +244,7 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 	if (run_image(rm, req) != 0)
 		return (-1);
 	for (tries = 0; tries < 2; tries++) {
-		if (run_remote_sync(rm, cwd, 1, mdigest) != 0)
+		if (run_remote_sync(rm, cwd, 1, "gmux run", mdigest) != 0)
 			return (-1);
 		body = run_remote_request(req, mdigest);
 		if (client_call_at(&rm->target, "POST", "/v1/jobs", body,

@@ -384,6 +384,30 @@ task_expired(struct task_broker *b, int64_t now)
 	return (NULL);
 }
 
+/*
+ * The caller of session takes back its next task still queued in owner's
+ * pool: failed with why (which the caller gave: no worker of that pool
+ * could start), never to be leased.  Returns it (its caller is owed the
+ * result), or NULL when none is left; a leased task is not taken back.
+ */
+struct task *
+task_withdraw(struct task_broker *b, const char *owner, const char *session,
+    const char *pool, const char *why)
+{
+	struct task_pool	*p;
+	struct task		*t;
+
+	if ((p = task_pool_find(b, owner, pool, 0)) == NULL)
+		return (NULL);
+	TAILQ_FOREACH(t, &p->queue, qentry) {
+		if (strcmp(t->session, session) == 0) {
+			task_fail(b, t, "%.*s", TASK_ERROR_MAX, why);
+			return (t);
+		}
+	}
+	return (NULL);
+}
+
 /* Forgets a task (its result was acked, or nobody came for it). */
 void
 task_drop(struct task_broker *b, struct task *t)

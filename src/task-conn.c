@@ -306,6 +306,24 @@ conn_ack(struct conn *c, json_t *hdr)
 	}
 }
 
+/* The caller takes back its queued tasks of a pool (docs/tasks.md, X). */
+static void
+conn_withdraw(struct conn *c, json_t *hdr)
+{
+	const char	*pool, *why;
+	struct task	*t;
+
+	pool = json_string_value(json_object_get(hdr, "pool"));
+	why = json_string_value(json_object_get(hdr, "error"));
+	if (pool == NULL || !task_pool_valid(pool))
+		return;
+	if (why == NULL || *why == '\0')
+		why = "withdrawn by its caller";
+	while ((t = task_withdraw(broker, c->owner, c->session, pool,
+	    why)) != NULL)
+		conn_ended(t);
+}
+
 /* Runs one frame from a caller; -1 closes the connection. */
 static int
 conn_caller_frame(struct conn *c, const struct frame *f, struct hmap *pools)
@@ -326,8 +344,11 @@ conn_caller_frame(struct conn *c, const struct frame *f, struct hmap *pools)
 			hmap_put(pools, p->pool, p);
 	} else if (f->type == TF_ACK)
 		conn_ack(c, hdr);
+	else if (f->type == TF_WITHDRAW)
+		conn_withdraw(c, hdr);
 	json_decref(hdr);
-	return (f->type == TF_SUBMIT || f->type == TF_ACK ? 0 : -1);
+	return (f->type == TF_SUBMIT || f->type == TF_ACK ||
+	    f->type == TF_WITHDRAW ? 0 : -1);
 }
 
 static void

@@ -27,6 +27,8 @@ struct bufferevent;
 #define TF_LEASE	'L'
 #define TF_DONE		'D'
 #define TF_CANCEL	'C'
+#define TF_WITHDRAW	'X'
+#define TASK_ERROR_MAX	1024		/* a withdrawal's reason, bytes */
 
 enum task_state {
 	TASK_QUEUED,
@@ -125,6 +127,8 @@ int		 task_lose(struct task_broker *, struct task *, const char *);
 void		 task_fail(struct task_broker *, struct task *, const char *,
 		     ...) __attribute__((format(printf, 3, 4)));
 struct task	*task_expired(struct task_broker *, int64_t);
+struct task	*task_withdraw(struct task_broker *, const char *,
+		     const char *, const char *, const char *);
 void		 task_drop(struct task_broker *, struct task *);
 struct task_pool *task_pool_find(struct task_broker *, const char *,
 		     const char *, int);

@@ -144,6 +144,33 @@ test_deadline(void)
 	task_broker_free(b);
 }
 
+static void
+test_withdraw(void)
+{
+	struct task_broker	*b = task_broker_create();
+	struct task_worker	*w;
+	struct task		*t1, *t2, *t3, *other;
+	int			 isnew;
+
+	t1 = task_submit(b, "alice", S1, 1, "p", 0, &isnew);
+	t2 = task_submit(b, "alice", S1, 2, "p", 0, &isnew);
+	t3 = task_submit(b, "alice", S1, 3, "p", 0, &isnew);
+	other = task_submit(b, "alice", S2, 1, "p", 0, &isnew);
+	w = task_worker_add(b, "alice", "p");
+	CHECK(task_lease(b, w, 0) == t1);		/* leased: it stays */
+	CHECK(task_withdraw(b, "bob", S1, "p", "x") == NULL);
+	CHECK(task_withdraw(b, "alice", S1, "q", "x") == NULL);
+	CHECK(task_withdraw(b, "alice", S1, "p", "no worker") == t2);
+	CHECK(t2->state == TASK_FAILED);
+	CHECK_STR(t2->error, "no worker");
+	CHECK(task_withdraw(b, "alice", S1, "p", "no worker") == t3);
+	CHECK(task_withdraw(b, "alice", S1, "p", "no worker") == NULL);
+	CHECK(t1->state == TASK_LEASED && other->state == TASK_QUEUED);
+	CHECK(task_complete(b, w, t1->id) == t1);
+	CHECK(task_lease(b, w, 0) == other);		/* another session's */
+	task_broker_free(b);
+}
+
 int
 main(void)
 {
@@ -153,5 +180,6 @@ main(void)
 	RUN(test_owner_and_pool);
 	RUN(test_lost_three_times);
 	RUN(test_deadline);
+	RUN(test_withdraw);
 	UNIT_EXIT();
 }

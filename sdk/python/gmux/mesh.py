@@ -19,7 +19,9 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -40,6 +42,8 @@ __all__ = ["mesh", "MeshFunction", "MapError", "TaskError", "TaskTimeout",
 HINTS = ("cost", "gpu_memory_mb")
 SPAWN_GRACE = 30.0          # a started worker counts as coming this long
 RECONNECT = 60.0            # how long a caller waits for a daemon back
+START_TRIES = 3             # failed worker starts in a row: its calls fail
+START_BACKOFF = 0.5         # seconds after a failed start, then doubled
 
 
 class TaskError(Exception):
@@ -73,10 +77,12 @@ class Options:
     ``cards`` per worker, ``timeout`` seconds per call, the fence
     (``deny_net``, ``allow``), ``priority`` and ``preemptible`` as for
     jobs, ``target`` a remote's name (None: the default connection),
-    ``idle`` seconds before an unused worker exits, ``fresh``: each call
-    in a newly forked process (the default), or, False, successive calls
-    in one forked process until one crashes it (faster; a call sees what
-    earlier ones left in memory), ``python`` the name of an interpreter
+    ``idle`` seconds before an unused worker exits, ``fresh``: False (the
+    default), a call runs in the process of the worker's last call if that
+    was a call of the same function (it sees what that one left in memory:
+    module globals, caches; never another function's or owner's), True,
+    each call in a newly forked process (nothing shared, slower),
+    ``python`` the name of an interpreter
     the host publishes (PYTHON_INTERPRETERS, docs/tenants.md) for the
     workers to run on instead of this one (it needs python3-cloudpickle,
     and a Python whose pickles this one can read)."""
@@ -93,7 +99,7 @@ class Options:
     target: Optional[str] = None
     card: Optional[int] = None
     idle: float = 60.0
-    fresh: bool = True
+    fresh: bool = False
     python: Optional[str] = None
 
     def replace(self, **kw: Any) -> "Options":
@@ -153,6 +159,9 @@ class Session:
         self.specs: Dict[str, Tuple[Options, dict]] = {}
         self.keys: Dict[Options, str] = {}
         self.ensured: set = set()
+        self.ensure_lock = threading.Lock()
+        self.start_fails: Dict[str, int] = {}     # failed starts in a row
+        self.retry_at: Dict[str, float] = {}      # no start before
         self.closed = False
         self.sock: Optional[socket.socket] = None
         self._open()
@@ -177,7 +186,7 @@ class Session:
                calls: Sequence[Tuple[tuple, dict]]) -> List[cf.Future]:
         pool = self.pool(opts, len(calls))
         if self.remote:
-            _by_value(fn)
+            _by_value(fn, _sync_dir())
         fnb = wire.dump_function(fn)
         timeout = int(opts.timeout * 1000) if opts.timeout else 0
         futs: List[cf.Future] = []
@@ -326,7 +335,8 @@ class Session:
         pool has none; not on every call."""
         key = self.key(opts)
         if want > 1 or key not in self.ensured:
-            self._ensure(key, want)
+            with self.ensure_lock:
+                self._ensure(key, want)
             self.ensured.add(key)
         return key
 
@@ -335,7 +345,8 @@ class Session:
         if key is None:
             spec = self._spec(opts)
             key = "s%s-%s" % (spec.get("share", 0), hashlib.sha256(
-                json.dumps([spec, sys.executable, os.getcwd(), sys.path],
+                json.dumps([spec, sys.executable, os.getcwd(), sys.path,
+                            self.remote and _sync_dir() is not None],
                            sort_keys=True).encode()).hexdigest()[:20])
             self.specs[key] = (opts, spec)
             self.keys[opts] = key
@@ -370,8 +381,8 @@ class Session:
             spec["card"] = card
         if opts.cpus:
             spec["cpus"] = opts.cpus       # the worker's, not the job's
-        if not opts.fresh:
-            spec["fresh"] = False          # the worker's, not the job's
+        if opts.fresh:
+            spec["fresh"] = True           # the worker's, not the job's
         if opts.python is not None:
             spec["python"] = opts.python   # the daemon puts it as argv[0]
         return spec
@@ -400,43 +411,113 @@ class Session:
         n = min(want, self._room(spec)) - have if want > 1 else 1 - have
         if have == 0:
             n = max(n, 1)
+        if n > 0 and time.monotonic() < self.retry_at.get(key, 0):
+            return                      # a start failed: backing off
+        tree = self._tree() if self.remote and n > 0 else None
         for _ in range(max(0, n)):
-            self._spawn(key)
+            self._spawn(key, tree)
 
     def _coming(self, key: str, up: set) -> List[Tuple[str, float]]:
         """The workers started for key that have not connected yet (their
         jobs still queued or starting); the rest are forgotten."""
         now = time.monotonic()
         coming = []
+        failed = None
         for j, t in self.spawned.get(key, []):
-            if j in up or now - t > SPAWN_GRACE:
+            if j in up:
+                self.start_fails.pop(key, None)     # one came
+                continue
+            if now - t > SPAWN_GRACE:
                 continue
             try:
                 with self.api_lock:
-                    state = self.api.job(j).state
+                    job = self.api.job(j)
             except APIError:
                 continue
-            if state in ("queued", "running"):
+            if job.state in ("queued", "running"):
                 coming.append((j, t))
+            elif job.state == "failed" or (job.state == "exited" and
+                                           job.exit_code):
+                failed = job
+        if failed is not None:      # those started together: one round
+            self._start_failed(key, self._why_not(failed))
         self.spawned[key] = coming + [(j, t) for j, t in
                                       self.spawned.get(key, []) if j in up]
         return coming
 
+    def _why_not(self, job: api.Job) -> str:
+        """Why a worker's job ended before its worker came: the last line
+        of its output (the interpreter's or the worker's own error)."""
+        try:
+            with api.Client(self.target) as c:     # a stream of its own
+                out = b"".join(c.logs(job.id))
+        except (APIError, OSError):
+            out = b""
+        lines = [x.strip() for x in out.decode(errors="replace").splitlines()
+                 if x.strip()]
+        last = lines[-1] if lines else (job.reason or "exit status %s"
+                                        % job.exit_code)
+        return "worker %s: %s" % (job.id, last[:400])
+
+    def _start_failed(self, key: str, why: str) -> None:
+        """The workers of key last started could not start (their jobs
+        ended before they came, or were refused): the next start waits,
+        doubling each time; at the START_TRIES-th round in a row, the
+        daemon fails the tasks queued for key with the reason (none of
+        them ran)."""
+        n = self.start_fails.get(key, 0) + 1
+        self.start_fails[key] = n
+        self.retry_at[key] = time.monotonic() + START_BACKOFF * 2 ** (n - 1)
+        log.warning("gmux: a worker could not start (%d of %d): %s", n,
+                    START_TRIES, why)
+        if n < START_TRIES:
+            return
+        self.start_fails.pop(key, None)
+        msg = "no worker could start (%d tries): %s" % (n, why)
+        with self.lock:
+            self._send([wire.frame(wire.WITHDRAW, {"pool": key,
+                                                   "error": msg})])
+
     def _pool_empty(self, key: str, why: Optional[str]) -> None:
         """The daemon says a pool with tasks waiting has no worker: start
-        one, unless (at a submission) one is on its way."""
-        if key not in self.specs:
+        one, unless one is on its way or a failed start is backing off
+        (the daemon says it again each second)."""
+        if key not in self.specs or not self.ensure_lock.acquire(False):
             return
-        if why == "left":
-            self.spawned[key] = []          # those coming came, and went
         try:
+            if why == "left":
+                self.spawned[key] = []      # those coming came, and went
             self._ensure(key, 1)
-        except Exception as e:
+        except APIError as e:
+            self._start_failed(key, "its job was refused: %s" % e)
+        except TaskError as e:
+            self._start_failed(key, str(e))
+        except OSError as e:
             log.warning("gmux: cannot start a worker: %s", e)
+        finally:
+            self.ensure_lock.release()
 
-    def _spawn(self, key: str) -> str:
+    def _tree(self) -> Optional[str]:
+        """The caller's directory sent to the host as ``gmux run`` sends
+        it (``gmux sync``): its manifest's digest, for the workers to
+        start in; None without a directory to send (GMUX_SYNC=0, or no
+        gmux command here: then only the function's module goes)."""
+        d = _sync_dir()
+        if d is None:
+            return None
+        r = subprocess.run([_gmux_bin() or "gmux", "sync", self.target or "",
+                            d], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=600)
+        if r.returncode != 0:
+            lines = r.stderr.decode(errors="replace").strip().splitlines()
+            raise TaskError("cannot send %s to %s: %s" % (
+                d, self.target, lines[-1] if lines else "gmux sync failed"))
+        return r.stdout.decode().strip()
+
+    def _spawn(self, key: str, tree: Optional[str] = None) -> str:
         """Starts a worker for key: a job that runs the fork-server, which
-        the daemon lets reach its broker ("task_worker")."""
+        the daemon lets reach its broker ("task_worker"); on a remote
+        host, in the caller's synced tree if there is one."""
         opts, spec = self.specs[key]
         env = {"GMUX_TASK_POOL": key,
                "GMUX_WORKER_IDLE": str(opts.idle),
@@ -457,6 +538,9 @@ class Session:
             argv = [os.environ.get("GMUX_REMOTE_PYTHON", "/usr/bin/python3"),
                     "-c", _remote_boot()]
             cwd = None
+            if tree is not None:
+                fields["manifest"] = tree
+                env["GMUX_WORKER_TREE_PATH"] = _tree_path(_sync_dir())
         else:
             here = os.path.dirname(os.path.dirname(os.path.abspath(
                 __file__)))
@@ -474,9 +558,17 @@ class Session:
                                                     if p)})
         if "python" in spec:
             argv[0] = "python3"     # the published one, in its place
-        with self.api_lock:
-            job = self.api.run(argv, cwd=cwd, env=env, task_worker=True,
-                               **fields)
+        try:
+            with self.api_lock:
+                job = self.api.run(argv, cwd=cwd, env=env, task_worker=True,
+                                   **fields)
+        except APIError as e:
+            if e.status != 412 or tree is None:
+                raise
+            fields["manifest"] = self._tree()  # its blobs went: again, once
+            with self.api_lock:
+                job = self.api.run(argv, cwd=cwd, env=env, task_worker=True,
+                                   **fields)
         self.spawned.setdefault(key, []).append((job.id, time.monotonic()))
         log.debug("gmux: started worker %s for %s", job.id, key)
         return job.id
@@ -506,11 +598,51 @@ _SYSTEM = tuple(os.path.realpath(p) + os.sep for p in
                     p for p in sys.path if "-packages" in p})
 
 
-def _by_value(fn: Callable) -> None:
-    """A remote host has none of the caller's own modules: the module that
-    defines fn (not the system's or an installed package's) goes by value,
-    as __main__'s functions do.  What that module imports of the caller's
-    own must be there, or the call fails with ModuleNotFoundError."""
+def _gmux_bin() -> Optional[str]:
+    """The gmux command: GMUX_BIN, else gmux on PATH, else None."""
+    return os.environ.get("GMUX_BIN") or shutil.which("gmux")
+
+
+_no_sync_warned = False
+
+
+def _sync_dir() -> Optional[str]:
+    """The directory a remote host's workers get (the caller's), or None:
+    GMUX_SYNC=0, or no gmux command to send it with (one warning)."""
+    global _no_sync_warned
+    if os.environ.get("GMUX_SYNC") == "0":
+        return None
+    if _gmux_bin() is None:
+        if not _no_sync_warned:
+            _no_sync_warned = True
+            warnings.warn("gmux: no gmux command here (GMUX_BIN names one) "
+                          "to send this directory to a remote host; its "
+                          "workers get only each function's own module",
+                          RuntimeWarning, stacklevel=5)
+        return None
+    return os.path.realpath(os.getcwd())
+
+
+def _tree_path(d: Optional[str]) -> str:
+    """The caller's sys.path entries inside d, relative to it ("." for d),
+    for a worker in d's synced copy to put first on its own."""
+    rel = []
+    for p in sys.path:
+        p = os.path.realpath(p or ".")
+        if d is not None and (p == d or p.startswith(d + os.sep)):
+            r = os.path.relpath(p, d)
+            if r not in rel:
+                rel.append(r)
+    return os.pathsep.join(rel or ["."])
+
+
+def _by_value(fn: Callable, tree: Optional[str]) -> None:
+    """A remote host has the caller's directory tree (synced) and none of
+    the caller's other modules: the module that defines fn, if it is
+    outside tree (and not the system's or an installed package's), goes
+    by value, as __main__'s functions do.  What that module imports of
+    the caller's own must be there, or the call fails with
+    ModuleNotFoundError."""
     mod = sys.modules.get(getattr(fn, "__module__", None) or "")
     if mod is None or not getattr(mod, "__file__", None):
         return
@@ -518,6 +650,8 @@ def _by_value(fn: Callable) -> None:
     if mod.__name__ in ("__main__", "gmux") or \
             mod.__name__.startswith("gmux.") or path.startswith(_SYSTEM):
         return
+    if tree is not None and path.startswith(tree + os.sep):
+        return                          # it imports from the synced tree
     import cloudpickle
     cloudpickle.register_pickle_by_value(mod)
 

@@ -21,6 +21,7 @@ FRAME_MAX = 1024 * 1024          # the daemon's limit on one frame
 INLINE_MAX = FRAME_MAX - 64 * 1024   # a value past this goes by file
 
 SUBMIT, ACK, RESULT, POOL = b"T", b"K", b"R", b"P"
+WITHDRAW = b"X"
 HELLO, LEASE, DONE, CANCEL = b"H", b"L", b"D", b"C"
 
 _LEN = struct.Struct(">I")

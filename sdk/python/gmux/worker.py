@@ -1,4 +1,4 @@
-"""The worker: a fork-server that runs tasks, one forked child each.
+"""The worker: a fork-server that runs tasks in forked children.
 
 It is started as an ordinary gmux job (its share, memory cap, fence,
 books and owner are the job's) by the first caller that needs one, with
@@ -6,11 +6,19 @@ books and owner are the job's) by the first caller that needs one, with
 and in ``GMUX_WORKER_SOCK``, where it connects; then, started by a local
 caller, it moves to the caller's directory and path, so the caller's own
 modules import (a remote host's worker stays in its job's tree, its code
-carried in its argv: docs/tasks.md).  It keeps one child forked and waiting,
+carried in its argv: docs/tasks.md).  It keeps a child forked and waiting,
 so neither an interpreter start nor a fork is on a call's path, and a task
 that crashes its process or calls ``os._exit`` loses only that child: the
-daemon hears ``lost`` and leases the task again (docs/tasks.md).  Idle for
-``GMUX_WORKER_IDLE`` seconds (60), it exits and its share goes back.
+daemon hears ``lost`` and leases the task again (docs/tasks.md).
+
+By default (``GMUX_WORKER_FRESH=0``) a child that finished a task is kept
+for the next one if it is a task of the same function: a worker's tasks
+are all its job's owner's, and a task of another function goes to a child
+that has run nothing, so what one function's tasks leave in their process
+(module globals, caches) reaches only later tasks of that function
+(docs/python.md, "What a task keeps").  ``GMUX_WORKER_FRESH=1``: a child
+per task.  Idle for ``GMUX_WORKER_IDLE`` seconds (60), it exits and its
+share goes back.
 
 Nothing but this module's main() runs it; nothing else imports it.
 """
@@ -33,7 +41,7 @@ import cloudpickle
 from . import wire
 
 _LEN = struct.Struct(">I")
-SPARES = 2          # children kept forked: a fork is off a call's path
+SPARES = 2          # fresh: children kept forked, a fork off a call's path
 
 try:
     import ctypes
@@ -65,11 +73,14 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 class Child:
-    """A forked child waiting for one task on its pipe."""
+    """A forked child waiting for a task on its pipe; ``fn`` is the
+    function (its pickle) of the tasks it has run, None while it has run
+    none."""
 
     def __init__(self, pid: int, task_w: int, out_r: int) -> None:
         self.pid, self.task_w, self.out_r = pid, task_w, out_r
         self.task: Optional[int] = None
+        self.fn: Optional[bytes] = None
         self.buf = b""
         self.status: Optional[int] = None
 
@@ -165,12 +176,13 @@ class Server:
         self.sock_path = os.environ.get("GMUX_WORKER_SOCK", "worker.sock")
         self.spool = os.environ.get("GMUX_TASK_SPOOL", "")
         self.idle = float(os.environ.get("GMUX_WORKER_IDLE", "60"))
-        self.fresh = os.environ.get("GMUX_WORKER_FRESH", "1") != "0"
+        self.fresh = os.environ.get("GMUX_WORKER_FRESH", "0") == "1"
         self.sock: Optional[socket.socket] = None
         self.sel = selectors.DefaultSelector()
         self.reader = wire.Reader()
         self.spares: "list[Child]" = []     # forked, waiting for a task
         self.busy: Optional[Child] = None
+        self.kept: Optional[Child] = None   # not fresh: ran the last task
         self.fns: Dict[bytes, Any] = {}
         self.last = time.monotonic()
         self.zombies: "list[int]" = []
@@ -249,16 +261,14 @@ class Server:
             # leased the next before the child's byte came here
             self.backlog = (hdr, data)
             return
-        fnb = b""
-        if "file" not in hdr:
-            fnb = wire.split_call(data)[0]
-            if fnb not in self.fns and len(self.fns) < 64:
-                try:                         # later children have it
-                    self.fns[fnb] = cloudpickle.loads(fnb)
-                except Exception:
-                    pass
-        c = self.spares.pop(0) if self.spares else self.fork()
-        c.task = hdr["task"]
+        fnb = _function_of(hdr, data)
+        if fnb and fnb not in self.fns and len(self.fns) < 64:
+            try:                             # later children have it
+                self.fns[fnb] = cloudpickle.loads(fnb)
+            except Exception:
+                pass
+        c = self.child_for(fnb)
+        c.task, c.fn = hdr["task"], fnb
         if "file" in hdr:
             msg = hdr["file"].encode()
             kind = b"F"
@@ -272,6 +282,17 @@ class Server:
         self.busy = c
         self.sel.register(c.out_r, selectors.EVENT_READ, "child")
 
+    def child_for(self, fnb: bytes) -> Child:
+        """The child for a task of function fnb: the kept one if its tasks
+        were of that function, else one that has run nothing (and the kept
+        one goes: it is never handed another function's task)."""
+        k, self.kept = self.kept, None
+        if k is not None:
+            if fnb and k.fn == fnb:
+                return k
+            self.reap_later(k)         # its pipe closed: it exits
+        return self.spares.pop(0) if self.spares else self.fork()
+
     def child_readable(self) -> None:
         """The busy child said it sent its outcome, or died first."""
         c = self.busy
@@ -280,10 +301,10 @@ class Server:
             self.sel.unregister(c.out_r)
             self.busy = None
             self.last = time.monotonic()
-            if self.fresh:
+            if self.fresh or not c.fn:
                 self.reap_later(c)
             else:
-                self.spares.insert(0, c)       # it takes the next one
+                self.kept = c           # it takes the next of its function
             if self.backlog is not None:
                 hdr, data = self.backlog
                 self.backlog = None
@@ -348,6 +369,11 @@ class Server:
         if path:
             sys.path[:0] = [p for p in path.split(os.pathsep)
                             if p not in sys.path]
+        tree = os.environ.get("GMUX_WORKER_TREE_PATH")
+        if tree:                # a remote host's: the caller's synced tree
+            here = os.getcwd()
+            sys.path[:0] = [os.path.normpath(os.path.join(here, r))
+                            for r in tree.split(os.pathsep) if r]
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         gc.collect()        # what the children share stays shared
         gc.freeze()
@@ -372,11 +398,10 @@ class Server:
                 return self.exit()
 
     def spares_short(self) -> bool:
-        """Whether a child should be forked now: fresh, SPARES waiting;
-        not fresh, one, once the busy one is gone."""
-        if self.fresh:
-            return len(self.spares) < SPARES
-        return not self.spares and self.busy is None
+        """Whether a child should be forked now: fresh, until SPARES wait;
+        not fresh, until one does (for another function's task, or the
+        next after a crash)."""
+        return len(self.spares) < (SPARES if self.fresh else 1)
 
     def reap_zombies(self) -> None:
         left = []
@@ -389,10 +414,23 @@ class Server:
         self.zombies = left
 
     def exit(self) -> None:
-        for c in self.spares:
+        for c in self.spares + ([self.kept] if self.kept else []):
             self.kill(c)
         if self.sock is not None:
             self.sock.close()
+
+
+def _function_of(hdr: dict, data: bytes) -> bytes:
+    """The pickled function of a lease's call: in its bytes, or at the
+    head of its file (only that much is read); b"" if unreadable."""
+    if "file" not in hdr:
+        return wire.split_call(data)[0]
+    try:
+        with open(hdr["file"], "rb") as f:
+            n = _LEN.unpack(f.read(4))[0]
+            return f.read(n)
+    except (OSError, struct.error):
+        return b""
 
 
 def _how(status: Optional[int]) -> str:

@@ -31,6 +31,10 @@ def _fresh(d, monkeypatch):
     monkeypatch.setenv("GMUX_NO_DETECT", "1")
     monkeypatch.delenv("GMUX_LOCAL", raising=False)
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    # A remote's workers get the caller's directory only where a test
+    # says so (test_remote_workers_import_the_caller_s_own_modules): not
+    # the checkout pytest runs in.
+    monkeypatch.setenv("GMUX_SYNC", "0")
     reset()
 
 

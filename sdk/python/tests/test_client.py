@@ -5,6 +5,8 @@ import os
 import socket
 import ssl
 import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -52,12 +54,20 @@ def boom(x):
     raise ValueError("bad value %r" % (x,))
 
 
-def _remote(monkeypatch, tmp_path, target, name="gpu1", fresh=True):
+def _remotes(tmp_path, targets):
+    """A client's home whose remotes file names targets (NAME -> target),
+    the first the default."""
     client = tmp_path / "client"
     client.mkdir()
     (client / "remotes.json").write_text(json.dumps(
-        {"default": name, "remotes": [{"name": name, "target": target}]}))
+        {"default": next(iter(targets)), "remotes": [
+            {"name": k, "target": v} for k, v in targets.items()]}))
     os.chmod(client / "remotes.json", 0o600)
+    return client
+
+
+def _remote(monkeypatch, tmp_path, target, name="gpu1", fresh=True):
+    client = _remotes(tmp_path, {name: target})
     monkeypatch.setenv("GMUX_HOME", str(client))
     if fresh:
         reset()
@@ -244,3 +254,75 @@ def test_a_session_is_its_owner_s_only(make_daemon, monkeypatch, tmp_path):
     sock, hdrs, _ = c.upgrade("/v1/tasks/connect?session=" + "b" * 32)
     assert "gmux-worker-dir" not in hdrs       # no paths over TCP
     sock.close()
+
+
+_STATE = {}
+
+
+def _leave(x):
+    """What the last call in this process left, and its owner's job."""
+    seen = _STATE.get("last")
+    _STATE["last"] = x
+    return seen, os.environ.get("GMUX_JOB_ID")
+
+
+def test_a_kept_process_never_serves_another_owner(make_daemon, monkeypatch,
+                                                   tmp_path):
+    """alice's and bob's tokens on one host, the same function, the same
+    options: each owner's calls run in that owner's workers only, so what
+    alice's calls left never reaches bob's."""
+    d = make_daemon(tls=True)
+    at = d.target.split("@", 1)[1]
+    client = _remotes(tmp_path, {who: d.token_for(who) + "@" + at
+                                 for who in ("alice", "bob")})
+    monkeypatch.setenv("GMUX_HOME", str(client))
+    reset()
+    fa = gmux.mesh(_leave, target="alice")
+    fb = gmux.mesh(_leave, target="bob")
+    assert fa(1)[0] is None and fa(2)[0] == 1      # alice's state carries
+    seen, bjob = fb(3)
+    assert seen is None                            # not to bob
+    assert fa(4)[0] == 2 and fb(5)[0] == 3         # each kept its own
+    owner = {w["job"]: w["owner"] for w in d.json("workers", "--json")}
+    assert owner[bjob] == "bob"
+    assert set(owner.values()) == {"alice", "bob"}
+
+
+def test_remote_workers_import_the_caller_s_own_modules(make_daemon,
+                                                         tmp_path):
+    """A script next to its helper modules calls a host: its directory
+    goes there as gmux run sends one (gmux sync), and the workers start in
+    it, so what the function imports of the caller's own imports there: a
+    module next to the script, one in a package below it."""
+    d = make_daemon(tls=True)
+    proj = tmp_path / "proj"
+    (proj / "pkg").mkdir(parents=True)
+    (proj / "helper.py").write_text("def twice(x):\n    return 2 * x\n")
+    (proj / "pkg" / "__init__.py").write_text("")
+    (proj / "pkg" / "deep.py").write_text("K = 5\n")
+    (proj / "demo.py").write_text(textwrap.dedent("""\
+        import os
+        import gmux, helper
+
+        @gmux.mesh(target="gpu1")
+        def work(x):
+            from pkg import deep
+            return helper.twice(x) + deep.K, os.getcwd()
+
+        print(work(21)[0], [v for v, _ in work.map([1, 2])],
+              work(0)[1] != os.getcwd())
+        """))
+    client = _remotes(tmp_path, {"gpu1": d.target})
+    env = dict(os.environ, GMUX_HOME=str(client), GMUX_SYNC="1",
+               GMUX_BIN=os.environ.get("GMUX", "gmux"),
+               PYTHONPATH=os.path.dirname(os.path.dirname(gmux.__file__)))
+    r = subprocess.run([sys.executable, "demo.py"], cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "47 [7, 9] True"
+    ws = d.json("workers", "--json")
+    assert ws and all(d.job(w["job"])["confined"] for w in ws)
+    env["GMUX_SYNC"] = "0"          # as before: the function's module only
+    r = subprocess.run([sys.executable, "demo.py"], cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "No module named 'helper'" in r.stderr

@@ -334,38 +334,91 @@ def test_workers_exit_when_idle(daemon):
     assert f(3) == 9                                   # a new one starts
 
 
-def test_fresh_false_keeps_a_process_until_a_call_crashes_it(daemon):
-    f = gmux.mesh(lambda x: (x, os.getpid()), fresh=False)
-    (a, pa), (b, pb) = f(1), f(2)
-    assert (a, b) == (1, 2) and pa == pb
-    g = gmux.mesh(lambda: os._exit(1), fresh=False)
-    with pytest.raises(gmux.TaskError, match="lost 3 times"):
-        g()
-    fresh = gmux.mesh(lambda: os.getpid())
-    assert fresh() != fresh()                 # the default: one per call
-    assert f(3)[0] == 3
-
-
 _STATE = {}
 
 
 def _leave(x):
-    """What the last call here left, and this call's process."""
+    """What the last call in this process left, and this call's process."""
     seen = _STATE.get("last")
     _STATE["last"] = x
     return seen, os.getpid()
 
 
-def test_default_calls_share_no_state_and_outlive_a_crash(daemon):
+def _peek():
+    """Another function: what a call left in this process's module."""
+    return _STATE.get("last"), os.getpid()
+
+
+def _leave_or_exit(x):
+    if x is None:
+        os._exit(3)
+    return _leave(x)
+
+
+def test_state_carries_between_calls_of_one_function_by_default(daemon):
     f = gmux.mesh(_leave)
+    out = [f(i) for i in range(4)]
+    assert [seen for seen, _ in out] == [None, 0, 1, 2]
+    assert len({pid for _, pid in out}) == 1       # one kept process
+    assert gmux.mesh(_leave).options(mem=None)(9)[0] == 3   # the same fn
+
+
+def test_state_never_carries_to_another_function(daemon):
+    f, g = gmux.mesh(_leave), gmux.mesh(_peek)
+    assert f(1)[0] is None and f(2)[0] == 1
+    seen, gpid = g()
+    assert seen is None                    # not f's process, nor its state
+    assert f(3)[0] is None                 # nor g's after it
+    assert g()[1] != gpid                  # f's call dropped g's process
+    def over(k):
+        return gmux.mesh(lambda: _STATE.setdefault("k", k))
+    assert over(1)() == 1 and over(2)() == 2   # closures of other values
+
+
+def test_fresh_true_shares_no_state_and_outlives_a_crash(daemon):
+    f = gmux.mesh(_leave, fresh=True)
     out = [f(i) for i in range(6)]
     assert [seen for seen, _ in out] == [None] * 6     # nothing leaked
     assert len({pid for _, pid in out}) == 6           # a process each
     assert all(seen is None for seen, _ in f.map(range(20)))
-    g = gmux.mesh(lambda: os._exit(3))
+    g = gmux.mesh(lambda: os._exit(3), fresh=True)
     with pytest.raises(gmux.TaskError, match="lost 3 times"):
         g()
     assert f(7)[0] is None                             # the worker lives
+
+
+def test_a_crash_fails_only_its_task_and_the_next_call_works(daemon):
+    f = gmux.mesh(_leave_or_exit)
+    assert f(1)[0] is None and f(2)[0] == 1
+    job = daemon.json("workers", "--json")[0]["job"]
+    with pytest.raises(gmux.TaskError, match="lost 3 times: .*status 3"):
+        f(None)
+    seen, _ = f(4)
+    assert seen is None                    # a new process: the state went
+    assert f(5)[0] == 4                    # kept again from there
+    assert [w["job"] for w in daemon.json("workers", "--json")] == [job]
+    g = gmux.mesh(lambda: os.kill(os.getpid(), signal.SIGKILL))
+    with pytest.raises(gmux.TaskError, match="SIGKILL"):
+        g()
+    assert f.map(range(10, 15)) and f(6)[1] > 0
+
+
+def test_a_task_s_process_killed_mid_task_reruns_it_once(daemon, tmp_path):
+    flag = str(tmp_path / "flag")
+    open(flag, "w").close()
+    f = gmux.mesh(_pid_task)
+    fut = f.submit(flag)
+    wait_for(lambda: os.path.exists(flag + ".pid"), 30, what="the task")
+    first = int(open(flag + ".pid").read())
+    job = daemon.json("workers", "--json")[0]
+    assert daemon.job(job["job"])["pid"] != first   # the task's own child
+    os.unlink(flag + ".pid")
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: os.path.exists(flag + ".pid"), 30, what="the re-run")
+    os.unlink(flag)
+    assert fut.result(timeout=30) not in (first, None)
+    assert [w["job"] for w in daemon.json("workers", "--json")] == \
+        [job["job"]]
 
 
 def test_workers_run_on_a_published_interpreter(home, monkeypatch):
@@ -387,6 +440,50 @@ def test_workers_run_on_a_published_interpreter(home, monkeypatch):
         assert gmux.mesh(lambda: sys.executable)() != alt
         with pytest.raises(gmux.APIError, match="python"):
             gmux.mesh(lambda: 1, python="nosuch")()
+    finally:
+        reset()
+        d.stop()
+        regress._check_sanitizers(d)
+
+
+def test_a_worker_that_cannot_start_fails_its_calls_with_its_reason(
+        home, monkeypatch):
+    # Interpreters the host publishes that cannot run a worker: one whose
+    # import fails (its stderr's last line is the reason), one missing.
+    # Each pool's calls fail after three starts in a row, backing off in
+    # between; no fourth is made, and nothing of them ever ran.
+    broken = os.path.join(home, "broken")
+    with open(broken, "w") as f:
+        f.write("#!/bin/sh\necho starting >&2\n"
+                "echo \"ModuleNotFoundError: No module named 'cloudpickle'\""
+                " >&2\nexit 1\n")
+    os.chmod(broken, 0o755)
+    with open(os.path.join(home, "config"), "w") as f:
+        f.write("PYTHON_INTERPRETERS=broken=%s,gone=%s\n"
+                % (broken, os.path.join(home, "nosuch", "python3")))
+    d = Daemon(home)
+    d.start()
+    _fresh(d, monkeypatch)
+    try:
+        f = gmux.mesh(lambda x: x, python="broken")
+        t = time.monotonic()
+        with pytest.raises(gmux.TaskError) as ei:
+            f(1)
+        took = time.monotonic() - t
+        assert "no worker could start (3 tries)" in str(ei.value)
+        assert str(ei.value).endswith(
+            "ModuleNotFoundError: No module named 'cloudpickle'")
+        assert took > 1.5                  # 0.5 s, then 1 s, between them
+        assert len(d.json("ps", "-a", "--json")) == 3     # and no fourth
+        with pytest.raises(gmux.MapError) as ei:
+            f.map(range(5))                # again: three rounds of starts
+        assert len(ei.value.exceptions) == 5
+        for _, e in ei.value.exceptions:
+            assert isinstance(e, gmux.TaskError)
+            assert "cloudpickle" in str(e)
+        with pytest.raises(gmux.TaskError, match="no worker could start"):
+            gmux.mesh(lambda: 1, python="gone")()
+        assert gmux.mesh(lambda: 2)() == 2  # the host's others still work
     finally:
         reset()
         d.stop()
