@@ -271,7 +271,6 @@ const struct cluster_member *cluster_member_cached(struct mirror_entry *);
 void		 cluster_peer_start(void);
 void		 cluster_peer_stop(void);
 void		 cluster_peer_tick(void);
-const char	*cluster_peer_by_pin(const char *);
 int		 cluster_peer_split(const char *, const char *, char **,
 		     u_int *);
 int		 cluster_peer_call(const char *, const char *,

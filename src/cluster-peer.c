@@ -107,7 +107,7 @@ cluster_peer_tick(void)
  * lease lapsed, or never joined) takes no member for one: its mirror may
  * be stale, and it must not act for owners meanwhile.
  */
-const char *
+static const char *
 cluster_peer_by_pin(const char *pin)
 {
 	const struct cluster_member	*m;

@@ -299,7 +299,6 @@ int		 jobspec_element_from_json(json_t *, struct jobspec *,
 int		 jobspec_gpus(const char *, char **, u_int *, char **);
 int		 jobspec_time(const char *, int64_t *, char **);
 int		 jobspec_image_ok(const char *, char **);
-int		 jobspec_workspace_name_ok(const char *, char **);
 int		 jobspec_reads_as_job(const char *);
 
 /* imageref.c: an image's name as a client may give it */

@@ -335,7 +335,7 @@ jobspec_reads_as_job(const char *s)
  * A workspace's name: letters, digits and ._- (not first), and not what
  * reads as a job id: gmux shell WORD takes either.
  */
-int
+static int
 jobspec_workspace_name_ok(const char *name, char **cause)
 {
 	if (name == NULL || *name == '-' || *name == '\0' ||
