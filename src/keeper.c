@@ -382,6 +382,25 @@ keeper_start_job(struct keeper *k)
 }
 
 /*
+ * The address of dir's control socket, dir/ctl, through /proc so the path
+ * fits sun_path however deep $GMUX_HOME is; returns the directory's fd,
+ * to close once the address is used, or -1.
+ */
+static int
+keeper_ctl_addr(const char *dir, struct sockaddr_un *sun)
+{
+	int	 dfd;
+
+	if ((dfd = open(dir, O_PATH|O_DIRECTORY|O_CLOEXEC)) == -1)
+		return (-1);
+	memset(sun, 0, sizeof *sun);
+	sun->sun_family = AF_UNIX;
+	snprintf(sun->sun_path, sizeof sun->sun_path, "/proc/self/fd/%d/ctl",
+	    dfd);
+	return (dfd);
+}
+
+/*
  * The keeper's control socket, jobs/jN/ctl, made by the daemon before it
  * forks the keeper: a daemon stopped in the next millisecond leaves a
  * socket the next daemon can reach (its connection waits in the backlog
@@ -393,13 +412,8 @@ keeper_listen(const char *dir)
 	struct sockaddr_un	 sun;
 	int			 fd, dfd;
 
-	if ((dfd = open(dir, O_PATH|O_DIRECTORY|O_CLOEXEC)) == -1)
+	if ((dfd = keeper_ctl_addr(dir, &sun)) == -1)
 		return (-1);
-	/* Through /proc, the path fits sun_path however deep $GMUX_HOME is. */
-	memset(&sun, 0, sizeof sun);
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof sun.sun_path, "/proc/self/fd/%d/ctl",
-	    dfd);
 	unlink(sun.sun_path);
 	fd = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK, 0);
 	/* No one can connect before listen: the mode is set in between. */
@@ -1076,15 +1090,10 @@ keeper_connect(u_int id)
 	int			 fd, dfd;
 
 	dir = path_job(id);
-	dfd = open(dir, O_PATH|O_DIRECTORY|O_CLOEXEC);
+	dfd = keeper_ctl_addr(dir, &sun);
 	free(dir);
 	if (dfd == -1)
 		return (-1);
-	/* Through /proc, the path fits sun_path however deep $GMUX_HOME is. */
-	memset(&sun, 0, sizeof sun);
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof sun.sun_path, "/proc/self/fd/%d/ctl",
-	    dfd);
 	fd = socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0);
 	if (fd != -1 &&
 	    connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
