@@ -218,6 +218,9 @@ $(CLUSTER_SRCS:%.c=$(O)/%.o) $(CLUSTER_SRCS:%.c=$(O)/fuzz/%.o): \
 $(O)/tests/test-etcd $(O)/tests/test-cluster $(O)/bench/cluster-sim \
 	$(O)/fuzz/fuzz-etcd: src/cluster-int.h tests/unit/etcd-server.h
 
+# -- overcommit (issue 15): admitted on measured use, nothing reserved
+SRCS += src/server-over.c
+
 # -- peer: members calling members (issue 15; docs/cluster.md)
 SRCS += src/cluster-peer.c src/cluster-usage.c
 $(O)/src/cluster-peer.o $(O)/fuzz/src/cluster-peer.o \
@@ -228,6 +231,8 @@ SRCS += src/tenant.c src/tenant-account.c src/tenant-uid.c
 SRCS += src/tenant-quota.c src/tenant-disk.c src/tenant-retention.c
 SRCS += src/api-tenant.c src/cmd-tenant.c src/tenant-publish.c
 SRCS += src/tenant-datasets.c
+# -- tenants' project quotas, work off the loop, orphan containers (quota)
+SRCS += src/tenant-pquota.c src/tenant-end.c
 BENCHES += $(O)/bench/tenant-disk
 
 # -- tasks: the broker behind Python's @mesh (issue 13)
@@ -235,14 +240,38 @@ SRCS += src/task-broker.c src/task-spool.c src/task-conn.c src/api-task.c
 SRCS += src/cmd-workers.c
 # -- the mesh's remote workers run in the caller's synced tree (issue 13)
 SRCS += src/cmd-sync.c
+# -- cmesh: @mesh across a cluster's members (issues 13, 15)
+SRCS += src/task-peer.c
+$(O)/src/task-peer.o: src/task-int.h
+# -- bigval: big values over TCP and to other members' workers (issue 13)
+SRCS += src/task-value.c
+$(O)/src/task-value.o: src/task-int.h
 # -- terminals and published ports (issue 17): docs/terminals.md
 SRCS += src/term.c src/term-wire.c src/term-relay.c src/term-port.c
 SRCS += src/term-client.c src/api-term.c src/cmd-shell.c src/cmd-port.c
 TERM_SRCS = src/term.c src/term-wire.c src/term-relay.c src/term-port.c \
-	src/term-client.c src/api-term.c src/cmd-shell.c src/cmd-port.c
+	src/term-client.c src/api-term.c src/cmd-shell.c src/cmd-port.c \
+	src/term-peer.c
 $(TERM_SRCS:%.c=$(O)/%.o) $(TERM_SRCS:%.c=$(O)/fuzz/%.o): src/term-int.h
 $(O)/src/task-broker.o $(O)/src/task-spool.o $(O)/src/task-conn.o \
     $(O)/src/api-task.o: src/task-int.h
+# -- relay: a cluster job's terminal or port through any member (issue 15)
+SRCS += src/term-peer.c
+SRCS += src/api-cluster-relay.c
+$(O)/src/api-cluster.o $(O)/fuzz/src/api-cluster.o \
+    $(O)/src/api-cluster-relay.o $(O)/fuzz/src/api-cluster-relay.o: \
+	src/cluster-int.h src/api-cluster-int.h
+# -- relay: the MASTER_PORTs other programs hold, published (issue 15)
+SRCS += src/cluster-ports.c
+$(O)/src/cluster-ports.o $(O)/fuzz/src/cluster-ports.o: src/cluster-int.h
+# -- remote workspaces (issue 17): a port in a remote container's network
+SRCS += src/term-netns.c
+$(O)/src/term-netns.o $(O)/fuzz/src/term-netns.o: src/term-int.h
+# -- ws: a port's connect waited for on the loop, not in it (issue 17)
+SRCS += src/term-dial.c
+$(O)/src/term-dial.o $(O)/fuzz/src/term-dial.o: src/term-int.h
+# -- ws: a workspace's images saved and listed through the daemon (issue 17)
+SRCS += src/api-workspace.c
 
 # -- dashboard (issue 12): the page's files (ui/) are built into the
 # program as a generated header that only src/ui.c includes.
@@ -270,7 +299,7 @@ SRCS += src/setup.c src/cmd-setup.c
 
 # -- containers and workspaces (issue 17, docs/containers.md)
 SRCS += src/container.c src/cmd-workspace.c src/cmd-workspace-dev.c
-SRCS += src/devcontainer.c
+SRCS += src/devcontainer.c src/container-env.c src/api-build.c
 
 # -- the fence inside containers, containers as the owner (issue 17)
 SRCS += src/tenant-subid.c src/container-account.c src/fdpass.c
@@ -316,6 +345,18 @@ install-extras: $(O)/gmux $(O)/gmux.1
 
 # -- discovery (issue 12): serve --announce, remote discover
 SRCS += src/announce.c src/server-announce.c src/cmd-discover.c
+
+# -- grant: a token's clusters (issue 15; docs/cluster.md)
+SRCS += src/token-grant.c src/cluster-grant.c
+SRCS += src/cluster-array.c src/cluster-tree.c
+
+# -- mentry: the mesh's workers merged over the members (issue 13)
+SRCS += src/cluster-workers.c
+$(O)/src/cluster-workers.o $(O)/fuzz/src/cluster-workers.o: src/cluster-int.h
+# -- cedge: the cluster's edges (issue 15): stops no job is left to take
+SRCS += src/cluster-stops.c
+$(O)/src/cluster-stops.o $(O)/fuzz/src/cluster-stops.o \
+    $(O)/src/cluster-array.o $(O)/fuzz/src/cluster-array.o: src/cluster-int.h
 
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)

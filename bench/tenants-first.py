@@ -14,43 +14,19 @@ import random
 import shutil
 import statistics
 import subprocess
-import socket
 import sys
 import tempfile
-import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "regress"))
 from conftest import Daemon, _kill_keepers  # noqa: E402
 from remotelib import https_json  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from tenants_probe import Probe  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 10
 PREFIX = "gb%04x-" % random.randrange(0x10000)
-
-
-class Probe(threading.Thread):
-    """GET /v1/jobs on d's socket, again and again: (start, seconds)."""
-
-    def __init__(self, d):
-        super().__init__(daemon=True)
-        self.path, self.seen, self.done = d.socket, [], False
-
-    def run(self):
-        while not self.done:
-            t = time.monotonic()
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                s.connect(self.path)
-                s.sendall(b"GET /v1/jobs HTTP/1.0\r\n\r\n")
-                while s.recv(65536):
-                    pass
-            self.seen.append((t, time.monotonic() - t))
-            time.sleep(0.001)   # a pause of the loop is longer than this
-
-    def longest(self, spans):
-        """The longest answer begun in any of spans, in ms."""
-        return max([dt for t, dt in self.seen
-                    if any(a <= t <= b for a, b in spans)] or [0]) * 1000
 
 
 def job(d, token, spans=None):

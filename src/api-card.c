@@ -63,6 +63,9 @@ api_cards_json(void)
 		json_object_set_new(o, "burst", json_real(burst / 100.0));
 		json_object_set_new(o, "mem_used",
 		    json_integer((json_int_t)mem));
+		if (server_cards.v[i].mem_measured != CARD_UNKNOWN)
+			json_object_set_new(o, "mem_measured", json_integer(
+			    (json_int_t)server_cards.v[i].mem_measured));
 		json_object_set_new(o, "util", card_util_json(
 		    &server_cards.v[i], seats + burst));
 		json_array_append_new(a, o);

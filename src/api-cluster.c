@@ -10,18 +10,8 @@
 #include <event2/http.h>
 
 #include "cluster-int.h"
+#include "api-cluster-int.h"
 
-struct ac {				/* a request waiting for etcd */
-	struct evhttp_request	*req;
-	json_t			*body;	/* a submission's request */
-	char			*owner;	/* who asks (a copy: it outlives the
-					   dispatch) */
-	int			 admin;
-	int			 proxied;	/* a member's call */
-	int			 confined;
-	enum api_transport	 transport;
-	json_t			*out;
-};
 
 static int
 ac_member(struct evhttp_request *req)
@@ -48,17 +38,18 @@ ac_new(struct evhttp_request *req, const struct api_who *who)
 	return (a);
 }
 
-static void
+void
 ac_free(struct ac *a)
 {
 	json_decref(a->body);
 	json_decref(a->out);
+	json_decref(a->rest);
 	free(a->owner);
 	free(a);
 }
 
 /* An etcd failure: 503 with the reason, and the request is done. */
-static int
+int
 ac_failed(struct ac *a, const char *err)
 {
 	if (err == NULL)
@@ -82,6 +73,8 @@ ac_state(const char *rest, const char **member)
 		return ("running");
 	case 'e':
 		return ("ended");
+	case 'y':
+		return ("array");	/* cluster-array.c */
 	}
 	return (NULL);
 }
@@ -281,14 +274,16 @@ ac_queue(struct ac *a, struct etcd_reply *r)
 	struct cluster_shape	 s;
 	json_t			**v, *o, *out = json_array();
 	u_int			 i, k, n = 0;
-	char			*cause = NULL;
+	char			*cause = NULL, c;
 
 	v = xcalloc(r->nkvs + 1, sizeof *v);
 	for (i = 0; i < r->nkvs; i++) {
-		if (r->kvs[i].key[strlen(cluster->prefix)] != 'q' ||
-		    (o = ac_job(&r->kvs[i])) == NULL)
+		c = r->kvs[i].key[strlen(cluster->prefix)];
+		if ((c != 'q' && c != 'y') || (o = ac_job(&r->kvs[i])) == NULL)
 			continue;
-		if (cluster_shape_parse(o, &s, &cause) != 0) {
+		/* an array: its elements not queued yet, as one row */
+		if ((c == 'y' && cluster_array_queue_row(o, r) == 0) ||
+		    cluster_shape_parse(o, &s, &cause) != 0) {
 			free(cause);
 			cause = NULL;
 			json_decref(o);
@@ -388,7 +383,8 @@ ac_submitted_cb(struct etcd_reply *r, const char *err, void *arg)
 		return;
 	}
 	cluster->nwrites++;
-	json_object_set_new(a->out, "state", json_string("queued"));
+	json_object_set_new(a->out, "state", json_string(json_object_get(
+	    a->out, "array") != NULL ? "array" : "queued"));
 	api_reply(a->req, 201, a->out);
 	ac_free(a);
 }
@@ -426,6 +422,7 @@ ac_submit_cb(struct etcd_reply *r, const char *err, void *arg)
 	struct cluster_shape	 s;
 	u_int			 i, n = 0;
 	char			*why = NULL, *text, *id;
+	const char		*p;
 	json_t			*o;
 
 	if (ac_failed(a, err))
@@ -445,6 +442,12 @@ ac_submit_cb(struct etcd_reply *r, const char *err, void *arg)
 	    "from", cluster->name);
 	if (a->confined)	/* its member jails it (cluster-job.c) */
 		json_object_set_new(a->out, "confined", json_true());
+	if (json_is_true(json_object_get(a->body, "task_worker")))
+		json_object_set_new(a->out, "task_entry",	/* its broker */
+		    json_string(cluster->name));
+	if (a->confined && json_object_get(a->body, "manifest") != NULL)
+		json_object_set_new(a->out, "tree", json_pack("{s:s}", "from",
+		    cluster->name));	/* fetched by its member from here */
 	free(id);
 	if (cluster_shape_parse(a->out, &s, &why) == 0)
 		why = cluster_refusal(v, n, &s);
@@ -458,12 +461,14 @@ ac_submit_cb(struct etcd_reply *r, const char *err, void *arg)
 		return;
 	}
 	json_object_set_new(a->out, "prio", json_integer(s.prio));
+	/* an array is one record, y/ID, until its elements start */
+	p = cluster_array_prepare(a->out) ? "y" : "q";
 	id = xstrdup(json_string_value(json_object_get(a->out, "id")));
 	text = json_dumps(a->out, JSON_COMPACT);
-	etcd_txn(cluster->etcd, json_pack("[oo]", etcd_cmp(cluster_key("q/%s",
-	    id), "CREATE", 0), etcd_cmp(cluster_key("e/%s", id), "CREATE", 0)),
-	    json_pack("[o]", etcd_op_put(cluster_key("q/%s", id), text, 0)),
-	    NULL, ac_submitted_cb, a);
+	etcd_txn(cluster->etcd, json_pack("[oo]", etcd_cmp(cluster_key("%s/%s",
+	    p, id), "CREATE", 0), etcd_cmp(cluster_key("e/%s", id), "CREATE",
+	    0)), json_pack("[o]", etcd_op_put(cluster_key("%s/%s", p, id),
+	    text, 0)), NULL, ac_submitted_cb, a);
 	free(text);
 	free(id);
 }
@@ -472,6 +477,7 @@ static void
 ac_stop_done(struct etcd_reply *r, const char *err, void *arg)
 {
 	struct ac	*a = arg;
+	json_t		*ops;
 
 	if (ac_failed(a, err))
 		return;
@@ -482,8 +488,45 @@ ac_stop_done(struct etcd_reply *r, const char *err, void *arg)
 		return;
 	}
 	cluster->nwrites++;
+	if (a->rest != NULL && a->rest_at < json_array_size(a->rest)) {
+		/* what did not fit in the Txn before: the next part */
+		ops = json_array();
+		while (json_array_size(ops) < ETCD_TXN_OPS &&
+		    a->rest_at < json_array_size(a->rest))
+			json_array_append(ops, json_array_get(a->rest,
+			    a->rest_at++));
+		etcd_txn(cluster->etcd, json_array(), ops, NULL, ac_stop_done,
+		    a);
+		return;
+	}
 	api_reply(a->req, 200, a->out);
 	ac_free(a);
+}
+
+/*
+ * Adds to a Txn's compares and ops the end of queued job o (its key kv):
+ * q/ID by CAS to e/ID, stopped.  Returns that end's record (the caller
+ * decrefs it).
+ */
+json_t *
+cluster_stop_queued(const struct etcd_kv *kv, json_t *o, json_t *cmp,
+    json_t *ops)
+{
+	json_t	*e = json_deep_copy(o);
+	char	*text;
+
+	json_object_set_new(e, "state", json_string("stopped"));
+	json_object_set_new(e, "reason", json_string("stopped while queued"));
+	json_object_set_new(e, "ended", json_integer(clock_ms()));
+	json_object_del(e, "revision");
+	json_object_del(e, "stop");
+	text = json_dumps(e, JSON_COMPACT);
+	json_array_append_new(cmp, etcd_cmp(kv->key, "MOD", kv->mod_rev));
+	json_array_append_new(ops, etcd_op_delete(kv->key));
+	json_array_append_new(ops, etcd_op_put(cluster_key("e/%s",
+	    json_string_value(json_object_get(e, "id"))), text, 0));
+	free(text);
+	return (e);
 }
 
 /* A queued job ends at once; one placed is stopped by its member. */
@@ -492,25 +535,18 @@ ac_stop_found(struct ac *a, const struct etcd_kv *kv, json_t *o)
 {
 	const char	*rest = kv->key + strlen(cluster->prefix);
 	const char	*id = json_string_value(json_object_get(o, "id"));
+	json_t		*cmp, *ops;
 	char		*text;
 
-	json_object_set_new(o, "stop", json_true());
-	a->out = json_incref(o);
 	if (*rest == 'q') {
-		json_object_set_new(o, "state", json_string("stopped"));
-		json_object_set_new(o, "reason", json_string("stopped while "
-		    "queued"));
-		json_object_set_new(o, "ended", json_integer(clock_ms()));
-		json_object_del(o, "revision");
-		json_object_del(o, "stop");
-		text = json_dumps(o, JSON_COMPACT);
-		etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(kv->key,
-		    "MOD", kv->mod_rev)), json_pack("[oo]",
-		    etcd_op_delete(kv->key), etcd_op_put(cluster_key("e/%s",
-		    id), text, 0)), NULL, ac_stop_done, a);
-		free(text);
+		cmp = json_array();
+		ops = json_array();
+		a->out = cluster_stop_queued(kv, o, cmp, ops);
+		etcd_txn(cluster->etcd, cmp, ops, NULL, ac_stop_done, a);
 		return;
 	}
+	json_object_set_new(o, "stop", json_true());
+	a->out = json_incref(o);
 	text = cluster_stop_value(json_object_get(o, "owner"));
 	etcd_txn(cluster->etcd, json_array(), json_pack("[o]", etcd_op_put(
 	    cluster_key("s/%s", id), text, 0)), NULL, ac_stop_done, a);
@@ -604,9 +640,10 @@ ac_gang(struct ac *a, struct etcd_reply *r, const char *want)
 
 /*
  * The record of job want in a range of the whole prefix, if the request
- * may see it (the caller decrefs it); NULL with a 404 sent if none.
+ * may see it (the caller decrefs it), its key in *kvp (NULL for a gang,
+ * made of its parts' records); NULL with a 404 sent if none.
  */
-static json_t *
+json_t *
 ac_find(struct ac *a, struct etcd_reply *r, const char *want,
     const struct etcd_kv **kvp, int gang)
 {
@@ -614,6 +651,7 @@ ac_find(struct ac *a, struct etcd_reply *r, const char *want,
 	json_t		*o;
 	u_int		 i;
 
+	*kvp = NULL;	/* a gang's record is made of its parts' */
 	for (i = 0; i < r->nkvs; i++) {
 		if ((o = ac_job(&r->kvs[i])) == NULL)
 			continue;
@@ -661,6 +699,35 @@ ac_stop_gang(struct ac *a, json_t *g)
 	etcd_txn(cluster->etcd, json_array(), ops, NULL, ac_stop_done, a);
 }
 
+/* An array stops whole: no more elements, and its live ones stopped. */
+static void
+ac_stop_array(struct ac *a, const struct etcd_kv *kv, struct etcd_reply *r,
+    json_t *o)
+{
+	json_t	*cmp = json_array(), *ops = json_array();
+	int	 more;
+
+	cluster_array_view(o, r);
+	if (strcmp(json_string_value(json_object_get(o, "state")), "exited")
+	    == 0 || strcmp(json_string_value(json_object_get(o, "state")),
+	    "failed") == 0) {
+		api_error(a->req, 409, "job %s has ended",
+		    json_string_value(json_object_get(o, "id")));
+		json_decref(o);
+		json_decref(cmp);
+		json_decref(ops);
+		ac_free(a);
+		return;
+	}
+	a->rest = json_array();
+	cluster_array_stop_txn(o, kv, r, cmp, ops, a->rest, &more);
+	json_object_set_new(o, "stop", json_true());
+	if (more)	/* too many queued (never): the next stop ends them */
+		json_object_set_new(o, "more", json_true());
+	a->out = o;
+	etcd_txn(cluster->etcd, cmp, ops, NULL, ac_stop_done, a);
+}
+
 static void
 ac_stop_cb(struct etcd_reply *r, const char *err, void *arg)
 {
@@ -685,6 +752,10 @@ ac_stop_cb(struct etcd_reply *r, const char *err, void *arg)
 		ac_free(a);
 		return;
 	}
+	if (kv->key[strlen(cluster->prefix)] == 'y') {
+		ac_stop_array(a, kv, r, o);
+		return;
+	}
 	ac_stop_found(a, kv, o);
 	json_decref(o);
 }
@@ -701,6 +772,8 @@ ac_get_cb(struct etcd_reply *r, const char *err, void *arg)
 	if (ac_failed(a, err))
 		return;
 	if ((o = ac_find(a, r, json_string_value(a->body), &kv, 1)) != NULL) {
+		if (kv != NULL && kv->key[strlen(cluster->prefix)] == 'y')
+			cluster_array_view(o, r);
 		/* the member that runs it knows its local job */
 		member = json_string_value(json_object_get(o, "member"));
 		if (member != NULL && strcmp(member, cluster->name) == 0 &&
@@ -712,60 +785,8 @@ ac_get_cb(struct etcd_reply *r, const char *err, void *arg)
 	ac_free(a);
 }
 
-/* Who asked, again, valid while a is. */
-static void
-ac_who(const struct ac *a, struct api_who *who)
-{
-	memset(who, 0, sizeof *who);
-	who->transport = a->transport;
-	who->owner = a->owner;
-	who->admin = a->admin;
-	who->confined = a->confined;
-	who->proxied = a->proxied;
-}
-
-/*
- * The job's record came: its output is read here if it runs here, else
- * asked of its member (a member's own call is never passed on again: the
- * job moved meanwhile).
- */
-static void
-ac_log_cb(struct etcd_reply *r, const char *err, void *arg)
-{
-	struct ac		*a = arg;
-	const struct etcd_kv	*kv;
-	const char		*member, *id = json_string_value(a->body);
-	struct api_who		 who;
-	struct job		*j;
-	json_t			*o;
-
-	if (ac_failed(a, err))
-		return;
-	if ((o = ac_find(a, r, id, &kv, 0)) == NULL) {
-		ac_free(a);
-		return;
-	}
-	ac_who(a, &who);
-	member = json_string_value(json_object_get(o, "member"));
-	if (member == NULL)
-		api_error(a->req, 409, "%s is %s: no output yet", id,
-		    json_string_value(json_object_get(o, "state")));
-	else if (strcmp(member, cluster->name) != 0 && a->proxied)
-		api_error(a->req, 409, "%s runs on %s now", id, member);
-	else if (strcmp(member, cluster->name) != 0)
-		cluster_peer_relay(member, evhttp_request_get_uri(a->req), &who,
-		    a->req);
-	else if ((j = cluster_job_local(id)) == NULL)
-		api_error(a->req, 409, "%s has not started on %s yet", id,
-		    member);
-	else
-		api_job_log(a->req, j->name, &who);
-	json_decref(o);
-	ac_free(a);
-}
-
 /* A request about one job: its id, kept in a->body; NULL if sent 400. */
-static struct ac *
+struct ac *
 ac_job_request(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {
@@ -794,21 +815,6 @@ api_cluster_job(struct evhttp_request *req, const char *id,
 }
 
 /*
- * GET /v1/cluster/jobs/ID/log?from=N&follow=1: a cluster job's output,
- * asked of any member: read here, or relayed from the member that runs it
- * (docs/cluster.md, "Members calling members").
- */
-void
-api_cluster_log(struct evhttp_request *req, const char *id,
-    const struct api_who *who)
-{
-	struct ac	*a;
-
-	if ((a = ac_job_request(req, id, who)) != NULL)
-		etcd_range(cluster->etcd, cluster->prefix, 1, ac_log_cb, a);
-}
-
-/*
  * POST /v1/cluster/jobs/ID/stop: stops a cluster job wherever it is: a
  * queued one ends at once, a placed one is stopped by its member.
  */
@@ -824,27 +830,27 @@ api_cluster_stop(struct evhttp_request *req, const char *id,
 
 /*
  * A job from another machine (over TCP) runs jailed on its member, as a
- * remote job does, in an empty directory there: a directory of a host
- * means nothing on another, and a synced tree does not travel between
- * members yet.
+ * remote job does, in the tree it synced to this member (its member
+ * fetches it from here: cluster-tree.c) or in an empty directory: a
+ * directory of a host means nothing on another.  Returns 0, or the
+ * status (400, 412 with *reply: what to sync again) with *cause.
  */
 static int
-ac_confined_refusal(const struct jobreq *r, char **cause)
+ac_confined_refusal(const struct jobreq *r, json_t **reply, char **cause)
 {
-	if (r->cwd != NULL)
+	int	 code;
+
+	*reply = NULL;
+	if (r->cwd != NULL) {
 		xasprintf(cause, "cwd: a cluster job from another machine "
-		    "runs in an empty directory on its member, not in a "
-		    "directory of a host");
-	else if (r->manifest != NULL)
-		xasprintf(cause, "manifest: a synced tree does not travel to "
-		    "a cluster job's member yet; submit on a member, or send "
-		    "the files with the job's command");
-	else if (r->spec.array != NULL)
-		xasprintf(cause, "array: a cluster array from another machine "
-		    "is not taken yet; submit it on a member");
-	else
-		return (0);
-	return (-1);
+		    "runs in the tree it synced (manifest) or in an empty "
+		    "directory on its member, not in a directory of a host");
+		return (400);
+	}
+	if (r->manifest != NULL &&
+	    (code = api_remote_have_tree(r->manifest, reply, cause)) != 0)
+		return (code);
+	return (0);
 }
 
 /*
@@ -858,16 +864,21 @@ api_cluster_submit(struct evhttp_request *req, const char *id,
 {
 	struct jobreq	 r;
 	struct ac	*a;
-	json_t		*body;
+	json_t		*body, *reply = NULL;
 	char		*cause = NULL;
+	int		 code = 400;
 
 	if (!ac_member(req))
 		return;
 	jobreq_init(&r);
 	if ((body = api_body(req, &cause)) == NULL ||
-	    jobreq_from_json(body, &r, &cause) != 0 ||
-	    (who->confined && ac_confined_refusal(&r, &cause) != 0)) {
-		api_error(req, 400, "%s", cause);
+	    jobreq_from_json(body, &r, &cause) != 0 || (who->confined &&
+	    (code = ac_confined_refusal(&r, &reply, &cause)) != 0)) {
+		if (reply != NULL) {	/* 412: what is missing */
+			api_reply(req, code, reply);
+			json_decref(reply);
+		} else
+			api_error(req, code, "%s", cause);
 		free(cause);
 		json_decref(body);
 		jobreq_clear(&r);

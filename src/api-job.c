@@ -24,7 +24,7 @@ api_jobs_list(struct evhttp_request *req, const char *id,
 
 	a = json_array();
 	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if ((all || !job_ended(j)) && api_may(who, j->owner))
+		if ((all || !job_ended(j)) && api_may_job(who, j))
 			json_array_append_new(a, job_to_json(j));
 	}
 	if (api_query_flag(req, "arrays"))
@@ -46,7 +46,7 @@ api_job_lookup(struct evhttp_request *req, const char *id,
 	if ((j = job_find(id)) == NULL && api_array_mine(id, who))
 		api_error(req, 400, "%s is an array: name one of its elements "
 		    "(%s_N)", id, id);
-	else if (j == NULL || !api_may(who, j->owner)) {
+	else if (j == NULL || !api_may_job(who, j)) {
 		api_error(req, 404, "no job %s", id);
 		j = NULL;
 	}

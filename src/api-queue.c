@@ -95,7 +95,7 @@ api_queue_list(struct evhttp_request *req, const char *id,
 	int64_t			 now = clock_ms();
 
 	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if (j->state != JOB_QUEUED || !api_may(who, j->owner))
+		if (j->state != JOB_QUEUED || !api_may_job(who, j))
 			continue;
 		v = xreallocarray(v, n + 1, sizeof *v);
 		v[n++] = queue_entry(j, now);

@@ -25,7 +25,7 @@
 static struct cas	*api_store;
 
 /* A size setting (BLOB_STORE_SIZE=20G); a bad one is reported. */
-static uint64_t
+uint64_t
 api_size_setting(const char *key, uint64_t def)
 {
 	const char	*v = config_get(key);
@@ -44,7 +44,7 @@ api_size_setting(const char *key, uint64_t def)
 }
 
 /* The blob store, opened on first use.  NULL with *cause. */
-static struct cas *
+struct cas *
 api_remote_store(char **cause)
 {
 	char	*dir;
@@ -71,7 +71,7 @@ api_remote_close(void)
  * Answers with what a remote_host_* function returned, and frees its
  * reply and cause.
  */
-static void
+void
 api_remote_answer(struct evhttp_request *req, int code, json_t *reply,
     char *cause)
 {
@@ -262,11 +262,7 @@ api_job_pull(struct evhttp_request *req, const char *id,
 	char		*cause = NULL;
 	int		 code, fd;
 
-	if ((j = job_find(id)) == NULL) {
-		api_error(req, 404, "no job %s", id);
-		return;
-	}
-	if (!api_may(who, j->owner)) {
+	if ((j = job_find(id)) == NULL || !api_may_job(who, j)) {
 		api_error(req, 404, "no job %s", id);
 		return;
 	}
@@ -346,49 +342,33 @@ api_remote_tree(const char *mdigest, u_int id, struct prepare **prep,
 }
 
 /*
- * For POST /v1/jobs: a confined request (over TCP) may not name a
- * directory of the host (cwd); it runs in the tree it synced (manifest),
- * copied under the job's directory as jobs/jN/work, or in an empty one
- * there.  A request
- * from the Unix socket may also name a manifest.  The environment a remote
- * client sends lacks the host's PATH (jail_path) and HOME: they are
- * added.  Returns 0, with *prep the work of making the tree if there is
- * one to make (hand it to prepare_submit), or -1 once it has replied with
- * the refusal (412 if blobs are missing).
+ * Job id's directory and its work tree: r's manifest, a stored tree (*prep
+ * the work of making it, if any), or an empty one; r->cwd is set to it
+ * and, when confined, the host's PATH and HOME are added to what the
+ * client sent.  Returns 0, or the status with *cause (and *reply: what is
+ * missing, for 412), nothing left behind.
  */
-int
-api_remote_job(struct evhttp_request *req, const struct api_who *who,
-    struct jobreq *r, u_int id, struct prepare **prep)
+static int
+api_remote_setup(struct jobreq *r, u_int id, int confined,
+    struct prepare **prep, json_t **reply, char **cause)
 {
-	json_t	*reply = NULL;
-	char	*dir, *work, *cause = NULL;
-	int	 code = 0, confined = who->confined;
+	char	*dir = path_job(id), *work = path_job_file(id, "work");
+	int	 code = 0;
 
 	*prep = NULL;
-	if (confined && r->cwd != NULL) {
-		api_error(req, 400, "cwd: a remote job runs in the tree it "
-		    "synced (manifest), not in a directory of the host");
-		return (-1);
-	}
-	if (!confined && r->manifest == NULL)
-		return (0);
-	dir = path_job(id);
-	work = path_job_file(id, "work");
+	*reply = NULL;
 	worktree_remove(id);	/* left by a refused job with this id */
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		code = 500;
-		xasprintf(&cause, "%s: %s", dir, strerror(errno));
+		xasprintf(cause, "%s: %s", dir, strerror(errno));
 	} else if (r->manifest == NULL) {
 		if (mkdir(work, 0700) != 0) {
 			code = 500;
-			xasprintf(&cause, "%s: %s", work, strerror(errno));
+			xasprintf(cause, "%s: %s", work, strerror(errno));
 		}
 	} else
-		code = api_remote_tree(r->manifest, id, prep, &reply, &cause);
+		code = api_remote_tree(r->manifest, id, prep, reply, cause);
 	if (code != 0) {
-		api_remote_answer(req, code, reply, cause);
-		reply = NULL;
-		cause = NULL;
 		worktree_remove(id);
 		rmdir(dir);
 	} else {
@@ -397,52 +377,111 @@ api_remote_job(struct evhttp_request *req, const struct api_who *who,
 		free(r->manifest);
 		r->manifest = NULL;
 		free(r->cwd);
-		r->cwd = xstrdup(work);
+		r->cwd = work;
+		work = NULL;
 		if (confined && r->env != NULL) {
 			api_env_default(&r->env, "PATH", jail_path());
 			api_env_default(&r->env, "HOME", getenv("HOME"));
 		}
 	}
-	json_decref(reply);
-	free(cause);
 	free(work);
 	free(dir);
+	return (code);
+}
+
+/*
+ * For POST /v1/jobs: a confined request (over TCP) may not name a
+ * directory of the host (cwd); it runs in the tree it synced (manifest),
+ * copied under the job's directory as jobs/jN/work, or in an empty one
+ * there (api_remote_setup).  A request from the Unix socket may also name
+ * a manifest.  Returns 0, with *prep the work of making the tree if there
+ * is one to make (hand it to prepare_submit), or -1 once it has replied
+ * with the refusal (412 if blobs are missing).
+ */
+int
+api_remote_job(struct evhttp_request *req, const struct api_who *who,
+    struct jobreq *r, u_int id, struct prepare **prep)
+{
+	json_t	*reply = NULL;
+	char	*cause = NULL;
+	int	 code;
+
+	*prep = NULL;
+	if (who->confined && r->cwd != NULL) {
+		api_error(req, 400, "cwd: a remote job runs in the tree it "
+		    "synced (manifest), not in a directory of the host");
+		return (-1);
+	}
+	if (!who->confined && r->manifest == NULL)
+		return (0);
+	if ((code = api_remote_setup(r, id, who->confined, prep, &reply,
+	    &cause)) != 0) {
+		api_remote_answer(req, code, reply, cause);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * A confined cluster job (docs/cluster.md) runs as a remote job: in the
+ * tree it brought (fetched here first: cluster-tree.c), or in an empty
+ * jobs/jN/work.  Returns 0 with *prep as api_remote_job, or -1 with
+ * *cause (nothing left behind).
+ */
+int
+api_remote_cluster_tree(struct jobreq *r, u_int id, struct prepare **prep,
+    char **cause)
+{
+	json_t	*reply = NULL;
+	int	 code;
+
+	code = api_remote_setup(r, id, 1, prep, &reply, cause);
+	json_decref(reply);
 	return (code == 0 ? 0 : -1);
 }
 
 /*
- * A confined job that brought no tree (a cluster job that came over TCP
- * to another member) runs as a remote job without one: in an empty
- * jobs/jN/work, with the host's PATH and HOME added to what it sent.
- * Returns 0, or -1 with *cause (nothing left behind).
+ * A tree that came from another member, stored here as if its owner had
+ * sent it: the manifest (*reply: what to fetch), then each blob asked for.
+ * Return the HTTP status of the same routes, with *cause.
  */
 int
-api_remote_empty_tree(struct jobreq *r, u_int id, char **cause)
+api_remote_take_manifest(const char *owner, const void *body, size_t len,
+    json_t **reply, char **cause)
 {
-	char	*dir, *work;
-	int	 rc = -1;
+	struct cas	*c;
 
-	dir = path_job(id);
-	work = path_job_file(id, "work");
-	worktree_remove(id);
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		xasprintf(cause, "%s: %s", dir, strerror(errno));
-	else if (mkdir(work, 0700) != 0) {
-		xasprintf(cause, "%s: %s", work, strerror(errno));
-		rmdir(dir);
-	} else {
-		free(r->cwd);
-		r->cwd = work;
-		work = NULL;
-		if (r->env != NULL) {
-			api_env_default(&r->env, "PATH", jail_path());
-			api_env_default(&r->env, "HOME", getenv("HOME"));
-		}
-		rc = 0;
-	}
-	free(work);
-	free(dir);
-	return (rc);
+	if ((c = api_remote_store(cause)) == NULL)
+		return (500);
+	return (remote_host_manifest_post(c, owner, api_size_setting(
+	    "UPLOAD_LIMIT", API_UPLOAD_MAX), body, len, reply, cause));
+}
+
+int
+api_remote_take_blob(const char *owner, const char *digest, const void *body,
+    size_t len, char **cause)
+{
+	struct cas	*c;
+
+	if ((c = api_remote_store(cause)) == NULL)
+		return (500);
+	return (remote_host_blob_put(c, owner, digest, body, len, cause));
+}
+
+/* Is the tree of manifest mdigest whole here?  0, or 412 with *reply. */
+int
+api_remote_have_tree(const char *mdigest, json_t **reply, char **cause)
+{
+	struct manifest	 m;
+	struct cas	*c;
+	int		 code;
+
+	*reply = NULL;
+	if ((c = api_remote_store(cause)) == NULL)
+		return (500);
+	if ((code = remote_host_tree(c, mdigest, &m, reply, cause)) == 0)
+		manifest_clear(&m);
+	return (code);
 }
 
 /*

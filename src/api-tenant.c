@@ -72,11 +72,15 @@ api_tenants_list(struct evhttp_request *req, const char *id,
 		    json_integer(api_tenant_running(t->name)));
 		json_object_set_new(e, "disk_limit",
 		    json_integer((json_int_t)tenant_disk_limit(t)));
+		json_object_set_new(e, "error", t->end_error != NULL ?
+		    json_string(t->end_error) : json_null());
 		json_array_append_new(a, e);
 	}
 	o = json_pack("{s:b, s:o}", "accounts", on, "tenants", a);
 	json_object_set_new(o, "why", why != NULL ? json_string(why) :
 	    json_null());
+	json_object_set_new(o, "disk_method", json_string(
+	    tenant_disk_quotas() ? "quota" : "walk"));
 	api_reply(req, 200, o);
 	json_decref(o);
 }
@@ -178,6 +182,8 @@ api_tenant_quota(struct evhttp_request *req, const char *id,
 	t->q_mem = copy.q_mem;
 	t->q_jobs = copy.q_jobs;
 	t->q_disk = copy.q_disk;
+	if (t->state == TENANT_ACTIVE)
+		tenant_home_quota(t);
 	api_tenant_saved(req, t, "quota set");
 out:
 	free(cause);
@@ -258,7 +264,6 @@ api_tenant_rm(struct evhttp_request *req, const char *id,
 	struct tenant	*t;
 	struct job	*j, *next;
 	json_t		*o;
-	char		*cause = NULL;
 	u_int		 stopped = 0;
 	int		 rc = 0;
 
@@ -279,11 +284,8 @@ api_tenant_rm(struct evhttp_request *req, const char *id,
 		log_info("tenant %s removed (it had no record)", id);
 	else {
 		t->removing = 1;
-		if ((rc = tenant_remove(t, &cause)) == -1) {
-			api_error(req, 500, "%s", cause);
-			free(cause);
-			return;
-		}
+		t->end_retry = 0;	/* asked again: tried again at once */
+		rc = tenant_remove(t);
 	}
 	o = json_pack("{s:s, s:b, s:i}", "name", id, "removed", rc != 1,
 	    "stopped", stopped);

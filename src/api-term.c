@@ -113,12 +113,10 @@ void
 api_job_port(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {
-	struct evhttp_connection	*evcon;
-	struct job			*j;
-	char				*cause = NULL;
-	long				 port;
-	u_int				 i;
-	int				 fd;
+	struct job	*j;
+	char		*what;
+	long		 port;
+	u_int		 i;
 
 	if (api_term_upgrade(req, PORT_UPGRADE) != 0)
 		return;
@@ -138,11 +136,9 @@ api_job_port(struct evhttp_request *req, const char *id,
 		    j->name, port);
 		return;
 	}
-	if ((fd = term_port_open((u_int)port, &cause)) == -1) {
-		api_error(req, 502, "%s's port %ld: %s", j->name, port, cause);
-		free(cause);
-		return;
-	}
-	evcon = evhttp_request_get_connection(req);
-	term_port_start(evhttp_connection_get_bufferevent(evcon), evcon, fd);
+	/* A remote container's port is in its own network (term-netns.c). */
+	xasprintf(&what, "%s's port %ld", j->name, port);
+	term_dial(req, what, j->req.confined && j->req.spec.image != NULL,
+	    j->keeper_pid, (u_int)port);
+	free(what);
 }

@@ -66,6 +66,7 @@ cards_add(struct cards *cs)
 	c->index = cs->n++;
 	c->vendor_index = -1;
 	c->util = -1;
+	c->mem_measured = CARD_UNKNOWN;
 	return (c);
 }
 

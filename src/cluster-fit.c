@@ -10,6 +10,28 @@
 
 #include "cluster-int.h"
 
+/*
+ * A card's memory in use as a member publishes it, pub until now: the
+ * measure rounded up to CLUSTER_MEM_STEP, changed only when that moved by
+ * more than a step from pub, so a card whose use wobbles about a step
+ * boundary rewrites no record (what is published is at most a step below
+ * the measure).
+ */
+uint64_t
+cluster_use_step(uint64_t pub, uint64_t measured)
+{
+	uint64_t	 up;
+
+	if (measured == CARD_UNKNOWN)
+		return (CARD_UNKNOWN);
+	up = (measured + CLUSTER_MEM_STEP - 1) / CLUSTER_MEM_STEP *
+	    CLUSTER_MEM_STEP;
+	if (pub == CARD_UNKNOWN || up > pub + CLUSTER_MEM_STEP ||
+	    up + CLUSTER_MEM_STEP < pub)
+		return (up);
+	return (pub);
+}
+
 /* Copies a directive's word into a shape's room for it. */
 static int
 cs_word(char *to, const char *from, const char *what, char **cause)
@@ -108,6 +130,21 @@ cs_refuse_member(const struct cluster_member *v, u_int n,
 	return (why);
 }
 
+/* Whether a card of the members of v measures its memory in use. */
+static int
+cs_measured(const struct cluster_member *v, u_int n)
+{
+	u_int	 i, c;
+
+	for (i = 0; i < n; i++) {
+		for (c = 0; c < v[i].ncards; c++) {
+			if (v[i].cards[c].used != CARD_UNKNOWN)
+				return (1);
+		}
+	}
+	return (0);
+}
+
 /*
  * Why no member of v could ever hold s, or NULL if one could (the caller
  * frees the reason).
@@ -122,9 +159,6 @@ cluster_refusal(const struct cluster_member *v, u_int n,
 
 	if (n == 0)
 		return (xstrdup("no member is live"));
-	if (s->mode == JOBSPEC_OVERCOMMIT)
-		return (xstrdup("mode: overcommit is not taken yet (each "
-		    "member reserves what it admits); use shared"));
 	if (s->nodes > CLUSTER_GANG_MAX) {
 		xasprintf(&why, "nodes: at most %u members in a gang",
 		    CLUSTER_GANG_MAX);
@@ -161,6 +195,9 @@ cluster_refusal(const struct cluster_member *v, u_int n,
 	else if (mtyped < s->ncards)
 		xasprintf(&why, "no member has %u GPUs%s%s", s->ncards,
 		    *s->type ? " of type " : "", s->type);
+	else if (s->mode == JOBSPEC_OVERCOMMIT && !cs_measured(v, n))
+		why = xstrdup("mode: overcommit admits on measured memory use, "
+		    "and no member measures its cards' (fake cards do not)");
 	else
 		why = xstrdup("no member has a card with that much memory");
 	return (why);

@@ -104,11 +104,17 @@ void		 mirror_restart(struct mirror *);
 #define CLUSTER_RETRY_MS	5000	/* a name taken: tried again */
 #define CLUSTER_POLITE_MS	2000	/* a better member live this long */
 #define CLUSTER_SKEW_MS		60000	/* a clock this far off: warned */
+#define CLUSTER_MEM_STEP	(1ULL << 30)	/* a card's use, published */
+#define CLUSTER_ORPHAN_MARGIN_MS 1000	/* a keeper's, before the requeue */
 struct cluster_card {
 	char		*vendor;
 	char		*model;
 	uint64_t	 memory;
+	uint64_t	 used;		/* measured; CARD_UNKNOWN: not */
 };
+#define CLUSTER_GANG_PORT	29500	/* MASTER_PORT: from here, */
+#define CLUSTER_GANG_PORTS	500	/* ... one of these, free on MASTER */
+#define CLUSTER_PORTS_BYTES	((CLUSTER_GANG_PORTS + 7) / 8)
 struct cluster_member {			/* a member's record, parsed */
 	char		*name;
 	char		*addr;
@@ -119,6 +125,7 @@ struct cluster_member {			/* a member's record, parsed */
 	u_int		 cpus;
 	uint64_t	 ram;
 	char		*tags;		/* TAGS in its config; NULL: none */
+	u_char		 held[CLUSTER_PORTS_BYTES]; /* gang ports in use */
 };
 struct cluster {
 	struct event_base *base;
@@ -154,9 +161,17 @@ struct cluster {
 };
 extern struct cluster *cluster;
 const char	*cluster_key(const char *, ...) printflike(1, 2);
+/* cluster-ports.c */
+int		 cluster_ports_has(const u_char *, u_int);
+void		 cluster_ports_parse(const char *, size_t, u_char *);
+void		 cluster_ports_tick(int64_t);
+json_t		*cluster_ports_json(void);
+void		 cluster_ports_from_json(json_t *, u_char *);
 int		 cluster_member_parse(json_t *, struct cluster_member *,
 		     char **);
 void		 cluster_member_clear(struct cluster_member *);
+int		 cluster_member_cmp(const struct cluster_member *,
+		     const struct cluster_member *);
 void		 cluster_deposed(void);
 json_t		*cluster_fence(json_t *);
 char		*cluster_stop_value(json_t *);
@@ -164,8 +179,6 @@ char		*cluster_part_id(const char *, u_int, u_int);
 
 /* cluster-fit.c: what a job asks of a member, and why none could hold it */
 #define CLUSTER_GANG_MAX	32	/* a gang's members, at most */
-#define CLUSTER_GANG_PORT	29500	/* MASTER_PORT: from here, */
-#define CLUSTER_GANG_PORTS	500	/* ... one of these, free on MASTER */
 #define CLUSTER_WORD	64		/* a type's, a name's, a tag's room */
 #define CLUSTER_CARDS	64		/* a member's cards counted, at most */
 #define CLUSTER_ID_MAX	128		/* a job id's room */
@@ -190,6 +203,8 @@ struct cluster_room {			/* a member and what is committed */
 	struct cluster_member m;
 	u_int		 used[CLUSTER_CARDS];	/* seats committed per card */
 	uint64_t	 mused[CLUSTER_CARDS];
+	uint64_t	 oused[CLUSTER_CARDS];	/* overcommitted jobs' asks */
+	u_int		 over[CLUSTER_CARDS];	/* ... and how many */
 	u_int		 cpus;		/* CPUs and RAM committed */
 	uint64_t	 ram;
 	u_int		 njobs;
@@ -198,6 +213,7 @@ struct cluster_room {			/* a member and what is committed */
 };
 int		 cluster_shape_parse(json_t *, struct cluster_shape *,
 		     char **);
+uint64_t	 cluster_use_step(uint64_t, uint64_t);
 char		*cluster_refusal(const struct cluster_member *, u_int,
 		     const struct cluster_shape *);
 /* cluster-sched.c: a member's room now (the rest below) */
@@ -220,7 +236,17 @@ cluster_need(const struct cluster_shape *s, uint64_t memory)
 	return (memory / SEATS_PER_CARD * s->seats);
 }
 
-/* Whether card c could ever hold a part of s: its type, its memory. */
+/* What an overcommitted job asks free on each card: --mem, else --vram. */
+static inline uint64_t
+cluster_ask(const struct cluster_shape *s)
+{
+	return (s->mem > s->vram ? s->mem : s->vram);
+}
+
+/*
+ * Whether card c could ever hold a part of s: its type, its memory; for
+ * --mode overcommit, memory in use that its member measures.
+ */
 static inline int
 cluster_card_could(const struct cluster_card *c,
     const struct cluster_shape *s)
@@ -228,6 +254,8 @@ cluster_card_could(const struct cluster_card *c,
 	if (s->type[0] != '\0' && !jobspec_type_is(c->vendor, c->model,
 	    s->type))
 		return (0);
+	if (s->mode == JOBSPEC_OVERCOMMIT)
+		return (c->used != CARD_UNKNOWN && cluster_ask(s) <= c->memory);
 	return (cluster_need(s, c->memory) <= c->memory &&
 	    c->memory >= s->vram);
 }
@@ -253,8 +281,32 @@ void		 cluster_why(json_t **, u_int, const struct etcd_reply *);
 void		 cluster_sched_start(void);
 void		 cluster_sched_stop(void);
 void		 cluster_sched_tick(int64_t);
-int		 cluster_sched_members(struct cluster_member **, u_int *);
+int		 cluster_sched_better(const struct cluster_member *);
 void		 cluster_sched_counts(uint64_t *, uint64_t *);
+
+/* cluster-array.c: arrays, one record (y/ID) until elements start */
+void		 cluster_array_start(void);
+void		 cluster_array_stop(void);
+void		 cluster_array_tick(struct mirror *, struct mirror *,
+		     struct mirror *);
+int		 cluster_array_prepare(json_t *);
+void		 cluster_array_env(json_t *, char ***);
+void		 cluster_array_view(json_t *, const struct etcd_reply *);
+int		 cluster_array_queue_row(json_t *, const struct etcd_reply *);
+void		 cluster_array_stop_txn(json_t *, const struct etcd_kv *,
+		     const struct etcd_reply *, json_t *, json_t *, json_t *,
+		     int *);
+
+/* cluster-stops.c: the leader's sweep of stops no job is left to take */
+void		 cluster_stops_start(void);
+void		 cluster_stops_stop(void);
+void		 cluster_stops_tick(struct mirror *, struct mirror *,
+		     struct mirror *, int64_t);
+
+/* cluster-tree.c: a job's synced tree, fetched from the member that has it */
+typedef void	(*cluster_tree_cb)(void *, const char *);
+const char	*cluster_tree_from(json_t *);
+void		 cluster_tree_fetch(json_t *, cluster_tree_cb, void *);
 
 /* cluster-job.c: jobs submitted, claimed, run and ended here */
 void		 cluster_job_start(void);
@@ -277,10 +329,19 @@ int		 cluster_peer_call(const char *, const char *,
 		     const struct api_who *, peer_cb, void *, char **);
 void		 cluster_peer_relay(const char *, const char *,
 		     const struct api_who *, struct evhttp_request *);
-const char	**cluster_peer_names(u_int *);
+typedef void	(*peer_take_cb)(const char *, int, struct evbuffer *,
+		     const char *, void *);
+void		 cluster_peer_each(const char *, const struct api_who *,
+		     const char *, peer_take_cb, void (*)(void *), void *);
+/* cluster-workers.c: every member's @mesh workers, merged */
+void		 cluster_workers_take(json_t *, const char *, int,
+		     const char *, size_t, const char *);
+json_t		*cluster_workers_merge(json_t *);
 
 /* api-cluster.c: the cluster's routes */
 json_t		*cluster_members_json(const struct etcd_reply *);
+json_t		*cluster_stop_queued(const struct etcd_kv *, json_t *,
+		     json_t *, json_t *);
 
 /* cluster-ui.c: the dashboard's cluster section */
 void		 cluster_ui_start(void);

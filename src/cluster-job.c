@@ -11,9 +11,14 @@
  * acts on.
  */
 
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cluster-int.h"
 
@@ -148,6 +153,30 @@ cluster_job_local(const char *id)
 	return (cj_local_find(id));
 }
 
+/*
+ * The member whose broker a @mesh worker running here as local job works
+ * for (docs/python.md, "Across a cluster"), if that is another member;
+ * its cluster job's id in *id.  NULL for any other job.
+ */
+const char *
+cluster_job_entry(u_int local, const char **id)
+{
+	char		 lkey[16];
+	struct cj	*c;
+	const char	*entry;
+
+	if (cluster == NULL || cj.byloc == NULL)
+		return (NULL);
+	snprintf(lkey, sizeof lkey, "%u", local);
+	if ((c = hmap_get(cj.byloc, lkey)) == NULL)
+		return (NULL);
+	entry = json_string_value(json_object_get(c->rec, "task_entry"));
+	if (entry == NULL || strcmp(entry, cluster->name) == 0)
+		return (NULL);
+	*id = c->id;
+	return (entry);
+}
+
 /* ------------------------------------------------------------------ */
 /* Ending: r/NAME/ID -> e/ID (or back to q/ID after a cut-off). */
 
@@ -220,11 +249,12 @@ cj_end(struct cj *c, struct job *j)
 		    job_state_name(j->state) : "failed"));
 		json_object_set_new(o, "exit_code", json_integer(j != NULL ?
 		    j->exit_code : -1));
-		if (j == NULL)
+		/* (a start that failed said why: cj_start) */
+		if (j == NULL && json_object_get(o, "reason") == NULL)
 			json_object_set_new(o, "reason", json_string(
 			    c->unstarted ? "its member restarted before it "
 			    "started" : "its member lost the local job"));
-		else if (j->reason != NULL)
+		else if (j != NULL && j->reason != NULL)
 			json_object_set_new(o, "reason",
 			    json_string(j->reason));
 		json_object_set_new(o, "ended", json_integer(clock_ms()));
@@ -284,14 +314,48 @@ cj_gang_env(json_t *g, struct jobreq *r)
 	r->spec.nodes = 1;
 }
 
+/*
+ * A gang's rank 0 serves its rendezvous on MASTER_PORT here (torch's
+ * TCPStore): the leader keeps live gangs' ports apart, but a port another
+ * program holds on this host fails the part (the gang with it) with the
+ * reason, not a rendezvous that waits for ever.
+ */
+static int
+cj_gang_port_free(json_t *g, char **cause)
+{
+	struct sockaddr_in	 sin;
+	json_int_t		 port;
+	int			 fd, one = 1, rc;
+
+	if (g == NULL || json_integer_value(json_object_get(g, "rank")) != 0)
+		return (0);
+	port = json_integer_value(json_object_get(g, "port"));
+	if (port <= 0 || port > 65535 ||
+	    (fd = socket(AF_INET, SOCK_STREAM|SOCK_CLOEXEC, 0)) == -1)
+		return (0);
+	/* (past connections' TIME_WAIT do not count) */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	rc = bind(fd, (struct sockaddr *)&sin, sizeof sin);
+	close(fd);
+	if (rc == 0 || errno != EADDRINUSE)
+		return (0);
+	xasprintf(cause, "MASTER_PORT %lld is in use on %s (another "
+	    "program holds it)", (long long)port, cluster->name);
+	return (-1);
+}
+
 static int
 cj_run(struct cj *c, char **cause)
 {
 	struct jobreq	 r;
+	struct prepare	*prep = NULL;
 	struct job	*j;
 	const char	*owner;
 	char		*env;
-	int		 code;
+	int		 code, rc;
 
 	jobreq_init(&r);
 	if (jobreq_from_json(json_object_get(c->rec, "req"), &r, cause) != 0)
@@ -300,11 +364,17 @@ cj_run(struct cj *c, char **cause)
 	strv_add(&r.env, env);
 	free(env);
 	cj_gang_env(json_object_get(c->rec, "gang"), &r);
+	if (cj_gang_port_free(json_object_get(c->rec, "gang"), cause) != 0)
+		goto fail;
+	cluster_array_env(json_object_get(c->rec, "element"), &r.env);
 	owner = json_string_value(json_object_get(c->rec, "owner"));
 	/* From another machine (docs/cluster.md): jailed, as a remote job. */
 	if (json_is_true(json_object_get(c->rec, "confined")) &&
 	    (jail_remote_job(&r.confined, cause) != 0 ||
-	    api_remote_empty_tree(&r, state_peek_id(), cause) != 0))
+	    api_remote_cluster_tree(&r, state_peek_id(), &prep, cause) != 0))
+		goto fail;
+	/* A @mesh worker (docs/python.md): it reaches this member's broker. */
+	if ((r.flags & JOB_TASK_WORKER) && task_worker_job(&r, cause) != 0)
 		goto fail;
 	/*
 	 * Which local job it is, said before it can start: a daemon killed
@@ -313,8 +383,14 @@ cj_run(struct cj *c, char **cause)
 	 */
 	cj_local_set(c->id, state_peek_id(), 1);
 	j = job_create(0, owner != NULL ? owner : "?", &r);
-	if (server_sched_submit(j, state_peek_id(), &code, cause) != 0) {
+	/* a synced tree is copied first, off the loop (prepare.c) */
+	if (prep != NULL)
+		rc = prepare_submit(prep, j, state_peek_id(), &code, cause);
+	else
+		rc = server_sched_submit(j, state_peek_id(), &code, cause);
+	if (rc != 0) {
 		job_free(j);
+		api_remote_job_undo(state_peek_id());
 		goto fail;
 	}
 	state_next_id();
@@ -328,10 +404,38 @@ fail:
 	return (-1);
 }
 
+/* Starts claimed job c, or ends it failed with why (or err: it could not). */
+static void
+cj_start(struct cj *c, const char *err)
+{
+	char	*cause = NULL;
+
+	if (err == NULL && cj_run(c, &cause) == 0)
+		return;
+	log_warnx("cluster: job %s: %s", c->id, err != NULL ? err : cause);
+	json_object_set_new(c->rec, "reason", json_string(err != NULL ? err :
+	    cause));
+	free(cause);
+	cj_end(c, NULL);
+}
+
+/* Its tree came (err NULL) or did not: the job id starts, or fails. */
+static void
+cj_fetched(void *arg, const char *err)
+{
+	char		*id = arg;
+	struct cj	*c;
+
+	if (cluster != NULL && (c = hmap_get(cj.jobs, id)) != NULL &&
+	    c->local == 0 && !c->ended)
+		cj_start(c, err);	/* else stopped or gone meanwhile */
+	free(id);
+}
+
 static void
 cj_claim_cb(struct etcd_reply *r, const char *err, void *arg)
 {
-	char		*akey = arg, *cause = NULL;
+	char		*akey = arg;
 	const char	*id = strrchr(akey, '/') + 1;
 	struct cj	*c;
 	json_t		*rec;
@@ -347,12 +451,10 @@ cj_claim_cb(struct etcd_reply *r, const char *err, void *arg)
 	cluster->nwrites++;
 	mirror_delete(cj.a, akey, r->rev);
 	c = cj_add(id, 0, r->rev, rec);
-	if (cj_run(c, &cause) != 0) {
-		log_warnx("cluster: job %s: %s", id, cause);
-		json_object_set_new(c->rec, "reason", json_string(cause));
-		free(cause);
-		cj_end(c, NULL);
-	}
+	if (cluster_tree_from(rec) != NULL)	/* its tree comes first */
+		cluster_tree_fetch(rec, cj_fetched, xstrdup(id));
+	else
+		cj_start(c, NULL);
 	free(akey);
 }
 
@@ -535,6 +637,28 @@ cluster_job_tick(int64_t now)
 		cj_claim(me);
 	if (cj.nretry > 0)
 		cj_retry();
+}
+
+/*
+ * How long j's keeper may go without a daemon before it stops j itself
+ * (docs/cluster.md, "Faults"): a --requeue cluster job is placed again
+ * once its member has been gone the lease and the grace, so its copy here
+ * must be gone before then, daemon or not.  0 for any other job.
+ */
+int64_t
+cluster_job_orphan_ms(const struct job *j)
+{
+	char *const	*e;
+
+	if (cluster == NULL || !(j->req.flags & JOB_REQUEUE) ||
+	    j->req.env == NULL)
+		return (0);
+	for (e = j->req.env; *e != NULL; e++) {
+		if (strncmp(*e, CLUSTER_ENV, strlen(CLUSTER_ENV)) == 0)
+			return ((int64_t)cluster->ttl * 1000 +
+			    CLUSTER_GRACE_MS - CLUSTER_ORPHAN_MARGIN_MS);
+	}
+	return (0);
 }
 
 /*

@@ -376,18 +376,19 @@ peer_headers(struct evhttp_request *req, const char *host,
 		evhttp_add_header(h, PEER_ADMIN_HEADER, "1");
 }
 
-/* Starts a call of member's uri for who; NULL with *cause. */
-static struct peer_call *
-peer_open(const char *member, enum evhttp_cmd_type method, const char *uri,
-    const struct api_who *who, int stream, char **cause)
+/*
+ * A TLS bufferevent for member (evhttp, or the caller, connects it to
+ * *host and *port): it shows this member's certificate and checks,
+ * inside the handshake, the pin of member's live record.  NULL with
+ * *cause.
+ */
+struct bufferevent *
+cluster_peer_bev(const char *member, char **host, u_int *port, char **cause)
 {
 	const struct tls_identity	*id = server_tls_identity();
 	const struct cluster_member	*m = NULL;
 	struct mirror_entry		*me;
 	struct bufferevent		*bev;
-	struct peer_call		*pc;
-	char				*host;
-	u_int				 port;
 
 	if (peer_m != NULL && (me = mirror_get(peer_m, cluster_key("m/%s",
 	    member))) != NULL && me->val != NULL)
@@ -406,17 +407,36 @@ peer_open(const char *member, enum evhttp_cmd_type method, const char *uri,
 		    "cannot call member %s", member);
 		return (NULL);
 	}
-	if (!cluster_peer_owner_ok(who->owner) ||
-	    cluster_peer_split(m->addr, m->name, &host, &port) != 0) {
-		xasprintf(cause, "member %s: cannot call it for '%s' at '%s'",
-		    member, who->owner, m->addr);
+	if (cluster_peer_split(m->addr, m->name, host, port) != 0) {
+		xasprintf(cause, "member %s: cannot call it at '%s'", member,
+		    m->addr);
 		return (NULL);
 	}
 	if ((bev = tls_peer_bev(cluster->base, id, m->pin, m->addr,
 	    cause)) == NULL) {
-		free(host);
+		free(*host);
+		*host = NULL;
+	}
+	return (bev);
+}
+
+/* Starts a call of member's uri for who; NULL with *cause. */
+static struct peer_call *
+peer_open(const char *member, enum evhttp_cmd_type method, const char *uri,
+    const struct api_who *who, int stream, char **cause)
+{
+	struct bufferevent		*bev;
+	struct peer_call		*pc;
+	char				*host;
+	u_int				 port;
+
+	if (!cluster_peer_owner_ok(who->owner)) {
+		xasprintf(cause, "member %s: cannot call it for '%s'", member,
+		    who->owner);
 		return (NULL);
 	}
+	if ((bev = cluster_peer_bev(member, &host, &port, cause)) == NULL)
+		return (NULL);
 	pc = xcalloc(1, sizeof *pc);
 	pc->member = xstrdup(member);
 	pc->body = evbuffer_new();
@@ -483,8 +503,8 @@ cluster_peer_relay(const char *member, const char *uri,
  * The live members' names (the caller frees the vector, not the names,
  * which last until the mirror next changes: use them at once).
  */
-const char **
-cluster_peer_names(u_int *n)
+static const char **
+peer_names(u_int *n)
 {
 	const struct cluster_member	*m;
 	struct mirror_entry		*me;
@@ -500,4 +520,84 @@ cluster_peer_names(u_int *n)
 			v[(*n)++] = m->name;
 	}
 	return (v);
+}
+
+/* One question put to every live member (cluster_peer_each). */
+struct peer_each {
+	peer_take_cb	 take;
+	void		(*done)(void *);
+	void		*arg;
+	u_int		 waiting;	/* calls, and the asking loop */
+};
+
+struct peer_each_call {
+	struct peer_each *e;
+	char		*name;
+};
+
+static void
+peer_each_end(struct peer_each *e)
+{
+	if (--e->waiting == 0) {
+		e->done(e->arg);
+		free(e);
+	}
+}
+
+static void
+peer_each_answer(int code, struct evbuffer *body, const char *err, void *arg)
+{
+	struct peer_each_call	*c = arg;
+	struct peer_each	*e = c->e;
+
+	e->take(c->name, code, body, err, e->arg);
+	free(c->name);
+	free(c);
+	peer_each_end(e);
+}
+
+/*
+ * Asks uri of every live member but skip (if not NULL), as who: take has
+ * each one's answer (or err: why there is none), then done, once all are
+ * in (at once if there is no member to ask).
+ */
+void
+cluster_peer_each(const char *uri, const struct api_who *who,
+    const char *skip, peer_take_cb take, void (*done)(void *), void *arg)
+{
+	struct peer_each	*e;
+	struct peer_each_call	*c;
+	const char		**names;
+	char			*cause = NULL;
+	u_int			 i, n;
+
+	e = xcalloc(1, sizeof *e);
+	e->take = take;
+	e->done = done;
+	e->arg = arg;
+	e->waiting = 1;
+	names = peer_names(&n);
+	for (i = 0; i < n; i++) {
+		if (skip != NULL && strcmp(names[i], skip) == 0)
+			continue;
+		e->waiting++;
+		c = xcalloc(1, sizeof *c);
+		c->e = e;
+		c->name = xstrdup(names[i]);
+		if (cluster_peer_call(names[i], uri, who, peer_each_answer, c,
+		    &cause) != 0) {
+			peer_each_answer(0, NULL, cause, c);
+			free(cause);
+			cause = NULL;
+		}
+	}
+	free(names);
+	peer_each_end(e);
+}
+
+/* This member's name, or NULL on a host that is not a cluster's member. */
+const char *
+cluster_peer_self(void)
+{
+	return (cluster != NULL ? cluster->name : NULL);
 }

@@ -68,24 +68,69 @@ cs_changed(void *arg)
 }
 
 
+/*
+ * Whether card c of m has room for an overcommitted s now: measured free
+ * (its memory less what is measured in use, what the jobs committed there
+ * reserve, and what overcommitted jobs placed there asked, which the
+ * measure may not show yet) holds s's ask, and a step at least (a card
+ * held whole keeps the bytes its share does not round to).  No seats: it
+ * holds none.
+ */
+static int
+cs_room_over(const struct cluster_room *m, const struct cluster_shape *s,
+    u_int c)
+{
+	const struct cluster_card	*k = &m->m.cards[c];
+	uint64_t			 taken;
+
+	if (k->used == CARD_UNKNOWN)
+		return (0);
+	taken = k->used + m->mused[c] + m->oused[c];
+	if (taken >= k->memory || k->memory - taken < CLUSTER_MEM_STEP)
+		return (0);
+	return (k->memory - taken >= cluster_ask(s));
+}
+
+/* Whether card c of m has room for s now (docs/cluster.md, "Placement"). */
+static int
+cs_room_card(const struct cluster_room *m, const struct cluster_shape *s,
+    u_int c)
+{
+	const struct cluster_card	*k = &m->m.cards[c];
+	uint64_t			 need, taken;
+
+	if (!cluster_card_could(k, s))
+		return (0);
+	if (s->mode == JOBSPEC_OVERCOMMIT)
+		return (cs_room_over(m, s, c));
+	/* what overcommitted jobs asked is not free for a promise */
+	need = cluster_need(s, k->memory);
+	taken = m->mused[c] + m->oused[c];
+	if (s->mode == JOBSPEC_EXCLUSIVE && m->over[c] != 0)
+		return (0);
+	return (m->used[c] + s->seats <= SEATS_PER_CARD &&
+	    taken + need <= k->memory && k->memory - taken >= s->vram);
+}
+
 /* The cards of m with room for s now, in cards; how many. */
 u_int
 cluster_room_cards(const struct cluster_room *m,
     const struct cluster_shape *s, u_int *cards)
 {
 	u_int		 c, n = 0;
-	uint64_t	 need;
 
 	for (c = 0; c < m->m.ncards && c < CLUSTER_CARDS; c++) {
-		need = cluster_need(s, m->m.cards[c].memory);
-		if (m->used[c] + s->seats > SEATS_PER_CARD ||
-		    m->mused[c] + need > m->m.cards[c].memory ||
-		    m->m.cards[c].memory - m->mused[c] < s->vram ||
-		    !cluster_card_could(&m->m.cards[c], s))
-			continue;
-		cards[n++] = c;
+		if (cs_room_card(m, s, c))
+			cards[n++] = c;
 	}
 	return (n);
+}
+
+/* The seats s commits on each card: an overcommitted job holds none. */
+static u_int
+cs_seats(const struct cluster_shape *s)
+{
+	return (s->mode == JOBSPEC_OVERCOMMIT ? 0 : s->seats);
 }
 
 /* The cards of m that s fits on now, best fit first; 0 if too few. */
@@ -108,7 +153,7 @@ cluster_room_fit(const struct cluster_room *m, const struct cluster_shape *s,
 		}
 	}
 	for (i = 0; i < s->ncards; i++)
-		*left += SEATS_PER_CARD - m->used[cards[i]] - s->seats;
+		*left += SEATS_PER_CARD - m->used[cards[i]] - cs_seats(s);
 	return (s->ncards);
 }
 
@@ -134,6 +179,11 @@ cluster_room_charge(struct cluster_room *m, const struct cluster_shape *s,
 	for (i = 0; i < n && i < s->ncards; i++) {
 		if (cards[i] >= m->m.ncards || cards[i] >= CLUSTER_CARDS)
 			continue;
+		if (s->mode == JOBSPEC_OVERCOMMIT) {
+			m->oused[cards[i]] += sign * cluster_ask(s);
+			m->over[cards[i]] += sign;
+			continue;
+		}
 		m->used[cards[i]] += sign * s->seats;
 		m->mused[cards[i]] += sign * cluster_need(s,
 		    m->m.cards[cards[i]].memory);
@@ -646,9 +696,14 @@ cs_master(const struct cluster_room *m)
 	return (xstrndup(a, (size_t)(colon - a)));
 }
 
-/* A free MASTER_PORT on master for gang gid, from a hash of its id on. */
+/*
+ * A free MASTER_PORT on master for gang gid, from a hash of its id on:
+ * no live gang's there, and none a program holds on m0, its rank 0's
+ * member, as m0's record says (cluster-ports.c).
+ */
 static u_int
-cs_port_pick(const char *gid, const char *master)
+cs_port_pick(const char *gid, const char *master,
+    const struct cluster_member *m0)
 {
 	uint32_t	 h = 2166136261u;
 	const char	*p;
@@ -658,7 +713,8 @@ cs_port_pick(const char *gid, const char *master)
 		h = (h ^ (u_char)*p) * 16777619u;
 	for (i = 0; i < CLUSTER_GANG_PORTS; i++) {
 		port = CLUSTER_GANG_PORT + (h + i) % CLUSTER_GANG_PORTS;
-		if (!cs_port_used(master, port))
+		if (!cs_port_used(master, port) &&
+		    !cluster_ports_has(m0->held, port))
 			return (port);
 	}
 	return (0);
@@ -702,7 +758,8 @@ cs_place_gang(struct cs_batch *b, const struct cs_job *j)
 		cs_charge(m[k], &j->s, cards[k], j->s.ncards);
 	}
 	master = k == n ? cs_master(m[0]) : NULL;
-	if (master != NULL && (port = cs_port_pick(j->id, master)) != 0)
+	if (master != NULL && (port = cs_port_pick(j->id, master,
+	    &m[0]->m)) != 0)
 		cs_port_add(master, port);
 	while (k > 0) {		/* taken back: charged again as assigned */
 		k--;
@@ -890,23 +947,31 @@ cs_seen_refresh(int64_t now)
 	}
 }
 
-/* The live members as the leader sees them (for the polite check). */
+/*
+ * Whether a member live for CLUSTER_POLITE_MS (seen by the passes) is
+ * more capable than self (the polite check); -1 before the mirror is.
+ * One walk of the mirror, its records as parsed there: the members a
+ * pass loaded point into its entries, which a new range of it (etcd's
+ * member lost, a watch restarted) has freed if no pass ran since.
+ */
 int
-cluster_sched_members(struct cluster_member **v, u_int *n)
+cluster_sched_better(const struct cluster_member *self)
 {
-	static struct cluster_member	*out;
-	int64_t				 now = clock_mono_ms();
-	u_int				 i;
+	struct mirror_entry		*me;
+	const struct cluster_member	*pm;
+	int64_t				 now = clock_mono_ms(), *seen;
+	size_t				 it = 0;
 
-	*n = 0;
 	if (cs.m == NULL || !mirror_ready(cs.m))
 		return (-1);
-	out = xreallocarray(out, cs.nmembers + 1, sizeof *out);
-	for (i = 0; i < cs.nmembers; i++) {
-		if (now - cs.members[i].seen >= CLUSTER_POLITE_MS)
-			out[(*n)++] = cs.members[i].m;
+	while (mirror_next(cs.m, &it, &me)) {
+		if ((pm = cluster_member_cached(me)) == NULL ||
+		    (seen = hmap_get(cs.seen, pm->name)) == NULL ||
+		    *seen < 0 || now - *seen < CLUSTER_POLITE_MS)
+			continue;
+		if (cluster_member_cmp(pm, self) < 0)
+			return (1);
 	}
-	*v = out;
 	return (0);
 }
 
@@ -934,6 +999,8 @@ cluster_sched_tick(int64_t now)
 	cs_reap(b, cs.a, strlen(cluster_key("a/")), now, 0);
 	cs_reap(b, cs.r, strlen(cluster_key("r/")), now, 1);
 	cs_place(b, clock_ms());
+	cluster_array_tick(cs.q, cs.a, cs.r);
+	cluster_stops_tick(cs.q, cs.a, cs.r, now);
 	cs.dirty = 0;
 	if (b->n == 0) {
 		cs_batch_free(b);
@@ -956,6 +1023,8 @@ cluster_sched_start(void)
 	    NULL);
 	cs.r = mirror_create(cluster->etcd, cluster_key("r/"), cs_changed,
 	    NULL);
+	cluster_array_start();
+	cluster_stops_start();
 }
 
 void
@@ -972,6 +1041,8 @@ cluster_sched_stop(void)
 	mirror_free(cs.a);
 	mirror_free(cs.r);
 	cs.m = cs.q = cs.a = cs.r = NULL;
+	cluster_array_stop();
+	cluster_stops_stop();
 	cs_members_clear();
 	free(cs.gangs);
 	free(cs.ports);

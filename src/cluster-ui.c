@@ -71,9 +71,10 @@ cluster_ui_json(void)
 		cluster_ui_timer_cb(-1, 0, NULL);
 	}
 	cluster_ui_asked = clock_mono_ms();
-	return (json_pack("{s:s,s:O?,s:O}", "id", cluster->id, "leader",
+	return (json_pack("{s:s,s:O?,s:o}", "id", cluster->id, "leader",
 	    json_object_get(cluster->leader, "name"), "members",
-	    cluster_ui_members != NULL ? cluster_ui_members : json_array()));
+	    cluster_ui_members != NULL ? json_incref(cluster_ui_members) :
+	    json_array()));
 }
 
 /* Feeds the dashboard's cluster section. */

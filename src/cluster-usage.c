@@ -20,12 +20,6 @@ struct cu {
 	int			 any;	/* a member has answered */
 	json_t			*missing;	/* [{"name", "error"}] */
 	json_t			*answered;	/* [name] */
-	u_int			 waiting;
-};
-
-struct cu_call {
-	struct cu		*cu;
-	char			*name;
 };
 
 /* Adds a member's report to the merged one, its rows marked as its own. */
@@ -56,9 +50,10 @@ cu_add(struct cu *cu, struct usage *m, const char *name)
 
 /* Every member has answered, or failed to: the merged report. */
 static void
-cu_reply(struct cu *cu)
+cu_reply(void *arg)
 {
-	json_t	*o;
+	struct cu	*cu = arg;
+	json_t		*o;
 
 	if (!cu->any) {
 		api_error(cu->req, 502, "no member answered for its books");
@@ -93,10 +88,10 @@ cu_why(int code, json_t *o, const char *err)
 }
 
 static void
-cu_answer(int code, struct evbuffer *body, const char *err, void *arg)
+cu_answer(const char *name, int code, struct evbuffer *body,
+    const char *err, void *arg)
 {
-	struct cu_call	*c = arg;
-	struct cu	*cu = c->cu;
+	struct cu	*cu = arg;
 	struct usage	 m;
 	json_t		*o = NULL;
 	char		*why = NULL;
@@ -108,18 +103,14 @@ cu_answer(int code, struct evbuffer *body, const char *err, void *arg)
 		free(why);
 		why = cu_why(code, o, err);
 		json_array_append_new(cu->missing, json_pack("{s:s,s:s}",
-		    "name", c->name, "error", why));
+		    "name", name, "error", why));
 		free(why);
 	} else {
-		cu_add(cu, &m, c->name);
+		cu_add(cu, &m, name);
 		usage_free(&m);
-		json_array_append_new(cu->answered, json_string(c->name));
+		json_array_append_new(cu->answered, json_string(name));
 	}
 	json_decref(o);
-	free(c->name);
-	free(c);
-	if (--cu->waiting == 0)
-		cu_reply(cu);
 }
 
 /*
@@ -130,11 +121,9 @@ cu_answer(int code, struct evbuffer *body, const char *err, void *arg)
 void
 cluster_usage(struct evhttp_request *req, const struct api_who *who)
 {
-	const char	**names, *q;
+	const char	*q;
 	struct cu	*cu;
-	struct cu_call	*c;
-	char		*uri, *cause = NULL;
-	u_int		 i, n;
+	char		*uri;
 
 	q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
 	xasprintf(&uri, "/v1/usage?here=1%s%s", q != NULL && *q != '\0' ?
@@ -143,23 +132,8 @@ cluster_usage(struct evhttp_request *req, const struct api_who *who)
 	cu->req = req;
 	cu->missing = json_array();
 	cu->answered = json_array();
-	names = cluster_peer_names(&n);
-	cu->waiting = n + 1;	/* each call, and this loop */
-	for (i = 0; i < n; i++) {
-		c = xcalloc(1, sizeof *c);
-		c->cu = cu;
-		c->name = xstrdup(names[i]);
-		if (cluster_peer_call(names[i], uri, who, cu_answer, c,
-		    &cause) != 0) {
-			cu_answer(0, NULL, cause, c);
-			free(cause);
-			cause = NULL;
-		}
-	}
-	free(names);
+	cluster_peer_each(uri, who, NULL, cu_answer, cu_reply, cu);
 	free(uri);
-	if (--cu->waiting == 0)
-		cu_reply(cu);
 }
 
 /*
@@ -169,6 +143,6 @@ cluster_usage(struct evhttp_request *req, const struct api_who *who)
 int
 cluster_usage_merges(struct evhttp_request *req, const struct api_who *who)
 {
-	return (cluster != NULL && !who->proxied &&
+	return (cluster != NULL && !who->proxied && !who->ungranted &&
 	    !api_query_flag(req, "here"));
 }

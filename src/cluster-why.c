@@ -255,7 +255,8 @@ cw_why(struct cw *w, json_t *o, const struct cluster_shape *s)
 
 /*
  * Sets "waits_for" on each of the n queued job records in v (in queue
- * order), from r, a range of the cluster's whole prefix.
+ * order) that has none yet, from r, a range of the cluster's whole
+ * prefix.
  */
 void
 cluster_why(json_t **v, u_int n, const struct etcd_reply *r)
@@ -267,6 +268,8 @@ cluster_why(json_t **v, u_int n, const struct etcd_reply *r)
 
 	cw_load(&w, r);
 	for (i = 0; i < n; i++) {
+		if (json_object_get(v[i], "waits_for") != NULL)
+			continue;	/* an array's rest, for itself */
 		if (cluster_shape_parse(v[i], &s, &cause) != 0) {
 			free(cause);
 			cause = NULL;

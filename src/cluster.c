@@ -16,8 +16,6 @@
 
 #include "cluster-int.h"
 
-static int	 cluster_member_cmp(const struct cluster_member *,
-		     const struct cluster_member *);
 static void	 cluster_set_error(const char *, ...) printflike(1, 2);
 
 struct cluster		*cluster;
@@ -137,7 +135,23 @@ cluster_card_parse(json_t *o, struct cluster_card *c)
 	c->vendor = xstrdup(json_string_value(v));
 	c->model = xstrdup(json_string_value(md));
 	c->memory = (uint64_t)json_integer_value(mem);
+	c->used = CARD_UNKNOWN;		/* until its use says */
 	return (0);
+}
+
+/* Each card's memory in use, measured (its record's "use"), if given. */
+static void
+cluster_use_parse(json_t *use, struct cluster_member *m)
+{
+	json_t	*x, *mem;
+	size_t	 i;
+
+	json_array_foreach(json_object_get(use, "cards"), i, x) {
+		mem = json_object_get(x, "mem_used");
+		if (i < m->ncards && json_is_integer(mem) &&
+		    json_integer_value(mem) >= 0)
+			m->cards[i].used = (uint64_t)json_integer_value(mem);
+	}
 }
 
 /* Parses a member record; -1 with *cause if a field is missing or bad. */
@@ -167,6 +181,7 @@ cluster_member_parse(json_t *o, struct cluster_member *m, char **cause)
 		}
 		m->gpumem += m->cards[m->ncards++].memory;
 	}
+	cluster_use_parse(json_object_get(o, "use"), m);
 	m->cpus = (u_int)json_integer_value(json_object_get(o, "cpus"));
 	m->ram = (uint64_t)json_integer_value(json_object_get(o, "ram"));
 	if ((x = json_object_get(o, "addr")) != NULL && json_is_string(x))
@@ -175,6 +190,7 @@ cluster_member_parse(json_t *o, struct cluster_member *m, char **cause)
 		m->pin = xstrdup(json_string_value(x));
 	if ((x = json_object_get(o, "tags")) != NULL && json_is_string(x))
 		m->tags = xstrdup(json_string_value(x));
+	cluster_ports_from_json(json_object_get(o, "ports_held"), m->held);
 	return (0);
 }
 
@@ -182,7 +198,7 @@ cluster_member_parse(json_t *o, struct cluster_member *m, char **cause)
  * Orders members by capability: negative if a is the more capable (more
  * GPU memory, then cards, then CPUs, then the lower name).
  */
-static int
+int
 cluster_member_cmp(const struct cluster_member *a,
     const struct cluster_member *b)
 {
@@ -201,6 +217,38 @@ cluster_step(uint64_t v, uint64_t step)
 	return (v / step * step);
 }
 
+/* Card i's memory in use as published (cluster_use_step). */
+static uint64_t
+cluster_use_mem(u_int i, uint64_t measured)
+{
+	static uint64_t	*pub;
+	static u_int	 npub;
+
+	if (measured == CARD_UNKNOWN)
+		return (CARD_UNKNOWN);
+	if (i >= npub) {
+		pub = xreallocarray(pub, i + 1, sizeof *pub);
+		while (npub <= i)
+			pub[npub++] = CARD_UNKNOWN;
+	}
+	return (pub[i] = cluster_use_step(pub[i], measured));
+}
+
+/* Card i's measured use: util in steps of 10 %, memory when measured. */
+static json_t *
+cluster_use_card(u_int i)
+{
+	const struct card	*c = &server_cards.v[i];
+	uint64_t		 mem = cluster_use_mem(i, c->mem_measured);
+	json_t			*o;
+
+	o = json_pack("{s:i}", "util", c->util < 0 ? -1 : c->util / 10 * 10);
+	if (mem != CARD_UNKNOWN)
+		json_object_set_new(o, "mem_used", json_integer(
+		    (json_int_t)mem));
+	return (o);
+}
+
 /* This member's measured use, coarse enough that idle means unchanged. */
 static json_t *
 cluster_use(void)
@@ -209,17 +257,13 @@ cluster_use(void)
 	double		 load[1] = { 0 };
 	json_t		*cards = json_array();
 	u_int		 i;
-	int		 util;
 
 	if (getloadavg(load, 1) != 1)
 		load[0] = 0;
 	if (sysinfo(&si) != 0)
 		memset(&si, 0, sizeof si);
-	for (i = 0; i < server_cards.n; i++) {
-		util = server_cards.v[i].util;
-		json_array_append_new(cards, json_pack("{s:i}", "util",
-		    util < 0 ? -1 : util / 10 * 10));
-	}
+	for (i = 0; i < server_cards.n; i++)
+		json_array_append_new(cards, cluster_use_card(i));
 	return (json_pack("{s:f,s:I,s:o}", "load", (double)((int)(load[0] *
 	    2)) / 2, "ram_free", (json_int_t)cluster_step((uint64_t)
 	    si.freeram * si.mem_unit, 1ULL << 30), "cards", cards));
@@ -229,7 +273,7 @@ cluster_use(void)
 static char *
 cluster_record(void)
 {
-	json_t		*o, *cards = json_array();
+	json_t		*o, *cards = json_array(), *ports;
 	const char	*pin = "";
 	char		*addr = NULL, *text;
 	struct card	*c;
@@ -250,6 +294,8 @@ cluster_record(void)
 	    sysconf(_SC_PAGESIZE), "use", cluster_use(),
 	    "started", (json_int_t)server_started, "version", GMUX_VERSION,
 	    "instance", cluster->instance, "tags", config_get("TAGS"));
+	if ((ports = cluster_ports_json()) != NULL)	/* cluster-ports.c */
+		json_object_set_new(o, "ports_held", ports);
 	text = json_dumps(o, JSON_COMPACT|JSON_SORT_KEYS);
 	json_decref(o);
 	free(addr);
@@ -533,17 +579,7 @@ cluster_resign_cb(struct etcd_reply *r, const char *err, void *arg)
 static void
 cluster_polite(void)
 {
-	struct cluster_member	*v;
-	u_int			 n, i;
-	int			 better = 0;
-
-	if (cluster->resigning || cluster_sched_members(&v, &n) != 0)
-		return;
-	for (i = 0; i < n; i++) {
-		if (cluster_member_cmp(&v[i], &cluster->self) < 0)
-			better = 1;
-	}
-	if (!better)
+	if (cluster->resigning || cluster_sched_better(&cluster->self) != 1)
 		return;
 	log_info("cluster %s: a more capable member is live; %s resigns",
 	    cluster->id, cluster->name);
@@ -601,6 +637,7 @@ cluster_tick(int64_t now)
 		cluster_register(now);
 		return;
 	}
+	cluster_ports_tick(now);
 	cluster_refresh(now);
 	if (!cluster->leading && cluster->campaign == NULL)
 		cluster->campaign = etcd_campaign(cluster->etcd,

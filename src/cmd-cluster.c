@@ -27,7 +27,9 @@ const struct cmd_entry cmd_cluster_entry = {
 	    "the leader's order, with what each job waits\nfor (gmux queue "
 	    "on a member too).\nsubmit "
 	    "queues a job for the cluster with gmux run's flags; it prints "
-	    "its id.\nstop ID stops a cluster job wherever it is (queued: at "
+	    "its id\n(from a client, this directory goes with it, synced "
+	    "as gmux run does).\nstop ID stops a cluster job wherever it "
+	    "is (queued: at "
 	    "once; placed: by its\nmember; a gang: every part).\nlogs ID "
 	    "shows the output of a cluster job, wherever it runs (its member "
 	    "is\nasked through this one).\n",
@@ -185,6 +187,27 @@ cluster_ps(int json)
 	return (0);
 }
 
+/*
+ * Syncs req's directory to the remote asked: the job names its tree, not
+ * its cwd (gmux cluster submit and gmux submit from a client).
+ */
+void
+cmd_cluster_tree(json_t *req)
+{
+	const struct remote	*rv[REMOTES_MAX];
+	const char		*cwd = cl_str(req, "cwd");
+	char			 mdigest[DIGEST_HEX];
+
+	if (hosts_candidates(rv, REMOTES_MAX) == 0)
+		cmd_usage_error(&cmd_cluster_entry, "no remote host to "
+		    "submit to");
+	if (run_remote_sync(rv[0], cwd, 1, "gmux cluster submit",
+	    mdigest) != 0)
+		exit(EXIT_FAILURE_GMUX);
+	json_object_del(req, "cwd");
+	json_object_set_new(req, "manifest", json_string(mdigest));
+}
+
 static int
 cluster_submit(int argc, char **argv)
 {
@@ -196,10 +219,10 @@ cluster_submit(int argc, char **argv)
 	if (pulls != NULL)
 		cmd_usage_error(&cmd_cluster_entry, "--pull: not for cluster "
 		    "jobs yet");
-	/* From another machine, a cluster job runs in an empty directory on
-	 * its member (docs/cluster.md): this one's means nothing there. */
+	/* From another machine, a cluster job runs in this directory's tree,
+	 * synced to the member asked (docs/cluster.md, "Trees"). */
 	if (hosts_remote())
-		json_object_del(req, "cwd");
+		cmd_cluster_tree(req);
 	o = cmd_call(&cmd_cluster_entry, "POST", "/v1/cluster/jobs", req);
 	printf("%s\n", cl_str(o, "id"));
 	json_decref(o);
@@ -226,6 +249,19 @@ cluster_stop(const char *id)
 	return (0);
 }
 
+/* Is the daemon asked (or the remote) a cluster's member?  For c. */
+int
+cmd_cluster_member(const struct cmd_entry *c)
+{
+	json_t		*o = cmd_call(c, "GET", "/v1/cluster", NULL);
+	const char	*mode = json_string_value(json_object_get(o, "mode"));
+	int		 yes;
+
+	yes = mode != NULL && strcmp(mode, "member") == 0;
+	json_decref(o);
+	return (yes);
+}
+
 /*
  * Does id name a cluster job (SUBMITTER.T, docs/cluster.md) rather than
  * a host's (jN, jN_K, HOST:jN)?  gmux logs, attach and stop ask any
@@ -238,6 +274,31 @@ cmd_cluster_id(const char *id)
 
 	return (dot != NULL && dot != id && dot[1] != '\0' &&
 	    strpbrk(id, ":/?") == NULL);
+}
+
+/*
+ * Does word name a cluster job of the daemon t names (NULL: this host's)?
+ * A dotted word is also a workspace's name where the daemon is no
+ * cluster's member, so that is asked (gmux shell and gmux port).
+ */
+int
+cmd_cluster_job_at(const struct target *t, const char *word)
+{
+	struct client_reply	 r;
+	const char		*mode;
+	int			 yes;
+
+	if (!cmd_cluster_id(word))
+		return (0);
+	if (client_call_at(t, "GET", "/v1/cluster", NULL, &r) != 0 ||
+	    r.status != 200) {
+		client_reply_clear(&r);
+		return (0);
+	}
+	mode = json_string_value(json_object_get(r.body, "mode"));
+	yes = mode != NULL && strcmp(mode, "member") == 0;
+	client_reply_clear(&r);
+	return (yes);
 }
 
 /*

@@ -31,7 +31,8 @@ const struct cmd_entry cmd_port_entry = {
 	    "authenticated as every request is;\nnothing listens on the "
 	    "host's network. Runs until interrupted. A word that is not a "
 	    "job id names a\nworkspace (its --publish ports and its "
-	    "devcontainer's forwardPorts).\n",
+	    "devcontainer's forwardPorts). A cluster\njob's (NAME.T) is "
+	    "reached through any member.\n",
 	.exec = cmd_port_exec,
 };
 
@@ -53,7 +54,7 @@ port_job(const struct target *t, const char *word)
 	char			*id = NULL;
 	size_t			 i;
 
-	if (jobspec_reads_as_job(word))
+	if (jobspec_reads_as_job(word) || cmd_cluster_job_at(t, word))
 		return (xstrdup(word));
 	if (client_call_at(t, "GET", "/v1/jobs", NULL, &r) != 0 &&
 	    r.error == NULL)
@@ -82,17 +83,22 @@ static void
 port_check(const struct target *t, const char *job, u_int port)
 {
 	struct client_reply	 r;
-	json_t			*v;
+	json_t			*v, *publish;
 	char			*path;
 	size_t			 i;
 
-	xasprintf(&path, "/v1/jobs/%s", job);
+	xasprintf(&path, "/v1/%sjobs/%s", cmd_cluster_id(job) ? "cluster/" :
+	    "", job);
 	if (client_call_at(t, "GET", path, NULL, &r) != 0 && r.error == NULL)
 		r.error = xstrdup("the request failed");
 	if (client_ok(&r, "port") != 0)
 		exit(1);
 	free(path);
-	json_array_foreach(json_object_get(r.body, "publish"), i, v) {
+	/* a cluster job's record has its request (docs/cluster.md) */
+	if ((publish = json_object_get(r.body, "publish")) == NULL)
+		publish = json_object_get(json_object_get(r.body, "req"),
+		    "publish");
+	json_array_foreach(publish, i, v) {
 		if (json_integer_value(v) == (json_int_t)port) {
 			client_reply_clear(&r);
 			return;
@@ -169,7 +175,8 @@ cmd_port_exec(int argc, char **argv)
 	port_check(t, job, port);
 	lfd = port_listen(local);
 	signal(SIGCHLD, SIG_IGN);	/* the relays reap themselves */
-	xasprintf(&path, "/v1/jobs/%s/port?port=%u", job, port);
+	xasprintf(&path, "/v1/%sjobs/%s/port?port=%u", cmd_cluster_id(job) ?
+	    "cluster/" : "", job, port);
 	fprintf(stderr, "gmux: 127.0.0.1:%u -> %s:%u\n", local, job, port);
 	for (;;) {
 		if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) == -1) {

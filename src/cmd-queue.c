@@ -58,19 +58,6 @@ queue_row(struct table *t, json_t *e)
 	free(waited);
 }
 
-/* Whether the daemon asked is a member: its queue is then the cluster's. */
-static int
-queue_of_cluster(void)
-{
-	json_t	*o = cmd_call(&cmd_queue_entry, "GET", "/v1/cluster", NULL);
-	int	 yes;
-
-	yes = strcmp(json_string_value(json_object_get(o, "mode")) != NULL ?
-	    json_string_value(json_object_get(o, "mode")) : "", "member") == 0;
-	json_decref(o);
-	return (yes);
-}
-
 static int
 cmd_queue_exec(int argc, char **argv)
 {
@@ -88,7 +75,8 @@ cmd_queue_exec(int argc, char **argv)
 	}
 	if (optind != argc)
 		cmd_usage_error(c, "no arguments are taken");
-	if (queue_of_cluster())
+	/* a member's queue is the cluster's */
+	if (cmd_cluster_member(&cmd_queue_entry))
 		return (cmd_cluster_queue(json));
 	a = cmd_call(c, "GET", "/v1/queue", NULL);
 	if (json) {

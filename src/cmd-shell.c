@@ -43,7 +43,8 @@ const struct cmd_entry cmd_shell_entry = {
 	    "as it was. Exits 0 when detached, with the command's status when "
 	    "it ended.\ngmux shell WORKSPACE is a terminal inside that "
 	    "workspace's container (its\nsh -l): the first starts it, the "
-	    "next attach to it; it ends with the workspace.\n",
+	    "next attach to it; it ends with the workspace.\nA cluster "
+	    "job's terminal (NAME.T) is attached through any member.\n",
 	.exec = cmd_shell_exec,
 };
 
@@ -157,8 +158,10 @@ shell_path(const char *job)
 	}
 	if (term == NULL || !term_name_ok(term))
 		term = TERM_DEFAULT;
-	xasprintf(&path, "/v1/jobs/%s/terminal?cols=%u&rows=%u&term=%s", job,
-	    ws.ws_col, ws.ws_row, term);
+	/* a cluster job's, through any member (docs/cluster.md) */
+	xasprintf(&path, "/v1/%sjobs/%s/terminal?cols=%u&rows=%u&term=%s",
+	    cmd_cluster_id(job) ? "cluster/" : "", job, ws.ws_col, ws.ws_row,
+	    term);
 	return (path);
 }
 
@@ -241,7 +244,8 @@ cmd_shell_exec(int argc, char **argv)
 	int			 rc;
 
 	/* gmux shell JOB or WORKSPACE: one word, no "--" before it. */
-	if (argc == 2 && argv[1][0] != '-' && jobspec_reads_as_job(argv[1]))
+	if (argc == 2 && argv[1][0] != '-' && (jobspec_reads_as_job(argv[1]) ||
+	    cmd_cluster_job_at(t, argv[1])))
 		job = xstrdup(argv[1]);
 	else if (argc == 2 && argv[1][0] != '-')
 		job = shell_in_workspace(argv[1], t);

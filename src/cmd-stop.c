@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "gmux.h"
@@ -20,7 +21,8 @@ const struct cmd_entry cmd_stop_entry = {
 	    "  --no-wait            return without waiting for the jobs to "
 	    "end\n"
 	    "\nA cluster job (NAME.T) is stopped by its member, asked through "
-	    "any member; its\nstop is not waited for.\n",
+	    "any member, and\nwaited for the same way (with --no-wait: "
+	    "\"ID: stop asked\").\n",
 	.exec = cmd_stop_exec,
 };
 
@@ -33,29 +35,47 @@ static const struct option stop_opts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+/* A local job (an array too) has ended once its record says so. */
+static int
+stop_ended_local(json_t *o)
+{
+	return (!json_is_null(json_object_get(o, "ended")));
+}
+
 /*
- * An array answers a stop at once (202) while its elements stop: waiting
- * is polling it until it has ended.
+ * A cluster job is stopped by its member, wherever it runs: it has ended
+ * once it is no longer queued, assigned or running (an array: once no
+ * element is).
+ */
+static int
+stop_ended_cluster(json_t *o)
+{
+	const char	*st = json_string_value(json_object_get(o, "state"));
+
+	return (st == NULL || (strcmp(st, "queued") != 0 &&
+	    strcmp(st, "assigned") != 0 && strcmp(st, "running") != 0));
+}
+
+/*
+ * An array, or a cluster job, answers a stop at once while it stops:
+ * waiting is polling its record at path until ended says it has.
  */
 static void
-stop_wait_array(const char *job)
+stop_wait(const char *path, int (*ended_cb)(json_t *))
 {
 	struct timespec		 ts = { 0, 100 * 1000000L };
 	struct client_reply	 r;
-	char			*path;
 	int			 ended = 0;
 
-	xasprintf(&path, "/v1/jobs/%s", job);
 	while (!ended) {
 		if (client_call("GET", path, NULL, &r) != 0 || r.status != 200)
 			ended = 1;	/* gone: nothing to wait for */
 		else
-			ended = !json_is_null(json_object_get(r.body, "ended"));
+			ended = ended_cb(r.body);
 		client_reply_clear(&r);
 		if (!ended)
 			nanosleep(&ts, NULL);
 	}
-	free(path);
 }
 
 static int
@@ -67,8 +87,12 @@ stop_one(const char *job, int64_t grace, int wait)
 	int			 rc;
 
 	/* A cluster job's member stops it (docs/cluster.md): asked once. */
-	if (cmd_cluster_id(job) && wait)
+	if (cmd_cluster_id(job) && wait) {
+		xasprintf(&path, "/v1/cluster/jobs/%s", job);
+		stop_wait(path, stop_ended_cluster);
+		free(path);
 		return (0);
+	}
 	body = json_pack("{s:b}", "wait", wait);
 	if (grace >= 0)
 		json_object_set_new(body, "grace_ms", json_integer(grace));
@@ -80,8 +104,11 @@ stop_one(const char *job, int64_t grace, int wait)
 	if (rc != 0 || client_ok(&r, "stop") != 0)
 		rc = -1;
 	else if (wait && r.status == 202 &&
-	    json_object_get(r.body, "count") != NULL)
-		stop_wait_array(job);
+	    json_object_get(r.body, "count") != NULL) {
+		xasprintf(&path, "/v1/jobs/%s", job);
+		stop_wait(path, stop_ended_local);
+		free(path);
+	}
 	client_reply_clear(&r);
 	return (rc);
 }
@@ -109,7 +136,11 @@ cmd_stop_exec(int argc, char **argv)
 			failed = 1;
 	}
 	for (i = optind; i < argc; i++) {
-		if (!bad[i] && (!wait || stop_one(argv[i], grace, 1) == 0))
+		if (bad[i])
+			continue;
+		if (!wait && cmd_cluster_id(argv[i]))
+			printf("%s: stop asked\n", argv[i]);
+		else if (!wait || stop_one(argv[i], grace, 1) == 0)
 			printf("%s\n", argv[i]);
 	}
 	free(bad);

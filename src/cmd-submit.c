@@ -42,10 +42,11 @@ const struct cmd_entry cmd_submit_entry = {
 	    "--chdir, --partition).  They are read up to the first command; "
 	    "each bad one\nis an error naming its line.  The script is "
 	    "copied when it is submitted (to a\nremote host it goes with "
-	    "this directory, as gmux run sends it; arrays and\n--wait are "
-	    "for this machine's daemon).  Prints the job's id; an array's\n"
-	    "elements are ID_N.  Exit code 2 for a bad file, 1 if a waited "
-	    "element failed.\n",
+	    "this directory, as gmux run sends it; --wait is\nfor this "
+	    "machine's daemon; an array to a remote cluster member is the\n"
+	    "cluster's, in the tree sent).  Prints the job's id; an array's "
+	    "elements are\nID_N.  Exit code 2 for a bad file, 1 "
+	    "if a waited element failed.\n",
 	.exec = cmd_submit_exec,
 };
 
@@ -181,6 +182,15 @@ submit_remote_argv(const char *path, const char *text, json_t *o)
 	return (v);
 }
 
+/* Does the remote asked serve a cluster (an array is then the cluster's)? */
+static int
+submit_to_cluster(json_t *o)
+{
+	return (hosts_remote() && json_object_get(o, "array") != NULL &&
+	    json_object_get(o, "payloads") == NULL &&
+	    cmd_cluster_member(&cmd_submit_entry));
+}
+
 /* The request: the file's directives, then the command line's. */
 static json_t *
 submit_request(int argc, char **argv, int *wait, const char **path)
@@ -242,7 +252,9 @@ submit_request(int argc, char **argv, int *wait, const char **path)
 	 * the tree sent (cwd is known once run_request_here has run).
 	 */
 	run_request_here(c, o, 0, NULL);
-	if (hosts_remote())
+	if (submit_to_cluster(o))
+		json_object_set_new(o, "cluster", json_true());
+	if (hosts_remote())	/* the file in the tree sent */
 		cmd = submit_remote_argv(*path, text, o);
 	else {
 		cmd = xcalloc(2, sizeof *cmd);
@@ -298,6 +310,24 @@ submit_remote(json_t *req, const char *path, int wait)
 	return (rc);
 }
 
+/*
+ * An array for the cluster the remote serves: one record, elements ID_N,
+ * each in this directory's tree (synced as gmux cluster submit does).
+ */
+static int
+submit_cluster(json_t *req)
+{
+	json_t	*o;
+
+	cmd_cluster_tree(req);
+	o = cmd_call(&cmd_submit_entry, "POST", "/v1/cluster/jobs", req);
+	printf("%s\n", json_string_value(json_object_get(o, "id")) != NULL ?
+	    json_string_value(json_object_get(o, "id")) : "?");
+	json_decref(o);
+	json_decref(req);
+	return (0);
+}
+
 static int
 cmd_submit_exec(int argc, char **argv)
 {
@@ -307,6 +337,15 @@ cmd_submit_exec(int argc, char **argv)
 	int			 wait = 0, rc = 0;
 
 	req = submit_request(argc, argv, &wait, &path);
+	if (json_is_true(json_object_get(req, "cluster"))) {
+		json_object_del(req, "cluster");
+		submit_check(req, path);
+		if (wait)
+			cmd_usage_error(&cmd_submit_entry, "--wait is for this "
+			    "machine's daemon; follow an element with gmux "
+			    "logs -f ID_N");
+		return (submit_cluster(req));
+	}
 	submit_check(req, path);
 	if (hosts_remote())
 		return (submit_remote(req, path, wait));

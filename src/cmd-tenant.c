@@ -103,6 +103,20 @@ tenant_row(struct table *t, json_t *e)
 	free(age);
 }
 
+/* How the homes' usage is known: the kernel's, or gmux's walk. */
+static void
+tenant_ls_disk(json_t *o)
+{
+	const char	*m = json_string_value(json_object_get(o,
+			     "disk_method"));
+
+	if (m != NULL && strcmp(m, "quota") == 0)
+		printf("disk: the filesystem's project quotas\n");
+	else
+		printf("disk: measured by a walk every TENANT_DISK_EVERY "
+		    "seconds\n");
+}
+
 static int
 tenant_ls(int json)
 {
@@ -124,6 +138,7 @@ tenant_ls(int json)
 		printf("accounts: off (%s)\n", why);
 	else
 		printf("accounts: on\n");
+	tenant_ls_disk(o);
 	t = table_create(hdr, nitems(hdr));
 	json_array_foreach(json_object_get(o, "tenants"), i, e)
 		tenant_row(t, e);
@@ -145,19 +160,30 @@ tenant_path(const char *name, const char *rest)
 	return (path);
 }
 
-/* Has name a record still (its removal waits for its jobs' ends)? */
+/*
+ * Has name a record still (its removal waits for its jobs' ends)?  If its
+ * removal failed, says why and exits: the daemon tries it again.
+ */
 static int
 tenant_listed(const char *name)
 {
-	json_t	*o, *e;
-	size_t	 i;
-	int	 found = 0;
+	json_t		*o, *e;
+	const char	*error;
+	size_t		 i;
+	int		 found = 0;
 
 	o = cmd_call_here(&cmd_tenant_entry, "GET", "/v1/tenants", NULL);
 	json_array_foreach(json_object_get(o, "tenants"), i, e) {
 		if (strcmp(json_string_value(json_object_get(e, "name")),
-		    name) == 0)
-			found = 1;
+		    name) != 0)
+			continue;
+		found = 1;
+		error = json_string_value(json_object_get(e, "error"));
+		if (error != NULL) {
+			fprintf(stderr, "gmux tenant: %s; the daemon tries "
+			    "its removal again every minute\n", error);
+			exit(1);
+		}
 	}
 	json_decref(o);
 	return (found);

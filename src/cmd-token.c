@@ -14,7 +14,8 @@ static int	cmd_token_exec(int, char **);
 
 const struct cmd_entry cmd_token_entry = {
 	.name = "token",
-	.args = "add OWNER | ls [--json] | revoke ID",
+	.args = "add OWNER | ls [--json] | revoke ID [CLUSTER] | grant ID "
+	    "CLUSTER",
 	.help = "the tokens remote clients use (on the GPU host)",
 	.options =
 	    "  --json               ls as a JSON array\n"
@@ -22,7 +23,10 @@ const struct cmd_entry cmd_token_entry = {
 	    "books record) and\nshows it once, in the line to paste on each "
 	    "client: for 24h, each machine\nthat pastes it trades it for a "
 	    "token of its own.  Only hashes are kept.\nrevoke ID stops a "
-	    "token or an invite at once (ls shows the ids).\n",
+	    "token or an invite at once (ls shows the ids).\ngrant ID CLUSTER "
+	    "lets the token see and submit to cluster CLUSTER; revoke ID\n"
+	    "CLUSTER takes that back (a token made on a member is granted "
+	    "its cluster).\n",
 	.exec = cmd_token_exec,
 	.here = 1,
 };
@@ -74,14 +78,54 @@ token_state(json_t *e)
 	return (expires > clock_ms() ? "invite" : "expired invite");
 }
 
+/* A token's clusters, comma-separated, "-" for none (the caller frees). */
+static char *
+token_clusters(json_t *a)
+{
+	json_t	*v;
+	size_t	 i;
+	char	*s = NULL, *n;
+
+	json_array_foreach(a, i, v) {
+		xasprintf(&n, "%s%s%s", s != NULL ? s : "", s != NULL ? "," :
+		    "", json_string_value(v));
+		free(s);
+		s = n;
+	}
+	return (s != NULL ? s : xstrdup("-"));
+}
+
+/* grant ID CLUSTER, or revoke ID CLUSTER (on 0). */
+static int
+token_grant(const char *id, const char *cid, int on)
+{
+	json_t	*body, *o;
+	char	*path;
+
+	if (strchr(id, '/') != NULL || strchr(id, '?') != NULL)
+		cmd_usage_error(&cmd_token_entry, "ID: '%s' is not a token id",
+		    id);
+	if (!token_cluster_valid(cid))
+		cmd_usage_error(&cmd_token_entry, "CLUSTER: '%s' is not a "
+		    "cluster id (letters, digits, '_' and '-')", cid);
+	xasprintf(&path, "/v1/tokens/%s/%s", id, on ? "grant" : "revoke");
+	body = json_pack("{s:s}", "cluster", cid);
+	o = cmd_call_here(&cmd_token_entry, "POST", path, body);
+	printf("%s %s %s\n", id, on ? "granted" : "no longer granted", cid);
+	json_decref(o);
+	json_decref(body);
+	free(path);
+	return (0);
+}
+
 static int
 token_ls(int json)
 {
 	static const char *const hdr[] = { "ID", "OWNER", "CREATED",
-	    "STATE" };
+	    "STATE", "CLUSTERS" };
 	struct table	*t;
 	json_t		*a, *e;
-	char		*age;
+	char		*age, *cl;
 	size_t		 i;
 
 	a = cmd_call_here(&cmd_token_entry, "GET", "/v1/tokens", NULL);
@@ -94,9 +138,11 @@ token_ls(int json)
 	json_array_foreach(a, i, e) {
 		age = format_age(clock_ms() - json_integer_value(
 		    json_object_get(e, "created")));
+		cl = token_clusters(json_object_get(e, "clusters"));
 		table_add(t, json_string_value(json_object_get(e, "id")),
 		    json_string_value(json_object_get(e, "owner")), age,
-		    token_state(e));
+		    token_state(e), cl);
+		free(cl);
 		free(age);
 	}
 	table_print(t, stdout);
@@ -117,7 +163,7 @@ cmd_token_exec(int argc, char **argv)
 		while ((ch = cmd_getopt(&cmd_token_entry, argc, argv, "h",
 		    token_opts)) != -1)
 			;
-		cmd_usage_error(&cmd_token_entry, "add, ls or revoke?");
+		cmd_usage_error(&cmd_token_entry, "add, ls, revoke or grant?");
 	}
 	sub = argv[1];
 	argc--;
@@ -136,6 +182,10 @@ cmd_token_exec(int argc, char **argv)
 		return (token_add(argv[0]));
 	if (strcmp(sub, "ls") == 0 && argc == 0)
 		return (token_ls(json));
+	if (strcmp(sub, "grant") == 0 && argc == 2)
+		return (token_grant(argv[0], argv[1], 1));
+	if (strcmp(sub, "revoke") == 0 && argc == 2)
+		return (token_grant(argv[0], argv[1], 0));
 	if (strcmp(sub, "revoke") == 0 && argc == 1) {
 		xasprintf(&path, "/v1/tokens/%s/revoke", argv[0]);
 		o = cmd_call_here(&cmd_token_entry, "POST", path, NULL);
@@ -144,5 +194,6 @@ cmd_token_exec(int argc, char **argv)
 		free(path);
 		return (0);
 	}
-	cmd_usage_error(&cmd_token_entry, "add OWNER, ls or revoke ID");
+	cmd_usage_error(&cmd_token_entry, "add OWNER, ls, revoke ID [CLUSTER] "
+	    "or grant ID CLUSTER");
 }

@@ -7,7 +7,9 @@
  */
 
 #include <ctype.h>
+#include <errno.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +61,104 @@ dev_path(const char *file, const char *rel)
 }
 
 /*
+ * A path of the file's (rel, for field) as the host takes it: relative to
+ * the directory sent (cwd), which must hold it.  Allocated, or NULL with
+ * why.
+ */
+static char *
+dev_rel(const char *file, const char *rel, const char *cwd,
+    const char *field, char *why, size_t size)
+{
+	char	*path, *real, top[PATH_MAX], *out = NULL;
+	size_t	 n;
+
+	path = dev_path(file, rel);
+	if (realpath(cwd, top) == NULL || (real = realpath(path,
+	    NULL)) == NULL) {
+		snprintf(why, size, "%s: %.256s: %s", field, path,
+		    strerror(errno));
+		free(path);
+		return (NULL);
+	}
+	n = strlen(top);
+	if (strncmp(real, top, n) == 0 && real[n] == '\0')
+		out = xstrdup(".");
+	else if (strncmp(real, top, n) == 0 && real[n] == '/')
+		out = xstrdup(real + n + 1);
+	else
+		snprintf(why, size, "%s: %.256s is outside the directory sent "
+		    "(%.256s): run create from a directory that holds it",
+		    field, real, top);
+	free(real);
+	free(path);
+	return (out);
+}
+
+/*
+ * The image built on the remote host (docs/containers.md, "A
+ * devcontainer's build from a remote"): this directory is synced, then
+ * POST /v1/builds, the build's output printed.  Its name, or NULL with
+ * why (*code the exit status).
+ */
+static char *
+dev_build_remote(const char *file, const char *name,
+    const struct devcontainer *dc, const char *cwd, char *why, size_t size,
+    int *code)
+{
+	const struct remote	*v[1];
+	struct client_reply	 r;
+	char			 mdigest[DIGEST_HEX], *df, *ctx, *img = NULL;
+	const char		*out;
+	json_t			*body;
+	int			 tries;
+
+	*code = EXIT_USAGE;
+	if (hosts_candidates(v, 1) == 0) {
+		snprintf(why, size, "no remote host is configured");
+		return (NULL);
+	}
+	if ((df = dev_rel(file, dc->dockerfile, cwd, "build.dockerfile", why,
+	    size)) == NULL)
+		return (NULL);
+	if ((ctx = dev_rel(file, dc->context != NULL ? dc->context : ".",
+	    cwd, "build.context", why, size)) == NULL) {
+		free(df);
+		return (NULL);
+	}
+	memset(&r, 0, sizeof r);
+	for (tries = 0; tries < 2; tries++) {
+		client_reply_clear(&r);
+		if (run_remote_sync(v[0], cwd, 1, "gmux workspace",
+		    mdigest) != 0)
+			exit(1);
+		body = json_pack("{s:s,s:s,s:s,s:s}", "manifest", mdigest,
+		    "name", name, "dockerfile", df, "context", ctx);
+		if (client_call_at(&v[0]->target, "POST", "/v1/builds", body,
+		    &r) != 0)
+			r.status = 0;
+		json_decref(body);
+		if (r.status != 412)
+			break;
+	}
+	free(df);
+	free(ctx);
+	if ((out = json_string_value(json_object_get(r.body,
+	    "output"))) != NULL)
+		fputs(out, stderr);
+	if (r.status == 200 && json_is_string(json_object_get(r.body,
+	    "image")))
+		img = xstrdup(json_string_value(json_object_get(r.body,
+		    "image")));
+	else {
+		snprintf(why, size, "%s: %s", v[0]->name, r.error != NULL ?
+		    r.error : "refused");
+		*code = r.status == 400 ? EXIT_USAGE : 1;
+	}
+	client_reply_clear(&r);
+	return (img);
+}
+
+/*
  * The image the file's Dockerfile makes (podman build, here), named for
  * the workspace: its name (the caller frees it), or NULL with why.
  */
@@ -70,11 +170,6 @@ dev_build(const char *file, const char *name, const struct devcontainer *dc,
 	char		*df, *ctx, *img, *cause = NULL, *argv[10], *p;
 	int		 status;
 
-	if (hosts_remote()) {
-		snprintf(why, size, "build.dockerfile: images are built on the "
-		    "host itself, not with --remote (yet)");
-		return (NULL);
-	}
 	if ((podman = container_podman(&cause)) == NULL) {
 		snprintf(why, size, "%s", cause);
 		free(cause);
@@ -273,7 +368,18 @@ workspace_devcontainer(json_t *o, const char *name, const char *file)
 	}
 	if (dc.image != NULL)
 		img = xstrdup(dc.image);
-	else if ((img = dev_build(file, name, &dc, why, sizeof why)) == NULL) {
+	else if (hosts_remote()) {
+		if ((img = dev_build_remote(file, name, &dc, json_string_value(
+		    json_object_get(o, "cwd")), why, sizeof why,
+		    &rc)) == NULL) {
+			devcontainer_free(&dc);
+			if (rc == EXIT_USAGE)
+				dev_fail(file, "%s", why);
+			fprintf(stderr, "gmux workspace: %s\n", why);
+			exit(rc);
+		}
+	} else if ((img = dev_build(file, name, &dc, why,
+	    sizeof why)) == NULL) {
 		devcontainer_free(&dc);
 		dev_fail(file, "%s", why);
 	}

@@ -1,5 +1,5 @@
 /*
- * cmd-workspace.c: gmux workspace create/ls/rm/save (docs/containers.md).
+ * cmd-workspace.c: gmux workspace create/ls/rm/save/images
  * A workspace is a containerized job named NAME that waits until it is
  * removed, holding its seats and its books meanwhile; these are the
  * job API's routes with a workspace's words.
@@ -20,7 +20,8 @@ const struct cmd_entry cmd_workspace_entry = {
 	.name = "workspace",
 	.args = "create NAME --image IMAGE|--devcontainer FILE|--template T\n"
 	    "                      [--share F] [--mem SIZE] [DIRECTIVES...] | "
-	    "ls [--json]\n                      | rm NAME | save NAME IMAGE",
+	    "ls [--json]\n                      | rm NAME | save NAME IMAGE | "
+	    "images [--json]",
 	.help = "long-lived containers that hold a share (docs/containers.md)",
 	.options =
 	    "  --image IMAGE        create: from this local image (it needs "
@@ -33,13 +34,20 @@ const struct cmd_entry cmd_workspace_entry = {
 	    "(CONTAINERS_TEMPLATES:\n"
 	    "                       its image and flags; flags given here "
 	    "win)\n"
-	    "  --json               ls as a JSON array (the workspaces' jobs)\n"
+	    "  --json               ls, images as a JSON array\n"
 	    "  -h, --help           show this help\n"
 	    "\ncreate takes gmux run's flags (--share, --mem, --deny-net, ...)"
 	    ": the workspace\nholds them until rm.  save commits its "
-	    "container into a local IMAGE (on\nthe host itself).  Every "
-	    "workspace has the owner's home at its own path and\nits cache "
-	    "volume at /cache (kept after rm).\n",
+	    "container into IMAGE on its host (from\na remote: kept as "
+	    "localhost/OWNER/IMAGE); images lists those saved.\nEvery "
+	    "workspace has the owner's home at its own path and its cache "
+	    "volume\nat /cache (kept after rm).\n"
+	    "\nWith --remote (or a configured remote) create makes it on "
+	    "that host as a\nconfined container of the token's owner: this "
+	    "directory synced as its /work,\nno network, no host home "
+	    "(gmux shell and gmux port reach it there).  A\n"
+	    "devcontainer's build.dockerfile is built there, as the owner, "
+	    "from this\ndirectory (its output shown here).\n",
 	.exec = cmd_workspace_exec,
 };
 
@@ -147,6 +155,36 @@ workspace_argv(char **post)
 	return (v);
 }
 
+/*
+ * On a remote host (docs/containers.md, "A remote workspace"): its image
+ * and this directory go as gmux run's do (the image the first time the
+ * host lacks it; the directory as the workspace's tree at /work), and it
+ * runs there as a confined container of the token's owner.
+ */
+static int
+workspace_create_remote(json_t *o, const char *name)
+{
+	const struct remote	*v[1];
+	json_t			*j = NULL;
+	char			*cwd;
+	int			 rc;
+
+	if (hosts_candidates(v, 1) == 0) {
+		fprintf(stderr, "gmux workspace: no remote host is "
+		    "configured\n");
+		exit(1);
+	}
+	cwd = xstrdup(json_string_value(json_object_get(o, "cwd")));
+	rc = run_remote_start(v[0], o, cwd, "gmux workspace", &j);
+	free(cwd);
+	if (rc != 0)
+		exit(rc == 400 ? EXIT_USAGE : 1);
+	printf("%s %s:%s\n", name, v[0]->name, json_string_value(
+	    json_object_get(j, "id")));
+	json_decref(j);
+	return (0);
+}
+
 static int
 workspace_create(json_t *o, const char *name, int argc, const char *dev,
     const char *tpl)
@@ -187,6 +225,8 @@ workspace_create(json_t *o, const char *name, int argc, const char *dev,
 		workspace_check_image(json_string_value(json_object_get(o,
 		    "image")));
 	}
+	if (hosts_remote())
+		return (workspace_create_remote(o, name));
 	j = workspace_call("POST", "/v1/jobs", o);
 	printf("%s %s\n", name, json_string_value(json_object_get(j,
 	    "id")));
@@ -248,31 +288,6 @@ workspace_rm(const char *name)
 }
 
 /*
- * Waits until podman knows container ctr (a workspace just made is running
- * before podman has made its container): 0, or -1 after 30 s.
- */
-static int
-workspace_wait_container(const char *podman, const char *ctr)
-{
-	struct timespec	 ts = { 0, 50 * 1000000L };
-	char		*argv[5];
-	int		 status, i;
-
-	argv[0] = (char *)podman;
-	argv[1] = (char *)"container";
-	argv[2] = (char *)"exists";
-	argv[3] = (char *)ctr;
-	argv[4] = NULL;
-	for (i = 0; i < 600; i++) {
-		free(proc_output(argv, 10000, &status));
-		if (status == 0)
-			return (0);
-		nanosleep(&ts, NULL);
-	}
-	return (-1);
-}
-
-/*
  * On the host itself, an image that is not in the local store is refused
  * before a workspace is made of it (a remote host's job fails, 125).
  */
@@ -301,54 +316,60 @@ workspace_check_image(const char *image)
 	}
 }
 
-/* podman commit of its container, here: the host's own store. */
+/*
+ * podman commit of its container, on its host (here or a remote), by the
+ * daemon: into the store it is in (its owner's account's, or the host's);
+ * from a remote, named in the owner's own namespace (localhost/OWNER/...).
+ */
 static int
 workspace_save(const char *name, const char *image)
 {
-	json_t		*j;
-	const char	*ctr, *podman;
-	char		*cause = NULL, *argv[6];
-	int		 status;
+	json_t	*j, *o, *body;
+	char	*cause = NULL, *path;
 
 	if (jobspec_image_ok(image, &cause) != 0)
 		cmd_usage_error(&cmd_workspace_entry, "%s", cause);
-	if (hosts_remote())
-		cmd_usage_error(&cmd_workspace_entry, "save runs on the host "
-		    "itself, not with --remote (yet)");
-	if ((podman = container_podman(&cause)) == NULL) {
-		fprintf(stderr, "gmux workspace: %s\n", cause);
-		free(cause);
-		exit(1);
-	}
 	j = workspace_find(name);
-	if ((ctr = json_string_value(json_object_get(j, "container"))) ==
-	    NULL) {
-		fprintf(stderr, "gmux workspace: %s has no container yet (it "
-		    "is %s)\n", name, json_string_value(json_object_get(j,
-		    "state")));
-		json_decref(j);
-		exit(1);
-	}
-	if (workspace_wait_container(podman, ctr) != 0) {
-		fprintf(stderr, "gmux workspace: %s: its container %s is not "
-		    "there\n", name, ctr);
-		json_decref(j);
-		exit(1);
-	}
-	argv[0] = (char *)podman;
-	argv[1] = (char *)"commit";
-	argv[2] = (char *)"-q";
-	argv[3] = (char *)ctr;
-	argv[4] = (char *)image;
-	argv[5] = NULL;
-	free(proc_output(argv, 600000, &status));
+	xasprintf(&path, "/v1/jobs/%s/save", json_string_value(
+	    json_object_get(j, "id")));
+	body = json_pack("{s:s}", "image", image);
+	o = workspace_call("POST", path, body);
+	printf("%s\n", json_string_value(json_object_get(o, "image")));
+	json_decref(o);
+	json_decref(body);
+	free(path);
 	json_decref(j);
-	if (status != 0) {
-		fprintf(stderr, "gmux workspace: save: podman commit failed "
-		    "(%d)\n", status);
-		return (1);
+	return (0);
+}
+
+/* The caller's saved images (workspace save), on its host. */
+static int
+workspace_images(int json)
+{
+	static const char *const hdr[] = { "IMAGE", "ID", "AGE" };
+	struct table	*t;
+	json_t		*o, *v, *e;
+	char		*age;
+	size_t		 i;
+
+	o = workspace_call("GET", "/v1/images", NULL);
+	v = json_object_get(o, "images");
+	if (json) {
+		json_print(v, stdout);
+		json_decref(o);
+		return (0);
 	}
-	printf("%s\n", image);
+	t = table_create(hdr, nitems(hdr));
+	json_array_foreach(v, i, e) {
+		age = format_age(clock_ms() - json_integer_value(
+		    json_object_get(e, "created")));
+		table_add(t, json_string_value(json_object_get(e, "image")),
+		    json_string_value(json_object_get(e, "id")), age);
+		free(age);
+	}
+	table_print(t, stdout);
+	table_free(t);
+	json_decref(o);
 	return (0);
 }
 
@@ -364,7 +385,7 @@ cmd_workspace_exec(int argc, char **argv)
 	if (argc < 2 || argv[1][0] == '-') {
 		while (cmd_getopt(c, argc, argv, "h", workspace_opts()) != -1)
 			;
-		cmd_usage_error(c, "create, ls, rm or save?");
+		cmd_usage_error(c, "create, ls, rm, save or images?");
 	}
 	sub = argv[1];
 	argc--;
@@ -397,9 +418,11 @@ cmd_workspace_exec(int argc, char **argv)
 		rc = workspace_rm(argv[0]);
 	else if (strcmp(sub, "save") == 0 && argc == 2)
 		rc = workspace_save(argv[0], argv[1]);
+	else if (strcmp(sub, "images") == 0 && argc == 0)
+		rc = workspace_images(json);
 	else
-		cmd_usage_error(c, "create NAME --image IMAGE, ls, rm NAME or "
-		    "save NAME IMAGE");
+		cmd_usage_error(c, "create NAME --image IMAGE, ls, rm NAME, "
+		    "save NAME IMAGE or images");
 	json_decref(o);
 	return (rc);
 }

@@ -36,6 +36,7 @@ static const char *config_keys[] = {
 	"NAME",
 	"ADDR",
 	"CLUSTER_LEASE",
+	"TOKENS",		/* a token file hosts share (cluster.md) */
 	"UI",			/* the dashboard (issue 12) */
 	"ANNOUNCE",		/* discovery (docs/remote.md) */
 	"ANNOUNCE_PORT",

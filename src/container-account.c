@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gmux.h"
 #include "container-int.h"
@@ -39,19 +40,6 @@ container_account_cwd(struct keeper_spec *s)
 	return (0);
 }
 
-/* The value of NAME= in env, or NULL. */
-static const char *
-account_getenv(char *const *env, const char *name)
-{
-	size_t	 n = strlen(name);
-
-	for (; env != NULL && *env != NULL; env++) {
-		if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
-			return (*env + n + 1);
-	}
-	return (NULL);
-}
-
 /*
  * The environment an account's podman runs in (in its keeper): *envp
  * without what would send it elsewhere than the account's home, and that
@@ -61,12 +49,24 @@ account_getenv(char *const *env, const char *name)
 void
 container_account_env(const struct keeper_spec *s, char ***envp)
 {
-	const char	*home = account_getenv(s->env, "HOME");
-	char		**out = NULL, *const *e;
-	u_int		  i;
+	const char	*home = container_getenv(s->env, "HOME");
 
 	if (s->container == NULL || !s->as_account || home == NULL)
 		return;
+	container_account_podman_env(envp, home);
+}
+
+/*
+ * *envp without what would send an account's podman elsewhere than home,
+ * and home as HOME; *envp is replaced (the old one is the caller's).  A
+ * remote shell in a workspace runs its podman exec so too (workspace.c).
+ */
+void
+container_account_podman_env(char ***envp, const char *home)
+{
+	char		**out = NULL, *const *e;
+	u_int		  i;
+
 	for (e = *envp; e != NULL && *e != NULL; e++) {
 		for (i = 0; i < nitems(account_unset); i++) {
 			if (strncmp(*e, account_unset[i],
@@ -81,19 +81,19 @@ container_account_env(const struct keeper_spec *s, char ***envp)
 }
 
 /*
- * setpriv ... env -i HOME=HOME PATH=... podman ARGS: podman as s's
- * account, in its home.  The caller frees it (strv_free).
+ * setpriv ... env -i HOME=HOME PATH=... podman ARGS: podman as the account
+ * uid, in its home.  The caller frees it (strv_free).
  */
-static char **
-account_podman(const struct keeper_spec *s, const char *home,
+char **
+container_account_argv(uid_t uid, gid_t gid, const char *home,
     const char *const *args, u_int nargs)
 {
 	char	**argv = NULL;
 	u_int	  i;
 
 	container_push(&argv, "setpriv");
-	container_addf(&argv, "--reuid=%u", (u_int)s->uid);
-	container_addf(&argv, "--regid=%u", (u_int)s->gid);
+	container_addf(&argv, "--reuid=%u", (u_int)uid);
+	container_addf(&argv, "--regid=%u", (u_int)gid);
 	container_push(&argv, "--clear-groups");
 	container_push(&argv, "--");
 	container_push(&argv, "env");
@@ -127,7 +127,7 @@ account_run(const struct keeper_spec *s, const char *home,
 	char	**argv;
 	int	  status;
 
-	argv = account_podman(s, home, args, nargs);
+	argv = container_account_argv(s->uid, s->gid, home, args, nargs);
 	status = account_status(argv, ACCOUNT_PODMAN_MS);
 	strv_free(argv);
 	return (status);
@@ -154,7 +154,7 @@ account_load(const struct keeper_spec *s, const char *home,
 	container_push(&argv, "sh");
 	container_push(&argv, image);
 	container_push(&argv, container_podman(NULL));
-	load = account_podman(s, home, args, nitems(args));
+	load = container_account_argv(s->uid, s->gid, home, args, nitems(args));
 	for (i = 0; load[i] != NULL; i++)
 		container_push(&argv, load[i]);
 	strv_free(load);
@@ -178,7 +178,7 @@ container_account_load(const struct keeper_spec *s, char *const *env,
 
 	if (s->container == NULL || !s->as_account)
 		return (0);
-	if ((home = account_getenv(env, "HOME")) == NULL) {
+	if ((home = container_getenv(env, "HOME")) == NULL) {
 		xasprintf(cause, "image: the account has no home");
 		return (-1);
 	}
@@ -204,7 +204,7 @@ container_account_load(const struct keeper_spec *s, char *const *env,
 void
 container_account_remove(const struct keeper_spec *s, char *const *env)
 {
-	const char	*home = account_getenv(env, "HOME");
+	const char	*home = container_getenv(env, "HOME");
 	const char	*args[] = { "rm", "-f", "-i", "-t", "0", NULL };
 	char		*name;
 	int		 rc;
@@ -218,4 +218,129 @@ container_account_remove(const struct keeper_spec *s, char *const *env)
 	rc = account_run(s, home, args, nitems(args));
 	log_debug("%s: %s as uid %u: %d", __func__, name, (u_int)s->uid, rc);
 	free(name);
+}
+
+/*
+ * The orphan sweep of the accounts' stores: at the daemon's start, each
+ * account whose home has a rootless store is asked (podman ps -a as the
+ * account, off the loop) for this daemon's containers, and those whose
+ * job is not running (a keeper killed with the daemon) are removed, as
+ * the account, off the loop too.
+ */
+struct account_sweep {
+	uid_t	 uid;
+	gid_t	 gid;
+	char	*home;
+	char   **names;		/* its orphans */
+};
+
+static int	(*account_running)(u_int);
+
+static void
+account_sweep_free(struct account_sweep *w)
+{
+	free(w->home);
+	strv_free(w->names);
+	free(w);
+}
+
+static void
+account_removed_cb(char *out, int status, void *arg)
+{
+	struct account_sweep	*w = arg;
+
+	tenant_swept(w->uid);
+
+	log_info("%s: uid %u: %u orphan container(s) removed (%d)", __func__,
+	    (u_int)w->uid, (u_int)strv_len(w->names), status);
+	free(out);
+	account_sweep_free(w);
+}
+
+static void
+account_orphan(u_int id, void *arg)
+{
+	struct account_sweep	*w = arg;
+	char			*name = container_name(id);
+
+	strv_add(&w->names, name);
+	free(name);
+}
+
+/* In the loop: an account's containers listed; its orphans removed. */
+static void
+account_listed_cb(char *out, int status, void *arg)
+{
+	struct account_sweep	*w = arg;
+	const char		*rm[] = { "rm", "-f", "-i", "-t", "0" };
+	char			**argv, *cause = NULL;
+	u_int			  i;
+
+	if (status != 0 || out == NULL)
+		goto done;
+	w->names = xcalloc(1, sizeof *w->names);
+	container_orphans(out, account_running, account_orphan, w);
+	if (strv_len(w->names) == 0)
+		goto done;
+	argv = container_account_argv(w->uid, w->gid, w->home, rm, nitems(rm));
+	for (i = 0; w->names[i] != NULL; i++)
+		container_push(&argv, w->names[i]);
+	if (proc_async_start(argv, ACCOUNT_PODMAN_MS, account_removed_cb, w,
+	    &cause) == 0) {
+		strv_free(argv);
+		free(out);
+		return;
+	}
+	log_warnx("%s: %s", __func__, cause);
+	free(cause);
+	strv_free(argv);
+done:
+	tenant_swept(w->uid);
+	free(out);
+	account_sweep_free(w);
+}
+
+/* One account's sweep, if its home has a rootless store: 1 if started. */
+static int
+account_sweep_one(uid_t uid, gid_t gid, const char *home, void *arg)
+{
+	struct account_sweep	*w;
+	const char		*ps[] = { "ps", "-a", "--format",
+				    CONTAINER_PS_FORMAT, "--filter", NULL };
+	char			**argv, *store, *label, *cause = NULL;
+	int			  rc;
+
+	xasprintf(&store, "%s/.local/share/containers/storage", home);
+	if (container_podman(NULL) == NULL || access(store, F_OK) != 0) {
+		free(store);
+		return (0);
+	}
+	free(store);
+	xasprintf(&label, "label=gmux.home=%s", container_label());
+	ps[5] = label;
+	w = xcalloc(1, sizeof *w);
+	w->uid = uid;
+	w->gid = gid;
+	w->home = xstrdup(home);
+	argv = container_account_argv(uid, gid, home, ps, nitems(ps));
+	if ((rc = proc_async_start(argv, ACCOUNT_PODMAN_MS, account_listed_cb,
+	    w, &cause)) != 0) {
+		log_warnx("%s: %s", __func__, cause);
+		free(cause);
+		account_sweep_free(w);
+	}
+	strv_free(argv);
+	free(label);
+	return (rc == 0);
+}
+
+/*
+ * At the daemon's start: the accounts' orphan containers, removed off the
+ * loop (running(id) says whether job id runs).
+ */
+void
+container_account_sweep(int (*running)(u_int))
+{
+	account_running = running;
+	tenant_accounts_each(account_sweep_one, NULL);
 }

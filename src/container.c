@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <glob.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -299,7 +300,7 @@ container_mounts(char ***argv, char *const *list, const char *how)
 }
 
 /* Whether NAME=VALUE is one of gmux's variables (container_vars). */
-static int
+int
 container_var(const char *kv)
 {
 	u_int	 i;
@@ -405,6 +406,10 @@ container_argv(const struct keeper_spec *s, char *const *env)
 	for (a = c->volumes; a != NULL && *a != NULL; a++)
 		container_addf(&argv, "--mount=%s", *a);
 	container_env(&argv, env);
+	if (c->env_file != NULL) {
+		container_push(&argv, "--env-file");
+		container_push(&argv, c->env_file);
+	}
 	for (a = c->env; a != NULL && *a != NULL; a++) {
 		container_push(&argv, "-e");
 		container_push(&argv, *a);
@@ -457,6 +462,60 @@ container_remove(u_int id)
 }
 
 /*
+ * One line of podman ps -a --format CONTAINER_PS_FORMAT: a container's ID
+ * (hexadecimal) and its gmux.job label, the job's number in decimal (no
+ * sign, no leading zero, nothing after).  0 and *id, or -1 for a line
+ * that names no job: a container without the label ("<no value>"), or a
+ * label gmux did not write, which must not remove job N's container.
+ */
+static int
+container_ps_line(const char *line, u_int *id)
+{
+	const char		*p = line + strspn(line, "0123456789abcdef");
+	unsigned long long	 v = 0;
+
+	if (p == line || p - line > 64 || *p++ != ' ' || *p < '1' ||
+	    *p > '9')
+		return (-1);
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if ((v = v * 10 + (u_int)(*p - '0')) > UINT_MAX)
+			return (-1);
+	}
+	if (*p != '\0')
+		return (-1);
+	*id = (u_int)v;
+	return (0);
+}
+
+/*
+ * What podman ps -a --format CONTAINER_PS_FORMAT printed, a line a
+ * container ("ID JOB"): fn(job, arg) for each whose job is not running
+ * (running(id) says).  out is cut into lines.
+ */
+void
+container_orphans(char *out, int (*running)(u_int),
+    void (*fn)(u_int, void *), void *arg)
+{
+	char	*line, *next;
+	u_int	 id;
+
+	for (line = out; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if (container_ps_line(line, &id) != 0 || running(id))
+			continue;
+		log_debug("%s: j%u: %.64s is an orphan", __func__, id, line);
+		fn(id, arg);
+	}
+}
+
+static void
+container_sweep_one(u_int id, void *arg)
+{
+	container_remove(id);
+}
+
+/*
  * At the daemon's start: removes this daemon's containers whose job is not
  * running (running(id) says), the orphans of a keeper that died.  Only
  * where a container job was ever started here (the mark), so a daemon
@@ -465,12 +524,9 @@ container_remove(u_int id)
 void
 container_sweep(int (*running)(u_int))
 {
-	char		*mark, *out = NULL, *line, *next, *label;
+	char		*mark, *out = NULL, *label;
 	const char	*args[] = { "ps", "-a", "--format",
-			    "{{.ID}} {{index .Labels \"gmux.job\"}}",
-			    "--filter", NULL };
-	u_int		 id;
-	char		 cid[80];
+			    CONTAINER_PS_FORMAT, "--filter", NULL };
 
 	xasprintf(&mark, "%s/containers", path_home());
 	if (access(mark, F_OK) != 0 || container_podman(NULL) == NULL) {
@@ -481,17 +537,8 @@ container_sweep(int (*running)(u_int))
 	xasprintf(&label, "label=gmux.home=%s", host.home);
 	args[5] = label;
 	if (container_podman_run(args, nitems(args), CONTAINER_PS_MS,
-	    &out) != 0)
-		goto out;
-	for (line = out; line != NULL && *line != '\0'; line = next) {
-		if ((next = strchr(line, '\n')) != NULL)
-			*next++ = '\0';
-		if (sscanf(line, "%79s %u", cid, &id) != 2 || running(id))
-			continue;
-		log_debug("%s: j%u: %s is an orphan", __func__, id, cid);
-		container_remove(id);
-	}
-out:
+	    &out) == 0)
+		container_orphans(out, running, container_sweep_one, NULL);
 	free(out);
 	free(label);
 }
@@ -596,6 +643,8 @@ container_check(const struct jobreq *r, int *code, char **cause)
 		    "network; it is not run unfenced");
 		return (-1);
 	}
+	if (container_env_check(r, cause) != 0)
+		return (-1);
 	if (container_check_fence(r, cause) != 0)
 		return (-1);
 	if (container_podman(cause) == NULL) {
@@ -698,6 +747,7 @@ void
 container_spec_clear(struct container_spec *cs)
 {
 	free(cs->tree);
+	free(cs->env_file);
 	strv_free(cs->devices);
 	strv_free(cs->ro);
 	strv_free(cs->rw);

@@ -357,6 +357,26 @@ doctor_disk(struct doctor *d)
 	free(s);
 }
 
+/* With accounts: whether the homes' disk quotas are the kernel's. */
+static void
+doctor_tenant_disk(struct doctor *d)
+{
+	const char	*why;
+
+	if (!tenant_accounts_on(&why))
+		return;
+	if (tenant_disk_quotas())
+		doctor_add(d, "tenant disk", DOCTOR_OK, NULL, "project "
+		    "quotas on TENANT_HOME_ROOT's filesystem: limits enforced "
+		    "by the kernel");
+	else
+		doctor_add(d, "tenant disk", DOCTOR_WARN, "mount it with "
+		    "project quotas (ext4 -O quota,project and prjquota, or "
+		    "xfs pquota)", "TENANT_HOME_ROOT's filesystem has no "
+		    "project quotas: homes measured by a walk, over the limit "
+		    "only new jobs refused");
+}
+
 /* One state file or directory: a finding if others may read it. */
 static int
 doctor_mode(struct doctor *d, const char *path, int want_dir)
@@ -450,5 +470,6 @@ doctor_host(struct doctor *d)
 	doctor_images(d);
 	doctor_etcd(d);
 	doctor_disk(d);
+	doctor_tenant_disk(d);
 	doctor_modes(d);
 }

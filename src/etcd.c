@@ -47,6 +47,8 @@ struct etcd {
 	int64_t			 skew_ms;	/* our clock - etcd's (Date:) */
 	int			 skew_known;
 	char			 name[300];
+	/* calls waiting on a connection, freed with it by etcd_free */
+	LIST_HEAD(, etcd_call)	 calls_live;
 };
 
 struct etcd_call {
@@ -61,6 +63,8 @@ struct etcd_call {
 	int			 cancelled;
 	int			 dying;		/* a free is scheduled */
 	struct evbuffer		*partial;	/* a stream's unfinished line */
+	int			 listed;	/* on its etcd's calls */
+	LIST_ENTRY(etcd_call)	 entry;
 };
 
 /* Parses one "http://HOST:PORT" into ep; the path must be empty. */
@@ -119,6 +123,7 @@ etcd_create(struct event_base *base, const char *urls, char **cause)
 
 	e = xcalloc(1, sizeof *e);
 	e->base = base;
+	LIST_INIT(&e->calls_live);
 	copy = s = xstrdup(urls);
 	while ((url = strsep(&s, ",")) != NULL) {
 		url = strtrim(url);
@@ -147,10 +152,19 @@ fail:
 	return (NULL);
 }
 
+static void	etcd_call_free(struct etcd_call *);
+
+/*
+ * Frees the client.  Calls still waiting for a reply (a keepalive sent to
+ * an etcd member that went silent, a muted call) are freed with it, their
+ * callbacks never called: libevent frees a connection's requests without
+ * telling them.
+ */
 void
 etcd_free(struct etcd *e)
 {
-	u_int	 i, k;
+	struct etcd_call	*c;
+	u_int			 i, k;
 
 	if (e == NULL)
 		return;
@@ -160,6 +174,11 @@ etcd_free(struct etcd *e)
 				evhttp_connection_free(e->eps[i].conn[k]);
 		}
 		free(e->eps[i].host);
+	}
+	while ((c = LIST_FIRST(&e->calls_live)) != NULL) {
+		if (c->own == NULL)
+			c->req = NULL;	/* freed with its connection */
+		etcd_call_free(c);
 	}
 	free(e->eps);
 	free(e);
@@ -665,7 +684,14 @@ etcd_chunk(struct evhttp_request *req, void *arg)
 	etcd_stream_lines(c, evhttp_request_get_input_buffer(req));
 }
 
-static void etcd_call_free(struct etcd_call *);
+/* The call is no longer etcd_free's to free (or is freed). */
+static void
+etcd_call_unlist(struct etcd_call *c)
+{
+	if (c->listed)
+		LIST_REMOVE(c, entry);
+	c->listed = 0;
+}
 
 static void
 etcd_call_free_cb(evutil_socket_t fd, short events, void *arg)
@@ -676,6 +702,7 @@ etcd_call_free_cb(evutil_socket_t fd, short events, void *arg)
 static void
 etcd_call_free(struct etcd_call *c)
 {
+	etcd_call_unlist(c);
 	if (c->own != NULL)
 		evhttp_connection_free(c->own);
 	if (c->partial != NULL)
@@ -746,10 +773,11 @@ etcd_done(struct evhttp_request *req, void *arg)
 	/* A stream's own connection cannot be freed inside its callback. */
 	if (c->dying)
 		return;		/* etcd_cancel_later frees it */
-	if (c->own != NULL)
+	if (c->own != NULL) {
+		etcd_call_unlist(c);
 		event_base_once(c->e->base, -1, EV_TIMEOUT, etcd_call_free_cb,
 		    c, NULL);
-	else
+	} else
 		etcd_call_free(c);
 }
 
@@ -768,6 +796,8 @@ etcd_send(struct etcd *e, const char *path, json_t *body, int own,
 	c->cb = cb;
 	c->arg = arg;
 	c->ep = e->cur;
+	LIST_INSERT_HEAD(&e->calls_live, c, entry);
+	c->listed = 1;
 	if (own) {
 		c->own = conn = etcd_connect(e, c->ep, ETCD_WAIT_TIMEOUT_S);
 		c->partial = evbuffer_new();
@@ -939,6 +969,7 @@ etcd_cancel(struct etcd_call *c)
 		return;		/* freed when its reply comes */
 	/* Not inside its own callbacks: from the loop, next. */
 	c->dying = 1;
+	etcd_call_unlist(c);
 	event_base_once(c->e->base, -1, EV_TIMEOUT, etcd_cancel_later, c,
 	    NULL);
 }

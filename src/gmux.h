@@ -68,6 +68,7 @@ dead void	 fatal(const char *, ...) printflike(1, 2);
 dead void	 fatalx(const char *, ...) printflike(1, 2);
 
 /* util.c */
+int		 thread_start_detached(void *(*)(void *), void *);
 int		 parse_size(const char *, uint64_t *, char **);
 int		 parse_share(const char *, u_int *, char **);
 int		 parse_duration(const char *, int64_t *, char **);
@@ -123,6 +124,7 @@ int		 path_under(const char *, const char *);
 
 /* proc.c: running a helper program and capturing its output */
 char		*proc_output(char *const *, int, int *);
+char		*proc_stat(const char *, char *, size_t);
 u_int		 proc_kill_session(pid_t, const char *, int);
 dead void	 proc_exec(char *const *, int);
 
@@ -299,6 +301,7 @@ int		 jobspec_element_from_json(json_t *, struct jobspec *,
 int		 jobspec_gpus(const char *, char **, u_int *, char **);
 int		 jobspec_time(const char *, int64_t *, char **);
 int		 jobspec_image_ok(const char *, char **);
+int		 jobspec_workspace_name_ok(const char *, char **);
 int		 jobspec_reads_as_job(const char *);
 
 /* imageref.c: an image's name as a client may give it */
@@ -457,6 +460,7 @@ struct card {
 	int		 fake;
 	u_int		 cus;		/* compute units (AMD), 0 if unknown */
 	int		 util;		/* measured percent busy, -1 unknown */
+	uint64_t	 mem_measured;	/* bytes in use, CARD_UNKNOWN unknown */
 	char		*bus_id;	/* PCI address, as the tool gives it */
 	struct card_enforce enforce;
 };
@@ -764,6 +768,7 @@ struct sched_info {
 typedef void (*sched_walk_cb)(const struct sched_req *,
 		     const struct sched_run *, void *);
 struct sched	*sched_create(const uint64_t *, u_int, char **);
+void		 sched_withhold(struct sched *, u_int, uint64_t, int);
 char		*sched_refusal(const struct sched *, const struct sched_req *);
 int		 sched_submit(struct sched *, const struct sched_req *, int64_t,
 		     struct sched_out *);
@@ -902,6 +907,7 @@ struct container_spec {
 	char		**ro;		/* mounted read-only: the shim */
 	char		**rw;		/* read-write: the region, MPS pipes */
 	char *const	 *env;		/* more names for -e: containerEnv */
+	char		 *env_file;	/* --env-file: a remote one's */
 	int		  confined;	/* a remote job's: its tree, no host */
 	char		 *tree;		/* -v of its tree at /work, confined */
 	char		**volumes;	/* --mount specs: a workspace's */
@@ -925,13 +931,23 @@ void		 container_spec_clear(struct container_spec *);
 void		 container_spec_confine(struct container_spec *, u_int,
 		     const struct overlay *);
 char		**container_confined_env(char *const *);
+/* container-env.c: a remote job's containerEnv, by an env file */
+int		 container_env_check(const struct jobreq *, char **);
+int		 container_env_file(struct container_spec *,
+		     const struct jobreq *, const struct keeper_spec *,
+		     char **);
+void		 container_env_forget(u_int);
 /* container-account.c: as the job's tenant account, rootless */
 int		 container_account_cwd(struct keeper_spec *);
 void		 container_account_env(const struct keeper_spec *, char ***);
+void		 container_account_podman_env(char ***, const char *);
 int		 container_account_load(const struct keeper_spec *,
 		     char *const *, char **);
 void		 container_account_remove(const struct keeper_spec *,
 		     char *const *);
+void		 container_account_sweep(int (*)(u_int));
+char		**container_account_argv(uid_t, gid_t, const char *,
+		     const char *const *, u_int);
 
 /* workspace.c: a shell in a workspace, the daemon's side */
 struct job	*workspace_find_live(const char *, const char *);
@@ -939,6 +955,10 @@ struct job	*workspace_shell_live(const char *, const char *);
 int		 workspace_shell_check(const struct jobreq *, const char *,
 		     int *, char **);
 char		**workspace_shell_argv(const struct job *, char **);
+void		 workspace_shell_unjail(const struct job *,
+		     struct keeper_spec *);
+void		 workspace_shell_account(const struct job *,
+		     struct keeper_spec *);
 void		 workspace_ended(struct job *);
 
 /* workspace-mount.c: a workspace's home, cache and mounts */
@@ -981,6 +1001,8 @@ struct keeper_spec {
 	uid_t		  uid;
 	gid_t		  gid;
 	const struct container_spec *container; /* NULL: native */
+	int64_t		  orphan_ms;	/* no daemon this long: stop; 0 */
+	int64_t		  grace_ms;	/* ... TERM this long before */
 };
 pid_t		 keeper_spawn(const struct keeper_spec *, int *, char **);
 int		 keeper_connect(u_int);
@@ -1004,6 +1026,10 @@ int		 tenant_admit(struct job *, int *, char **);
 void		 tenant_hold(struct job *);
 int		 tenant_held(struct job *);
 void		 tenant_tick(void);
+int		 tenant_disk_quotas(void);
+void		 tenant_accounts_each(int (*)(uid_t, gid_t, const char *,
+		     void *), void *);
+void		 tenant_swept(uid_t);
 
 /* state.c: the daemon's records in SQLite */
 int		 state_open(char **);
@@ -1348,6 +1374,10 @@ struct token {
 	int64_t		 created;	/* ms */
 	int		 revoked;
 	int64_t		 expires;	/* ms; an invite (0: a token) */
+	char		**clusters;	/* granted (token-grant.c) */
+	u_int		 nclusters;
+	int		 granted;	/* clusters is its list (0: none
+					   written: its host's cluster) */
 };
 struct tokens {
 	struct token	*v;
@@ -1370,11 +1400,22 @@ int		 tokens_invite(struct tokens *, const char *, char **, char **,
 int		 tokens_join(struct tokens *, const struct token *, char **,
 		     char **, char **);
 int		 tokens_revoke(struct tokens *, const char *, char **);
-json_t		*tokens_to_json(const struct tokens *);
+int		 tokens_grant(struct tokens *, const char *, const char *, int,
+		     const char *, char **);
+json_t		*tokens_to_json(const struct tokens *, const char *);
 const struct token *tokens_check(const struct tokens *, const char *);
 int		 tokens_authorize(struct tokens *, struct ratelimit *,
 		     const char *, const char *, int64_t, char **, int *,
 		     char **);
+/* token-grant.c: the clusters a token is granted (docs/cluster.md) */
+int		 token_cluster_valid(const char *);
+int		 token_grants_parse(json_t *, struct token *, char **);
+void		 token_grants_json(const struct token *, json_t *);
+void		 token_grants_copy(struct token *, const struct token *);
+void		 token_grants_clear(struct token *);
+int		 token_granted(const struct token *, const char *);
+int		 token_grants_set(struct token *, const char *, int,
+		     const char *, char **);
 
 /* ratelimit.c */
 struct ratelimit *ratelimit_create(u_int, int64_t, int64_t, u_int);
@@ -1635,6 +1676,8 @@ int		 tree_materialize(struct cas *, const struct manifest *,
 #define PREPARE_REASON	"preparing its files"
 struct prepare	*prepare_new(struct cas *, struct manifest *, const char *,
 		     const char *, const char *, char **);
+typedef void	(*prepare_cb)(int, const char *, void *);
+void		 prepare_run(struct prepare *, prepare_cb, void *);
 void		 prepare_discard(const char *);
 void		 prepare_collect(const char *, const char *);
 int		 prepare_submit(struct prepare *, struct job *, u_int, int *,
@@ -1710,6 +1753,13 @@ void		 server_sched_tick(void);
 void		 server_sched_restore(void);
 void		 server_sched_resume(void);
 void		 server_sched_card(u_int, u_int *, uint64_t *, u_int *);
+
+/* server-over.c: --mode overcommit on this host */
+int		 server_over_is(const struct job *);
+int		 server_over_check(const struct job *, int *, char **);
+int		 server_over_admit(struct job *, char **);
+void		 server_over_release(const struct job *);
+void		 server_over_restore(const struct job *);
 int		 server_sched_where(const struct job *, u_int *, char **);
 
 /* jobspec-host.c: what this host makes of a job's directives */
@@ -1749,14 +1799,18 @@ struct api_who {
 	int		 admin;		/* may act on every owner's jobs */
 	int		 confined;	/* its paths and jobs are confined */
 	int		 proxied;	/* relayed by a cluster peer (0 yet) */
+	int		 ungranted;	/* its token lacks this member's
+					   cluster (cluster-grant.c) */
 };
 void		 api_dispatch(struct evhttp_request *,
 		     const struct api_who *);
 const char	*api_me(void);
 int		 api_may(const struct api_who *, const char *);
+int		 api_may_job(const struct api_who *, const struct job *);
 void		 api_setup(struct evhttp *);
 json_t		*api_body(struct evhttp_request *, char **);
 struct cas	*api_remote_cas(struct evhttp_request *);
+uint64_t	 api_size_setting(const char *, uint64_t);
 void		 api_send(struct evhttp_request *, int, struct evbuffer *);
 void		 api_reply(struct evhttp_request *, int, json_t *);
 void		 api_error(struct evhttp_request *, int, const char *, ...)
@@ -1783,6 +1837,18 @@ struct job	*api_job_lookup(struct evhttp_request *, const char *,
 		     const struct api_who *);
 int		 api_stop_body(struct evhttp_request *, int64_t *, int *,
 		     json_t **);
+
+/* api-workspace.c: a workspace's images (issue 17) */
+void		 api_job_save(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_images_list(struct evhttp_request *, const char *,
+		     const struct api_who *);
+/* api-build.c: a devcontainer's build for a remote owner */
+void		 api_builds_post(struct evhttp_request *, const char *,
+		     const struct api_who *);
+int		 api_build_body(json_t *, const char *, const char **,
+		     char **, char **, char **, char **);
+void		 api_build_restore(void);
 
 /* api-array.c, api-queue.c: arrays, their elements' status, the queue */
 int		 api_array_get(struct evhttp_request *, const char *,
@@ -1839,23 +1905,54 @@ void		 api_cluster_submit(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_cluster_stop(struct evhttp_request *, const char *,
 		     const struct api_who *);
+void		 api_cluster_terminal(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_cluster_port(struct evhttp_request *, const char *,
+		     const struct api_who *);
 void		 api_cluster_log(struct evhttp_request *, const char *,
 		     const struct api_who *);
+
+/* cluster-grant.c: a token's clusters, enforced (docs/cluster.md) */
+const char	*cluster_grant_own(void);
+int		 cluster_grant_ok(const struct token *);
+int		 cluster_grant_refuse(struct evhttp_request *, const char *,
+		     const struct api_who *);
+int		 cluster_grant_runs_cluster_job(const struct job *);
+int		 cluster_grant_hides(const struct api_who *,
+		     const struct job *);
+
+/* cluster-job.c: how long a job's keeper may be without a daemon */
+int64_t		 cluster_job_orphan_ms(const struct job *);
 
 /* cluster-peer.c: members calling members (docs/cluster.md) */
 #define PEER_OWNER_HEADER	"X-Gmux-Peer-Owner"
 #define PEER_ADMIN_HEADER	"X-Gmux-Peer-Admin"
 const char	*cluster_peer_conn(struct bufferevent *);
 int		 cluster_peer_owner_ok(const char *);
+struct bufferevent *cluster_peer_bev(const char *, char **, u_int *,
+		     char **);
+const char	*cluster_peer_self(void);
+/* term-peer.c: a cluster job's terminal or port, on another member */
+#define TERM_UPGRADE	"gmux-term/1"	/* docs/terminals.md */
+#define PORT_UPGRADE	"gmux-port/1"
+void		 term_peer_relay(const char *, const char *,
+		     const struct api_who *, struct evhttp_request *,
+		     const char *);
+/* cluster-job.c */
+const char	*cluster_job_entry(u_int, const char **);
 /* cluster-usage.c */
 void		 cluster_usage(struct evhttp_request *, const struct api_who *);
 int		 cluster_usage_merges(struct evhttp_request *,
 		     const struct api_who *);
+/* cluster-workers.c */
+void		 cluster_workers(struct evhttp_request *,
+		     const struct api_who *, json_t *);
 
 /* server-tls.c: the TCP listener, TLS and tokens */
 extern const char *server_tls_addr;
 struct tokens	*server_tls_tokens(char **);
 char		*server_tls_invite(const char *);
+int		 server_tls_grant_own(const char *, char **);
 int		 server_tls_start(char **);
 int		 server_tls_where(char **, const char **);
 void		 server_tls_stop(void);
@@ -1874,6 +1971,9 @@ struct bufferevent *server_guard_bev(struct event_base *, void *);
 
 /* api-remote.c, api-token.c: the routes of remote runs */
 void		 api_remote_close(void);
+struct cas	*api_remote_store(char **);
+void		 api_remote_answer(struct evhttp_request *, int, json_t *,
+		     char *);
 void		 api_sync_manifest_get(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_sync_manifest_post(struct evhttp_request *, const char *,
@@ -1893,7 +1993,13 @@ void		 api_images_post(struct evhttp_request *, const char *,
 struct prepare;
 int		 api_remote_job(struct evhttp_request *, const struct api_who *,
 		     struct jobreq *, u_int, struct prepare **);
-int		 api_remote_empty_tree(struct jobreq *, u_int, char **);
+int		 api_remote_cluster_tree(struct jobreq *, u_int,
+		     struct prepare **, char **);
+int		 api_remote_take_manifest(const char *, const void *, size_t,
+		     json_t **, char **);
+int		 api_remote_take_blob(const char *, const char *, const void *,
+		     size_t, char **);
+int		 api_remote_have_tree(const char *, json_t **, char **);
 void		 api_remote_job_undo(u_int);
 json_t		*api_remote_warnings(const struct jobreq *);
 void		 api_tokens_list(struct evhttp_request *, const char *,
@@ -1902,15 +2008,23 @@ void		 api_tokens_add(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_token_revoke(struct evhttp_request *, const char *,
 		     const struct api_who *);
+void		 api_token_grant(struct evhttp_request *, const char *,
+		     const struct api_who *);
 void		 api_join(struct evhttp_request *, const char *,
 		     const struct api_who *);
 
 /* api-task.c: the task broker's routes (docs/tasks.md) */
+void		 api_task_value_put(struct evhttp_request *, const char *,
+		     const struct api_who *);
+void		 api_task_value_get(struct evhttp_request *, const char *,
+		     const struct api_who *);
 void		 api_tasks_connect(struct evhttp_request *, const char *,
 		     const struct api_who *);
 void		 api_workers_list(struct evhttp_request *, const char *,
 		     const struct api_who *);
 int		 task_worker_job(struct jobreq *, char **);
+void		 api_tasks_peer_worker(struct evhttp_request *, const char *,
+		     const struct api_who *);
 /* api-term.c: terminals and ports (docs/terminals.md) */
 void		 api_job_terminal(struct evhttp_request *, const char *,
 		     const struct api_who *);
@@ -2073,6 +2187,8 @@ void		 remote_probe_clear(struct remote_probe *, u_int);
 #define RUN_DETACH	0x1	/* run -d */
 #define RUN_QUIET	0x2	/* run -q */
 int		 run_remote(json_t *, int, char **);
+int		 run_remote_start(const struct remote *, json_t *, const char *,
+		     const char *, json_t **);
 int		 run_remote_sync(const struct remote *, const char *, int,
 		     const char *, char *);
 
@@ -2114,6 +2230,9 @@ json_t		*cmd_call(const struct cmd_entry *, const char *, const char *,
 json_t		*cmd_call_here(const struct cmd_entry *, const char *,
 		     const char *, json_t *);
 int		 cmd_cluster_id(const char *);	/* cmd-cluster.c */
+int		 cmd_cluster_job_at(const struct target *, const char *);
+int		 cmd_cluster_member(const struct cmd_entry *);
+void		 cmd_cluster_tree(json_t *);
 
 /* cmd-*.c: one command each */
 extern const struct cmd_entry cmd_serve_entry;

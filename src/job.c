@@ -489,8 +489,13 @@ job_start(struct job *j, char **cause)
 	}
 	if ((s.env = job_env(j, cause)) == NULL)
 		goto out;
-	if (job_account_of(j, &s, &js, cause) != 0 ||
-	    container_account_cwd(&s) != 0 ||
+	workspace_shell_unjail(j, &s);
+	if (job_account_of(j, &s, &js, cause) != 0)
+		goto out;
+	workspace_shell_account(j, &s);
+	if (container_env_file(&cs, &j->req, &s, cause) != 0)
+		goto out;
+	if (container_account_cwd(&s) != 0 ||
 	    tenant_publish(j, &s.argv, &s.env, j->req.confined ? &js : NULL,
 	    cause) != 0)
 		goto out;
@@ -500,6 +505,8 @@ job_start(struct job *j, char **cause)
 		goto out;
 	s.out_path = out_path;
 	s.err_path = err_path;
+	s.orphan_ms = cluster_job_orphan_ms(j);
+	s.grace_ms = j->req.grace_ms;
 	if (j->req.spec.stdin_file)
 		s.stdin_path = in_path = path_job_file(j->id, "stdin");
 	/*
@@ -521,6 +528,8 @@ job_start(struct job *j, char **cause)
 	} else if (j->cards != 0)
 		enforce_forget(j->id);
 out:
+	if (rc != 0 && cs.env_file != NULL)
+		container_env_forget(j->id);
 	if (s.argv != j->req.argv && s.argv != term_argv)
 		strv_free(s.argv);	/* its interpreter's (tenant_publish) */
 	strv_free(s.env);
@@ -674,6 +683,8 @@ job_record_end(struct job *j, json_t *st)
 	s = job_end_state(j, st);
 	if (j->cards != 0)
 		enforce_forget(j->id);
+	if (j->req.confined && j->req.spec.container_env != NULL)
+		container_env_forget(j->id);	/* its values: not needed */
 	log_debug("%s: %s %s exit %d", __func__, j->name, job_state_name(s),
 	    j->exit_code);
 	/*

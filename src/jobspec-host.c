@@ -212,10 +212,6 @@ jobspec_host_never(const struct job *j)
 	if (s->nodes > 1)
 		xasprintf(&why, "nodes: a gang of %u members needs a cluster; "
 		    "this host runs standalone", s->nodes);
-	else if (s->mode == JOBSPEC_OVERCOMMIT)
-		xasprintf(&why, "mode: overcommit (admission on measured use, "
-		    "memory not reserved) is a cluster's; this host reserves "
-		    "what it admits (use shared)");
 	else if (s->server != NULL &&
 	    strcmp(s->server, jobspec_host_name()) != 0)
 		xasprintf(&why, "server: no member is named %s (this host, "

@@ -80,7 +80,8 @@ int		 runopt_apply(json_t *, int, const char *, char **);
     "reserves)\n" \
     "  --vram SIZE          free memory it needs on each card\n" \
     "  --mode MODE          exclusive (whole cards), shared (the default)" \
-    "\n                       or overcommit (a cluster's)\n" \
+    "\n                       or overcommit (on measured use, nothing " \
+    "reserved)\n" \
     "  --server NAME        on this member only\n" \
     "  --partition TAG      on a member with this tag (TAGS in its " \
     "config)\n" \

@@ -335,7 +335,7 @@ jobspec_reads_as_job(const char *s)
  * A workspace's name: letters, digits and ._- (not first), and not what
  * reads as a job id: gmux shell WORD takes either.
  */
-static int
+int
 jobspec_workspace_name_ok(const char *name, char **cause)
 {
 	if (name == NULL || *name == '-' || *name == '\0' ||
@@ -560,12 +560,21 @@ jobspec_finish(json_t *o, struct jobreq *r, char **cause)
 		return (-1);
 	if (jobspec_finish_mode(o, r, cause) != 0)
 		return (-1);
+	/* (exclusive took whole cards above) */
 	if (r->seats == 0 && r->spec.mode != JOBSPEC_SHARED) {
-		xasprintf(cause, "mode: a job with share 0 has no card");
+		xasprintf(cause, "mode: overcommit shares a card, and a job "
+		    "with share 0 has none: give its compute share with "
+		    "--share (e.g. --share 0.5; its memory is admitted on "
+		    "measured use)");
 		return (-1);
 	}
 	if (jobspec_finish_array(&r->spec, cause) != 0)
 		return (-1);
+	if (r->spec.array != NULL && r->spec.nodes > 1) {
+		xasprintf(cause, "array: a gang (nodes %u) is not an array's "
+		    "element: submit the gang once per index", r->spec.nodes);
+		return (-1);
+	}
 	if (r->spec.workspace && r->spec.image == NULL) {
 		xasprintf(cause, "workspace: needs an image");
 		return (-1);

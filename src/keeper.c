@@ -17,6 +17,10 @@
  * daemon link, and each connection to ctl, "pid JOB KEEPER" once the job
  * runs, and every one "exit JSON" (the exit frame's payload) as soon as it
  * has ended, before the status file is made durable.
+ *
+ * A job whose spec has orphan_ms (a --requeue cluster job) is stopped by
+ * the keeper itself once no connection has been open for that long: its
+ * cluster may place it again elsewhere after that, daemon or not.
  */
 
 #include <sys/prctl.h>
@@ -59,6 +63,7 @@ struct keeper {
 	char		*error;		/* why it failed to start */
 	int		 error_code;	/* 126 or 127, as a shell would */
 	int64_t		 kill_at;	/* monotonic ms; 0: no stop pending */
+	int64_t		 orphan_since;	/* mono ms with no connection; 0 */
 	int64_t		 drain_until;
 	uint64_t	 lost;		/* bytes the log could not take */
 	char		**env;		/* the job's, plus the fence's */
@@ -538,6 +543,7 @@ keeper_accept(struct keeper *k)
 	for (i = 1; i < KEEPER_MAX_CONNS; i++) {
 		if (k->conns[i] == -1) {
 			k->conns[i] = fd;
+			k->orphan_since = 0;	/* a daemon is back */
 			keeper_tell_pid(k, fd);
 			return;
 		}
@@ -655,6 +661,52 @@ keeper_fence_news(struct keeper *k)
 	}
 }
 
+/* A connection closed: with none left, the keeper is an orphan from now. */
+static void
+keeper_closed(struct keeper *k, int i)
+{
+	close(k->conns[i]);
+	k->conns[i] = -1;
+	for (i = 0; i < KEEPER_MAX_CONNS; i++) {
+		if (k->conns[i] != -1)
+			return;
+	}
+	k->orphan_since = clock_mono_ms();
+}
+
+/*
+ * No daemon for long (docs/cluster.md, "Faults"): the job is stopped so
+ * that it is gone by orphan_ms, before its cluster may run it elsewhere.
+ * TERM goes its grace before that, but not before half of it (a daemon
+ * back soon takes the job over as ever); KILL at orphan_ms at the latest.
+ */
+static void
+keeper_orphan(struct keeper *k)
+{
+	const struct keeper_spec	*s = k->spec;
+	int64_t				 now = clock_mono_ms(), end, term;
+	static const char		 msg[] = "gmux: no daemon for long: "
+					    "stopped before its cluster may "
+					    "run it again elsewhere\n";
+
+	if (s->orphan_ms <= 0 || k->orphan_since == 0 || k->exited)
+		return;
+	end = k->orphan_since + s->orphan_ms;
+	term = end - s->grace_ms;
+	if (term < k->orphan_since + s->orphan_ms / 2)
+		term = k->orphan_since + s->orphan_ms / 2;
+	if (now < term)
+		return;
+	if (k->reason == NULL) {
+		k->reason = "stopped";
+		keeper_frame(k, FRAME_STDERR, msg, sizeof msg - 1);
+		keeper_signal_group(k, SIGTERM);
+		keeper_signal_group(k, SIGCONT);
+	}
+	if (k->kill_at == 0 || k->kill_at > end)
+		k->kill_at = end;
+}
+
 static int
 keeper_poll_timeout(struct keeper *k)
 {
@@ -668,6 +720,9 @@ keeper_poll_timeout(struct keeper *k)
 		t = 0;
 	if (k->fence != NULL && (t < 0 || t > 1000))
 		t = 1000;
+	if (k->orphan_since != 0 && k->spec->orphan_ms > 0 && !k->exited &&
+	    (t < 0 || t > 100))
+		t = 100;	/* an orphan: keeper_orphan's next step */
 	return (t > 60000 ? 60000 : (int)t);
 }
 
@@ -682,6 +737,7 @@ keeper_loop(struct keeper *k)
 		if (k->exited && ((k->out_fd == -1 && k->err_fd == -1) ||
 		    clock_mono_ms() >= k->drain_until))
 			return;
+		keeper_orphan(k);
 		if (!k->exited && k->kill_at != 0 &&
 		    clock_mono_ms() >= k->kill_at) {
 			keeper_signal_group(k, SIGKILL);
@@ -726,10 +782,8 @@ keeper_loop(struct keeper *k)
 		for (i = 0; i < KEEPER_MAX_CONNS; i++) {
 			if (pfd[4 + i].revents == 0)
 				continue;
-			if (keeper_read_conn(k, k->conns[i]) == -1) {
-				close(k->conns[i]);
-				k->conns[i] = -1;
-			}
+			if (keeper_read_conn(k, k->conns[i]) == -1)
+				keeper_closed(k, i);
 		}
 	}
 }

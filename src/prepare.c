@@ -51,6 +51,8 @@ struct prepare {
 	int			 blobfd;	/* the thread's own */
 	int			 rc;
 	char			*cause;
+	prepare_cb		 done;		/* no job's: told instead */
+	void			*arg;
 	TAILQ_ENTRY(prepare)	 entry;
 };
 TAILQ_HEAD(prepares, prepare);
@@ -200,6 +202,11 @@ prepare_finish(struct prepare *p)
 	tree_unpin(p->cas, &p->m, p->m.n);
 	p->cas = NULL;
 	manifest_clear(&p->m);
+	if (p->done != NULL) {
+		p->done(p->rc, p->cause, p->arg);
+		prepare_free(p);
+		return;
+	}
 	if ((j = job_find_id(p->id)) == NULL || !prepare_waiting(j))
 		log_debug("%s: j%u was stopped while its files were prepared",
 		    __func__, p->id);
@@ -374,6 +381,20 @@ prepare_submit(struct prepare *p, struct job *j, u_int id, int *code,
 	    p->m.n, (unsigned long long)p->m.bytes);
 	prepare_queue(p);
 	return (0);
+}
+
+/*
+ * Hands p (always taken) to the thread for a tree that is no job's (a
+ * build's, api-build.c): done(rc, cause, arg) is called in the loop once
+ * it is made (0) or could not be (-1, cause, which done does not keep).
+ * At the daemon's end it may never be called.
+ */
+void
+prepare_run(struct prepare *p, prepare_cb done, void *arg)
+{
+	p->done = done;
+	p->arg = arg;
+	prepare_queue(p);
 }
 
 /*

@@ -128,6 +128,32 @@ proc_has_env(const char *pid, const char *entry)
 }
 
 /*
+ * What /proc/NAME/stat says after the process's name (its state, ppid,
+ * pgrp, session ...), read into buf; NULL if NAME is no process's (a
+ * /proc entry that is not a pid) or its file cannot be read.
+ */
+char *
+proc_stat(const char *name, char *buf, size_t size)
+{
+	char	 path[300], *p;
+	ssize_t	 len;
+	int	 fd;
+
+	if (name[0] < '1' || name[0] > '9')
+		return (NULL);
+	snprintf(path, sizeof path, "/proc/%s/stat", name);
+	if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1)
+		return (NULL);
+	len = read(fd, buf, size - 1);
+	close(fd);
+	if (len <= 0)
+		return (NULL);
+	buf[len] = '\0';
+	/* pid (comm) state ...: comm may hold ')' */
+	return ((p = strrchr(buf, ')')) != NULL ? p + 1 : NULL);
+}
+
+/*
  * Sends sig to every process of session sid (a keeper's: it called
  * setsid, so its id names the job's processes even after it is gone) whose
  * environment holds env (the job's GMUX_JOB_ID): a pid reused since, by
@@ -139,28 +165,16 @@ proc_kill_session(pid_t sid, const char *env, int sig)
 {
 	struct dirent	*de;
 	DIR		*d;
-	char		 path[300], buf[512], *p;
+	char		 buf[512], *p;
 	long		 s;
 	u_int		 n = 0;
-	int		 fd;
-	ssize_t		 len;
 
 	if (sid <= 1 || (d = opendir("/proc")) == NULL)
 		return (0);
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
-		if ((fd = open(path, O_RDONLY|O_CLOEXEC)) == -1)
-			continue;
-		len = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = '\0';
-		/* pid (comm) state ppid pgrp session ...: comm may hold ')' */
-		if ((p = strrchr(buf, ')')) == NULL ||
-		    sscanf(p + 1, " %*c %*d %*d %ld", &s) != 1 || s != sid ||
+		/* state ppid pgrp session ... */
+		if ((p = proc_stat(de->d_name, buf, sizeof buf)) == NULL ||
+		    sscanf(p, " %*c %*d %*d %ld", &s) != 1 || s != sid ||
 		    !proc_has_env(de->d_name, env))
 			continue;
 		if (kill((pid_t)atol(de->d_name), sig) == 0)

@@ -230,11 +230,12 @@ run_warnings(const struct remote *rm, json_t *job)
  * Starts the job on rm (syncing first; again once if the host lost blobs
  * meanwhile).  Returns 0 with *job (the host's reply), 409 if it did not
  * fit there now, 422 if it never could (no card of its type), 400 if the
- * request was bad, or -1 (printed).
+ * request was bad, or -1 (printed, after who: "gmux run").  gmux
+ * workspace create starts its workspace so too.
  */
-static int
-run_start(const struct remote *rm, json_t *req, const char *cwd,
-    json_t **job)
+int
+run_remote_start(const struct remote *rm, json_t *req, const char *cwd,
+    const char *who, json_t **job)
 {
 	struct client_reply	 r;
 	char			 mdigest[DIGEST_HEX];
@@ -244,7 +245,7 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 	if (run_image(rm, req) != 0)
 		return (-1);
 	for (tries = 0; tries < 2; tries++) {
-		if (run_remote_sync(rm, cwd, 1, "gmux run", mdigest) != 0)
+		if (run_remote_sync(rm, cwd, 1, who, mdigest) != 0)
 			return (-1);
 		body = run_remote_request(req, mdigest);
 		if (client_call_at(&rm->target, "POST", "/v1/jobs", body,
@@ -262,12 +263,12 @@ run_start(const struct remote *rm, json_t *req, const char *cwd,
 		client_reply_clear(&r);
 	}
 	if (r.status == 409 || r.status == 422) {
-		fprintf(stderr, "gmux run: %s: %s\n", rm->name, r.error);
+		fprintf(stderr, "%s: %s: %s\n", who, rm->name, r.error);
 		code = (int)r.status;
 		client_reply_clear(&r);
 		return (code);
 	}
-	fprintf(stderr, "gmux run: %s: %s\n", rm->name, r.error ? r.error :
+	fprintf(stderr, "%s: %s: %s\n", who, rm->name, r.error ? r.error :
 	    "refused");
 	code = r.status == 400 ? 400 : -1;
 	client_reply_clear(&r);
@@ -413,7 +414,8 @@ run_remote(json_t *req, int flags, char **pulls)
 		return (RUN_FAILED);
 	for (i = 0; i < n; i++) {
 		/* Full now (409), or never (422: no card of its type): next. */
-		if ((rc = run_start(rv[i], req, cwd, &job)) != 409 &&
+		if ((rc = run_remote_start(rv[i], req, cwd, "gmux run",
+		    &job)) != 409 &&
 		    rc != 422)
 			break;
 	}

@@ -661,6 +661,26 @@ sched_holder(const struct sched *s, u_int c)
 	return (s->card[c].holder->req.id);
 }
 
+/*
+ * Withholds n bytes of card c's memory from what the scheduler may
+ * promise (sign 1: a job it does not hold uses them, an overcommitted
+ * one's ask), or gives them back (-1), room for the queue again.
+ */
+void
+sched_withhold(struct sched *s, u_int c, uint64_t n, int sign)
+{
+	if (c >= s->ncards)
+		return;
+	if (sign > 0) {
+		s->card[c].mem_used += n;
+		return;
+	}
+	s->card[c].mem_used -= n < s->card[c].mem_used ? n :
+	    s->card[c].mem_used;
+	s->dirty |= BIT(c);
+	s->pdirty |= BIT(c);
+}
+
 /* A running job's ceiling on card c, in seats; 0 if not there. */
 u_int
 sched_ceiling(const struct sched *s, u_int id, u_int c)

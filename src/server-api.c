@@ -56,6 +56,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/tokens", api_tokens_list },
 	{ EVHTTP_REQ_POST, "/v1/tokens", api_tokens_add },
 	{ EVHTTP_REQ_POST, "/v1/tokens/*/revoke", api_token_revoke },
+	{ EVHTTP_REQ_POST, "/v1/tokens/*/grant", api_token_grant },
 	{ EVHTTP_REQ_POST, "/v1/join", api_join },
 	/* tenants (issue 14): docs/tenants.md */
 	{ EVHTTP_REQ_GET, "/v1/tenants", api_tenants_list },
@@ -72,12 +73,22 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/cluster/jobs/*", api_cluster_job },
 	{ EVHTTP_REQ_POST, "/v1/cluster/jobs/*/stop", api_cluster_stop },
 	{ EVHTTP_REQ_GET, "/v1/cluster/jobs/*/log", api_cluster_log },
+	{ EVHTTP_REQ_GET, "/v1/cluster/jobs/*/terminal",
+	    api_cluster_terminal },
+	{ EVHTTP_REQ_GET, "/v1/cluster/jobs/*/port", api_cluster_port },
 	/* tasks (issue 13): docs/tasks.md */
 	{ EVHTTP_REQ_GET, "/v1/tasks/connect", api_tasks_connect },
+	{ EVHTTP_REQ_GET, "/v1/tasks/peer-worker", api_tasks_peer_worker },
+	{ EVHTTP_REQ_PUT, "/v1/tasks/values/*", api_task_value_put },
+	{ EVHTTP_REQ_GET, "/v1/tasks/values/*", api_task_value_get },
 	{ EVHTTP_REQ_GET, "/v1/workers", api_workers_list },
 	/* terminals and ports (issue 17): docs/terminals.md */
 	{ EVHTTP_REQ_GET, "/v1/jobs/*/terminal", api_job_terminal },
 	{ EVHTTP_REQ_GET, "/v1/jobs/*/port", api_job_port },
+	/* a workspace's images, remote owners' too (issue 17) */
+	{ EVHTTP_REQ_POST, "/v1/jobs/*/save", api_job_save },
+	{ EVHTTP_REQ_GET, "/v1/images", api_images_list },
+	{ EVHTTP_REQ_POST, "/v1/builds", api_builds_post },
 	/* the dashboard (issue 12): docs/ui.md */
 	{ EVHTTP_REQ_GET, "/v1/events", api_events },
 	{ EVHTTP_REQ_GET, "/v1/session", api_session },
@@ -283,6 +294,16 @@ int
 api_may(const struct api_who *who, const char *owner)
 {
 	return (who->admin || strcmp(who->owner, owner) == 0);
+}
+
+/*
+ * May who see and act on job j?  As api_may, and not a cluster's job for
+ * a token that cluster is not granted (cluster-grant.c).
+ */
+int
+api_may_job(const struct api_who *who, const struct job *j)
+{
+	return (api_may(who, j->owner) && !cluster_grant_hides(who, j));
 }
 
 void

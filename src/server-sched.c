@@ -13,7 +13,7 @@
 
 struct sched	*server_sched;
 
-static void	server_sched_admit(struct job *, const struct sched_decision *);
+static int	server_sched_admit(struct job *, const struct sched_decision *);
 
 int
 server_sched_init(char **cause)
@@ -38,6 +38,8 @@ server_sched_req(const struct job *j, struct sched_req *r)
 	r->seats = j->seats;
 	r->mem = j->req.mem;	/* 0: the default, a share of each card */
 	r->ncards = j->seats == 0 ? 0 : j->req.ncards;
+	if (server_over_is(j))	/* nothing held: server-over.c's */
+		r->seats = r->ncards = r->mem = 0;
 	r->pin = j->req.card;
 	r->prio = j->req.priority;
 	r->flags = j->req.flags;
@@ -104,6 +106,8 @@ server_sched_start_failed(u_int id)
 	struct job		*j;
 
 	memset(&out, 0, sizeof out);
+	if ((j = job_find_id(id)) != NULL)
+		server_over_release(j);
 	sched_end(server_sched, id, clock_ms(), &out);
 	server_sched_apply(&out);
 	sched_out_free(&out);
@@ -150,10 +154,10 @@ server_sched_apply(struct sched_out *out)
 		    j->name, d->act, d->card, d->seats, d->ceiling);
 		switch (d->act) {
 		case SCHED_ADMIT:
-			server_sched_admit(j, d);
-			if ((i + 1 == out->n || out->v[i + 1].act !=
-			    SCHED_ADMIT || out->v[i + 1].job != d->job) &&
-			    server_sched_start(j) != 0) {
+			if (server_sched_admit(j, d) != 0 || ((i + 1 ==
+			    out->n || out->v[i + 1].act != SCHED_ADMIT ||
+			    out->v[i + 1].job != d->job) &&
+			    server_sched_start(j) != 0)) {
 				failed = xreallocarray(failed, nfailed + 1,
 				    sizeof *failed);
 				failed[nfailed++] = j->id;
@@ -186,19 +190,28 @@ server_sched_apply(struct sched_out *out)
 	free(failed);
 }
 
-static void
+/* Puts j on its cards; -1 if an overcommitted job's are not free now. */
+static int
 server_sched_admit(struct job *j, const struct sched_decision *d)
 {
+	char	*cause = NULL;
+
 	j->cards = d->cards;
 	j->seats = d->seats;
 	if (d->card < 0) {
 		j->card = -1;
 		j->mem = 0;
-		return;
+		if (server_over_is(j) && server_over_admit(j, &cause) != 0) {
+			server_sched_refused(j, cause);
+			free(cause);
+			return (-1);
+		}
+		return (0);
 	}
 	job_set_terms(j, (u_int)d->card, d->ceiling, d->mem);
 	if (j->card < 0 || d->card < j->card)
 		j->card = d->card;
+	return (0);
 }
 
 /* The job as the scheduler sees it, its card named by uuid found. */
@@ -208,7 +221,8 @@ server_sched_new(struct job *j, u_int id, struct sched_req *r, int *code,
 {
 	struct card	*c;
 
-	if (jobspec_host_check(j, code, cause) != 0)
+	if (jobspec_host_check(j, code, cause) != 0 ||
+	    server_over_check(j, code, cause) != 0)
 		return (-1);
 	if (j->req.card_uuid != NULL) {
 		if ((c = cards_find(&server_cards, j->req.card_uuid)) == NULL) {
@@ -353,6 +367,7 @@ server_sched_release(struct job *j, enum job_state how,
 {
 	int	 rc;
 
+	server_over_release(j);
 	rc = sched_end(server_sched, j->id, clock_ms(), out);
 	if (rc == 1 && (j->stopping || how == JOB_STOPPED)) {
 		/* Out of the queue again, and forget what requeued it. */
@@ -442,8 +457,10 @@ server_sched_restore(void)
 		run.by_card = j->by_card;
 		cause = NULL;
 		if (sched_restore(server_sched, &r, j->state == JOB_RUNNING ?
-		    &run : NULL, &cause) == 0)
+		    &run : NULL, &cause) == 0) {
+			server_over_restore(j);
 			continue;
+		}
 		log_warnx("%s: %s: %s", __func__, j->name, cause);
 		if (j->state == JOB_QUEUED)
 			server_sched_refused(j, cause);

@@ -47,14 +47,27 @@ static struct evhttp		*tls_http;
 static char			*tls_host;	/* --addr's; NULL: any */
 static u_int			 tls_port;	/* as bound */
 
-/* The host's tokens, $GMUX_HOME/tls/tokens.json (read once, then kept). */
+/*
+ * The host's tokens, $GMUX_HOME/tls/tokens.json or the file TOKENS names
+ * (one that hosts share, docs/cluster.md), read once, then kept.
+ */
 struct tokens *
 server_tls_tokens(char **cause)
 {
-	char	*path;
+	const char	*shared = config_get("TOKENS");
+	char		*path;
 
 	if (tls_tokens != NULL)
 		return (tls_tokens);
+	if (shared != NULL && *shared != '\0') {
+		if (*shared != '/') {
+			xasprintf(cause, "TOKENS: %s is not an absolute path",
+			    shared);
+			return (NULL);
+		}
+		tls_tokens = tokens_open(shared, cause);
+		return (tls_tokens);
+	}
 	xasprintf(&path, "%s/tls", path_home());
 	if (mkdir_p(path, 0700) != 0) {
 		xasprintf(cause, "%s: %s", path, strerror(errno));
@@ -284,7 +297,10 @@ server_tls_route(struct evhttp_request *req, const char *owner)
 	who.owner = owner != NULL ? owner : "";
 	who.admin = owner != NULL && strcmp(owner, api_me()) == 0;
 	who.confined = 1;
-	api_dispatch(req, &who);
+	who.ungranted = !cluster_grant_ok(server_tls_token(req));
+	if (!cluster_grant_refuse(req, evhttp_uri_get_path(
+	    evhttp_request_get_evhttp_uri(req)), &who))
+		api_dispatch(req, &who);
 }
 
 /*
@@ -384,6 +400,20 @@ server_tls_dispatch(struct evhttp_request *req, void *arg)
 }
 
 /*
+ * A token made on a member is granted the member's cluster (docs/
+ * cluster.md, "Several clusters"); on a standalone host, nothing.
+ */
+int
+server_tls_grant_own(const char *id, char **cause)
+{
+	const char	*own = cluster_grant_own();
+
+	if (own == NULL)
+		return (0);
+	return (tokens_grant(tls_tokens, id, own, 1, NULL, cause));
+}
+
+/*
  * The first start with --addr: an invite for the daemon's user, shown
  * once, in the words of the product's description: what it serves, and
  * the line to paste on each machine that will use it.
@@ -396,7 +426,8 @@ server_tls_first_token(char **cause)
 	if (tls_tokens->n != 0)
 		return (0);
 	me = user_name(getuid());
-	if (tokens_invite(tls_tokens, me, &secret, &id, cause) != 0) {
+	if (tokens_invite(tls_tokens, me, &secret, &id, cause) != 0 ||
+	    server_tls_grant_own(id, cause) != 0) {
 		free(me);
 		return (-1);
 	}

@@ -185,7 +185,7 @@ server_audit_done(const struct card_procs *ps, void *arg)
 	free(aj);
 }
 
-/* The cards' measured use came in: kept for top and /metrics. */
+/* The cards' measured use came in: kept for top, /metrics, the cluster. */
 static void
 server_usage_done(struct card_usages *us, const char *cause, void *arg)
 {
@@ -196,6 +196,7 @@ server_usage_done(struct card_usages *us, const char *cause, void *arg)
 		if (us->v[i].card < 0 || (u_int)us->v[i].card >= server_cards.n)
 			continue;
 		server_cards.v[us->v[i].card].util = us->v[i].util;
+		server_cards.v[us->v[i].card].mem_measured = us->v[i].mem_used;
 	}
 }
 
@@ -350,9 +351,11 @@ server_setup(const char *fake, char **cause)
 	state_load_jobs();
 	job_array_load();
 	prepare_restore();
+	api_build_restore();
 	server_sched_restore();
 	server_adopt_keepers();
 	container_sweep(server_job_running);
+	container_account_sweep(server_job_running);
 	container_config_start();
 	server_sched_resume();
 	if ((fd = server_listen(cause)) == -1)

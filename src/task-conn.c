@@ -10,6 +10,7 @@
 
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 
 #include <errno.h>
@@ -37,8 +38,16 @@ struct conn {
 	char			*owner;
 	char			*session;	/* a caller's */
 	int			 tcp;		/* values only inline */
+	int			 plain;		/* a socket's bev, no TLS */
 	struct task_worker	*worker;	/* a worker's, from its hello */
 	u_int			 job;
+	char			*member;	/* a peer worker's member */
+	char			*rjob;		/* and its cluster job */
+	int			 pseats;	/* and its job there */
+	int			 pcard;
+	int64_t			 pmem;
+	struct task_vout	*vout;		/* a call streamed to it */
+	struct task_vin		*vin;		/* a result streamed from it */
 };
 
 static struct task_broker	*broker;
@@ -48,8 +57,27 @@ static u_int			 ticks;
 
 static void	conn_dispatch(struct task_pool *);
 static void	conn_deliver(struct task *);
+static void	conn_ended(struct task *);
 static void	conn_pool_empty(struct task_pool *, const char *);
 static int	task_conn_listen(char **);
+
+/*
+ * Writes what it can of iov to a plain socket with nothing queued before
+ * it (libevent would add a write event for it, then drop it: two
+ * epoll_ctl and a wakeup per frame); returns the bytes written, 0 if
+ * none (an error is the bufferevent's to find).
+ */
+static size_t
+conn_write_now(struct conn *c, struct iovec *iov, int n)
+{
+	ssize_t	 w;
+
+	if (!c->plain ||
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) != 0)
+		return (0);
+	w = writev(bufferevent_getfd(c->bev), iov, n);
+	return (w > 0 ? (size_t)w : 0);
+}
 
 /* Sends one frame: type, length, header length, header, bytes. */
 static void
@@ -57,22 +85,31 @@ conn_send(struct conn *c, u_char type, json_t *hdr, const void *data,
     size_t len)
 {
 	struct evbuffer	*out = bufferevent_get_output(c->bev);
-	u_char		 fh[FRAME_HDR], hl[4];
+	u_char		 fh[TASK_FRAME_HDR];
+	struct iovec	 iov[3];
 	char		*text;
-	size_t		 n;
+	size_t		 n, done;
+	int		 i;
 
 	text = json_dumps(hdr, JSON_COMPACT);
 	n = strlen(text);
-	frame_header(fh, type, (uint32_t)(4 + n + len));
-	hl[0] = (u_char)(n >> 24);
-	hl[1] = (u_char)(n >> 16);
-	hl[2] = (u_char)(n >> 8);
-	hl[3] = (u_char)n;
-	evbuffer_add(out, fh, sizeof fh);
-	evbuffer_add(out, hl, sizeof hl);
-	evbuffer_add(out, text, n);
-	if (len != 0)
-		evbuffer_add(out, data, len);
+	task_frame_head(fh, type, n, len);
+	iov[0].iov_base = fh;
+	iov[0].iov_len = sizeof fh;
+	iov[1].iov_base = text;
+	iov[1].iov_len = n;
+	iov[2].iov_base = (void *)data;
+	iov[2].iov_len = len;
+	done = conn_write_now(c, iov, len != 0 ? 3 : 2);
+	for (i = 0; i < 3; i++) {
+		if (done >= iov[i].iov_len) {
+			done -= iov[i].iov_len;
+			continue;
+		}
+		evbuffer_add(out, (u_char *)iov[i].iov_base + done,
+		    iov[i].iov_len - done);
+		done = 0;
+	}
 	free(text);
 }
 
@@ -86,6 +123,10 @@ conn_free(struct conn *c)
 		bufferevent_free(c->bev);
 	free(c->owner);
 	free(c->session);
+	free(c->member);
+	free(c->rjob);
+	task_vout_free(c->vout);
+	task_vin_free(c->vin, 1);
 	free(c);
 }
 
@@ -118,19 +159,65 @@ conn_worker_close(struct conn *c, const char *why)
 	conn_free(c);
 }
 
-/* The lease frame for t: its call inline, or the file's path. */
+/*
+ * Streams the rest of the call leased to c (docs/tasks.md, "To a
+ * worker"); a file that cannot be read fails its task.
+ */
+static void
+conn_stream_call(struct conn *c)
+{
+	struct task	*t = c->worker->task;
+	int		 rc;
+
+	if ((rc = task_vout_pump(c->bev, c->vout)) == 0)
+		return;
+	task_vout_free(c->vout);
+	c->vout = NULL;
+	if (rc == -1 && t != NULL) {
+		task_fail(broker, t, "its call's file cannot be read");
+		conn_ended(t);
+	}
+}
+
+static void
+conn_drained(struct bufferevent *bev, void *arg)
+{
+	struct conn	*c = arg;
+
+	if (c->vout != NULL && c->worker != NULL)
+		conn_stream_call(c);
+}
+
+/*
+ * The lease frame for t: its call inline, or the file's path; to a
+ * worker that cannot reach the spool, the file's size, then its parts.
+ */
 static void
 conn_lease(struct conn *c, struct task *t)
 {
-	json_t	*hdr;
+	json_t		*hdr;
+	uint64_t	 size;
+	char		*cause = NULL;
 
 	hdr = json_pack("{s:I,s:i,s:I}", "task", (json_int_t)t->id,
 	    "attempt", (int)t->attempts, "timeout_ms",
 	    (json_int_t)t->timeout_ms);
-	if (t->call.file != NULL)
+	if (c->tcp)
+		json_object_set_new(hdr, "stream", json_true());
+	if (t->call.file != NULL && c->tcp) {
+		task_vout_free(c->vout);
+		if ((c->vout = task_vout_open(t, &size, &cause)) == NULL) {
+			log_warnx("tasks: t%" PRIu64 ": %s", t->id, cause);
+			free(cause);
+			size = 0;
+		}
+		json_object_set_new(hdr, "size", json_integer(size));
+	} else if (t->call.file != NULL)
 		json_object_set_new(hdr, "file", json_string(t->call.file));
 	conn_send(c, TF_LEASE, hdr, t->call.data, t->call.len);
 	json_decref(hdr);
+	if (c->vout != NULL)
+		conn_stream_call(c);
 	log_debug("%s: t%" PRIu64 " to %s (attempt %u)", __func__, t->id,
 	    c->worker->name, t->attempts);
 }
@@ -183,6 +270,27 @@ conn_pool_empty(struct task_pool *p, const char *why)
 	hmap_free(told);
 }
 
+/*
+ * A result's file as its caller reads it: the path on the Unix socket;
+ * over TCP its name in the owner's directory and its size (GET
+ * /v1/tasks/values/NAME).
+ */
+static void
+conn_result_file(struct conn *c, json_t *hdr, const char *path)
+{
+	struct stat	 st;
+	const char	*name = strrchr(path, '/');
+
+	if (!c->tcp) {
+		json_object_set_new(hdr, "file", json_string(path));
+		return;
+	}
+	json_object_set_new(hdr, "file", json_string(name != NULL ? name + 1 :
+	    path));
+	json_object_set_new(hdr, "size", json_integer(stat(path, &st) == 0 ?
+	    (json_int_t)st.st_size : -1));
+}
+
 /* Sends an ended task's result to its caller, if it is connected. */
 static void
 conn_deliver(struct task *t)
@@ -200,7 +308,7 @@ conn_deliver(struct task *t)
 	if (t->error != NULL)
 		json_object_set_new(hdr, "error", json_string(t->error));
 	if (t->out.file != NULL)
-		json_object_set_new(hdr, "file", json_string(t->out.file));
+		conn_result_file(c, hdr, t->out.file);
 	conn_send(c, TF_RESULT, hdr, t->out.data, t->out.len);
 	json_decref(hdr);
 }
@@ -226,8 +334,10 @@ conn_file(struct conn *c, const char *name, char **cause)
 	struct stat	 st;
 	char		*path;
 
+	if (c->tcp && c->worker == NULL)
+		return (task_value_take(c->owner, name, cause));
 	if (c->tcp) {
-		xasprintf(cause, "values over %u bytes cannot come over TCP",
+		xasprintf(cause, "values over %u bytes come as U frames here",
 		    FRAME_MAX);
 		return (NULL);
 	}
@@ -359,19 +469,29 @@ conn_worker_done(struct conn *c, json_t *hdr, const u_char *data,
 	struct task		*t = w->task;
 	const char		*lost, *file;
 	char			*path = NULL, *cause = NULL;
-	uint64_t		 id;
+	uint64_t		 id, size;
+	int			 sized;
 
-	id = (uint64_t)json_integer_value(json_object_get(hdr, "task"));
 	lost = json_string_value(json_object_get(hdr, "lost"));
 	file = json_string_value(json_object_get(hdr, "file"));
-	if (t == NULL || t->id != id)
+	if (t == NULL || task_value_field(hdr, "task", &id) != 0 ||
+	    t->id != id)
 		return;		/* cancelled, or from before a restart */
 	if (lost != NULL) {
 		if (task_lose(broker, t, lost))
 			conn_ended(t);
 		return;
 	}
-	if (file != NULL && (path = conn_file(c, file, &cause)) == NULL) {
+	if (file != NULL)
+		path = conn_file(c, file, &cause);
+	else if ((sized = task_value_field(hdr, "size", &size)) == 0)
+		path = task_vin_end(&c->vin, id, size, &cause);
+	else if (sized == -1) {
+		cause = xstrdup("size: a number of bytes is needed");
+		task_vin_free(c->vin, 1);
+		c->vin = NULL;
+	}
+	if (path == NULL && cause != NULL) {
 		task_fail(broker, t, "%s", cause);
 		free(cause);
 		conn_ended(t);
@@ -379,6 +499,32 @@ conn_worker_done(struct conn *c, json_t *hdr, const u_char *data,
 	}
 	t = task_complete(broker, w, id);
 	task_value_set(&t->out, data, len, path);
+	conn_ended(t);
+}
+
+/* A part of the leased task's streamed result (docs/tasks.md, U). */
+static void
+conn_worker_upload(struct conn *c, json_t *hdr, const u_char *data,
+    size_t len)
+{
+	struct task	*t = c->worker->task;
+	char		*cause = NULL;
+	json_t		*cancel;
+	uint64_t	 id;
+
+	if (t == NULL || task_value_field(hdr, "task", &id) != 0 ||
+	    t->id != id || !c->tcp)
+		return;		/* cancelled meanwhile */
+	if (task_vin_part(&c->vin, t, data, len, &cause) == 0)
+		return;
+	task_vin_free(c->vin, 1);
+	c->vin = NULL;
+	cancel = json_pack("{s:I,s:s}", "task", (json_int_t)t->id, "reason",
+	    cause);
+	conn_send(c, TF_CANCEL, cancel, NULL, 0);
+	json_decref(cancel);
+	task_fail(broker, t, "%s", cause);
+	free(cause);
 	conn_ended(t);
 }
 
@@ -420,6 +566,8 @@ conn_worker_frame(struct conn *c, const struct frame *f)
 		conn_worker_hello(c, hdr);
 	else if (f->type == TF_DONE && c->worker != NULL)
 		conn_worker_done(c, hdr, data, len);
+	else if (f->type == TF_UPLOAD && c->worker != NULL)
+		conn_worker_upload(c, hdr, data, len);
 	else
 		rc = -1;
 	json_decref(hdr);
@@ -538,6 +686,7 @@ conn_tick(int fd, short events, void *arg)
 	}
 	if (ticks % CONN_GC_TICKS != 0)
 		return;
+	task_value_sweep(broker);
 	TAILQ_FOREACH_SAFE(t, &broker->tasks, entry, t1) {
 		if (t->ended != 0 && now - t->ended > TASK_KEEP_MS &&
 		    hmap_get(callers, t->session) == NULL) {
@@ -583,6 +732,48 @@ task_conn_session_ok(const char *session, const char *owner)
 	return (1);
 }
 
+/* An upgraded API connection's 101, but for its last empty line. */
+static void
+conn_upgrade(struct conn *c, bufferevent_data_cb rd, bufferevent_event_cb ev)
+{
+	bufferevent_setcb(c->bev, rd, conn_drained, ev, c);
+	bufferevent_set_timeouts(c->bev, NULL, NULL);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
+	evbuffer_add_printf(bufferevent_get_output(c->bev), "HTTP/1.1 101 "
+	    "Switching Protocols\r\nUpgrade: gmux-tasks/1\r\n"
+	    "Connection: Upgrade\r\n");
+}
+
+/*
+ * Takes over an upgraded API connection as the stream of a worker that
+ * runs on another member for an owner (pw), relayed by that member
+ * (task-peer.c): a worker as a local one is, its values inline.
+ */
+void
+task_conn_peer(struct bufferevent *bev, void *evcon,
+    const struct task_peer *pw)
+{
+	struct conn	*c;
+
+	c = xcalloc(1, sizeof *c);
+	c->bev = bev;
+	c->evcon = evcon;
+	c->owner = xstrdup(pw->owner);
+	c->tcp = 1;
+	c->member = xstrdup(pw->member);
+	c->rjob = xstrdup(pw->job);
+	c->pseats = pw->seats;
+	c->pcard = pw->card;
+	c->pmem = pw->mem;
+	conn_upgrade(c, conn_worker_read, conn_worker_event);
+	evbuffer_add_printf(bufferevent_get_output(bev), "\r\n");
+	bufferevent_enable(bev, EV_READ|EV_WRITE);
+	log_debug("%s: %s's worker %s on %s", __func__, pw->owner, pw->job,
+	    pw->member);
+	if (evbuffer_get_length(bufferevent_get_input(bev)) != 0)
+		conn_worker_read(bev, c);
+}
+
 /*
  * Takes over an upgraded API connection as session's caller stream.  A
  * caller that reconnects replaces its old connection and is sent every
@@ -602,14 +793,11 @@ task_conn_caller(struct bufferevent *bev, void *evcon, const char *owner,
 	c->owner = xstrdup(owner);
 	c->session = xstrdup(session);
 	c->tcp = tcp;
+	c->plain = !tcp;	/* over TCP, the bev is TLS's */
 	if ((old = hmap_get(callers, session)) != NULL)
 		conn_caller_close(old);
 	hmap_put(callers, c->session, c);
-	bufferevent_setcb(bev, conn_caller_read, NULL, conn_caller_event, c);
-	bufferevent_set_timeouts(bev, NULL, NULL);
-	bufferevent_setwatermark(bev, EV_READ, 0, 0);
-	evbuffer_add_printf(out, "HTTP/1.1 101 Switching Protocols\r\n"
-	    "Upgrade: gmux-tasks/1\r\nConnection: Upgrade\r\n");
+	conn_upgrade(c, conn_caller_read, conn_caller_event);
 	if (!tcp)	/* where a local caller starts workers, puts values */
 		evbuffer_add_printf(out, "Gmux-Worker-Dir: %s\r\n"
 		    "Gmux-Spool: %s\r\n", task_worker_dir(), task_spool_dir());
@@ -648,6 +836,7 @@ conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 	socklen_t	 len = sizeof cred;
 	struct job	*j = NULL;
 	struct conn	*c;
+	const char	*entry, *cid;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
 		j = conn_peer_job(cred.pid);
@@ -657,12 +846,18 @@ conn_accept(struct evconnlistener *l, evutil_socket_t fd,
 		close(fd);
 		return;
 	}
+	if ((entry = cluster_job_entry(j->id, &cid)) != NULL) {
+		task_peer_relay(fd, j, entry, cid);	/* another's worker */
+		return;
+	}
 	c = xcalloc(1, sizeof *c);
 	c->bev = bufferevent_socket_new(server_base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->owner = xstrdup(j->owner);
 	c->job = j->id;
 	c->tcp = j->req.confined;	/* a remote job's: no spool files */
-	bufferevent_setcb(c->bev, conn_worker_read, NULL, conn_worker_event, c);
+	c->plain = 1;
+	bufferevent_setcb(c->bev, conn_worker_read, conn_drained,
+	    conn_worker_event, c);
 	bufferevent_enable(c->bev, EV_READ|EV_WRITE);
 }
 
@@ -694,6 +889,25 @@ task_conn_listen(char **cause)
 	return (0);
 }
 
+/* Where a listed worker runs: a member of a cluster (its job there). */
+static void
+conn_list_member(json_t *o, const struct conn *c)
+{
+	const char	*self = cluster_peer_self();
+
+	if (c->member != NULL) {
+		json_object_set_new(o, "member", json_string(c->member));
+		json_object_set_new(o, "job", json_string(c->rjob));
+		json_object_set_new(o, "share", json_real(c->pseats >= 0 ?
+		    c->pseats / 100.0 : 0.0));
+		json_object_set_new(o, "card", c->pcard >= 0 ?
+		    json_integer(c->pcard) : json_null());
+		json_object_set_new(o, "mem", c->pmem >= 0 ?
+		    json_integer((json_int_t)c->pmem) : json_null());
+	} else if (self != NULL)
+		json_object_set_new(o, "member", json_string(self));
+}
+
 /* The workers, as GET /v1/workers shows them; owner NULL: every one. */
 json_t *
 task_conn_workers(const char *owner)
@@ -721,6 +935,7 @@ task_conn_workers(const char *owner)
 		    json_integer(j->card) : json_null());
 		json_object_set_new(o, "mem", j != NULL ?
 		    json_integer((json_int_t)j->mem) : json_null());
+		conn_list_member(o, w->conn);
 		json_array_append_new(a, o);
 	}
 	return (a);

@@ -28,6 +28,8 @@ struct bufferevent;
 #define TF_DONE		'D'
 #define TF_CANCEL	'C'
 #define TF_WITHDRAW	'X'
+#define TF_VALUE	'V'		/* a streamed call's part */
+#define TF_UPLOAD	'U'		/* a streamed result's part */
 #define TASK_ERROR_MAX	1024		/* a withdrawal's reason, bytes */
 
 enum task_state {
@@ -151,5 +153,38 @@ void		 task_conn_caller(struct bufferevent *, void *, const char *,
 		     const char *, int);
 int		 task_conn_session_ok(const char *, const char *);
 json_t		*task_conn_workers(const char *);
+struct task_peer {			/* a worker on another member */
+	const char	*owner;
+	const char	*member;
+	const char	*job;		/* its cluster job */
+	int		 seats;		/* its share there, -1: not said */
+	int		 card;		/* its card there, -1: none said */
+	int64_t		 mem;		/* its cap there, bytes, -1: none */
+};
+void		 task_conn_peer(struct bufferevent *, void *,
+		     const struct task_peer *);
+
+/* task-value.c: big values streamed through owners' spool directories */
+#define TASK_FRAME_HDR	(FRAME_HDR + 4)	/* and the JSON header's length */
+struct task_vout;
+struct task_vin;
+void		 task_frame_head(u_char *, u_char, size_t, size_t);
+char		*task_value_take(const char *, const char *, char **);
+int		 task_value_range(const char *, const char *, size_t,
+		     uint64_t *, uint64_t *, char **);
+int		 task_value_field(json_t *, const char *, uint64_t *);
+struct task_vout *task_vout_open(const struct task *, uint64_t *, char **);
+void		 task_vout_free(struct task_vout *);
+int		 task_vout_pump(struct bufferevent *, struct task_vout *);
+int		 task_vin_part(struct task_vin **, const struct task *,
+		     const void *, size_t, char **);
+char		*task_vin_end(struct task_vin **, uint64_t, uint64_t, char **);
+void		 task_vin_free(struct task_vin *, int);
+void		 task_value_sweep(struct task_broker *);
+
+/* task-peer.c: a worker here for another member's broker */
+struct job;
+void		 task_peer_relay(int, struct job *, const char *,
+		     const char *);
 
 #endif

@@ -188,26 +188,29 @@ spool_compact(struct task_broker *b)
 
 /*
  * Records that a task is gone and removes the values it was handed by
- * file.  With nothing left the journal starts again empty.
+ * file.  With nothing left the journal starts again empty (no record
+ * for the last one: a call at a time costs one write less).
  */
 void
 task_spool_remove(struct task_broker *b, const struct task *t)
 {
 	json_t	*hdr;
 
-	hdr = json_pack("{s:I}", "id", (json_int_t)t->id);
-	spool_append(journal_fd, 'A', hdr, NULL);
-	json_decref(hdr);
+	if (live > 0)
+		live--;
+	if (live != 0 || ftruncate(journal_fd, 0) != 0) {
+		hdr = json_pack("{s:I}", "id", (json_int_t)t->id);
+		spool_append(journal_fd, 'A', hdr, NULL);
+		json_decref(hdr);
+	} else
+		journal_size = 0;
 	if (t->call.file != NULL)
 		unlink(t->call.file);
 	if (t->out.file != NULL)
 		unlink(t->out.file);
-	if (live > 0)
-		live--;
-	if (live == 0 && journal_size > 0) {
-		if (ftruncate(journal_fd, 0) == 0)
-			journal_size = 0;
-	} else if (journal_size > JOURNAL_COMPACT &&
+	if (live == 0)
+		return;
+	if (journal_size > JOURNAL_COMPACT &&
 	    (uint64_t)live * 2 * 1024 * 1024 < journal_size)
 		spool_compact(b);
 }

@@ -24,22 +24,6 @@
 
 #define TENANT_TOOL_MS	30000
 
-/* Runs an account tool; -1 with *cause naming it if it failed. */
-static int
-tenant_tool(char *const *argv, char **cause)
-{
-	char	*out;
-	int	 status;
-
-	out = proc_output(argv, TENANT_TOOL_MS, &status);
-	free(out);
-	if (status == 0)
-		return (0);
-	xasprintf(cause, "tenant: %s %s failed (exit %d)", argv[0],
-	    argv[strv_len(argv) - 1], status);
-	return (-1);
-}
-
 static __thread uid_t	tenant_give_uid;
 static __thread gid_t	tenant_give_gid;
 
@@ -90,6 +74,25 @@ tenant_pick_uid(struct tenant *t, char **cause)
 	return (0);
 }
 
+/*
+ * With project quotas, the home is its own project with the tenant's
+ * limit (set on each use: USER_DISK_LIMIT may have changed).  Without
+ * one its jobs still run: the limit is then only gmux's refusal of new
+ * jobs over it.
+ */
+void
+tenant_home_quota(const struct tenant *t)
+{
+	char	*cause = NULL;
+
+	if (!tenant_disk_quotas() || t->user != NULL)
+		return;
+	if (tenant_pquota_set(t, tenant_disk_limit(t), &cause) != 0) {
+		log_warnx("tenant %s: %s", t->name, cause);
+		free(cause);
+	}
+}
+
 /* The home, 0700 and the account's, made if it is not there. */
 static int
 tenant_home(const struct tenant *t, char **cause)
@@ -109,6 +112,7 @@ tenant_home(const struct tenant *t, char **cause)
 	}
 	if (chown(t->home, t->uid, t->gid) != 0 || chmod(t->home, 0700) != 0)
 		goto fail;
+	tenant_home_quota(t);
 	return (0);
 fail:
 	xasprintf(cause, "tenant: %s: %s", t->home, strerror(errno));
@@ -122,8 +126,6 @@ fail:
  * useradd's own reason.  The owner's jobs wait at the gate meanwhile
  * (tenant_admit), and are weighed again the moment it is over.
  */
-#define TENANT_MERGED	"exec 2>&1; exec \"$0\" \"$@\""
-
 struct tenant_make {
 	char	*name;
 	int	 step;		/* 0: groupadd, 1: useradd */
@@ -151,17 +153,20 @@ tenant_make_step(struct tenant_make *m, const struct tenant *t,
 	    tenant_made_cb, m, cause));
 }
 
-/* Why a step failed: its tool, and the first line it printed. */
-static char *
-tenant_make_cause(const struct tenant_make *m, const struct tenant *t,
-    char *out, int status)
+/*
+ * Why a watched tool failed (the caller frees it): its name, what it
+ * worked on, and the first line it printed (TENANT_MERGED puts its
+ * standard error there).
+ */
+char *
+tenant_tool_cause(const char *tool, const char *what, char *out,
+    int status)
 {
-	const char	*tool = m->step == 0 ? "groupadd" : "useradd";
-	char		*line, *cause;
+	char	*line, *cause;
 
 	if (out == NULL) {
-		xasprintf(&cause, "tenant: %s %s %s", tool, t->account,
-		    status == PROC_ASYNC_TIMEOUT ? "ran past 30 s" :
+		xasprintf(&cause, "tenant: %s %s %s", tool, what,
+		    status == PROC_ASYNC_TIMEOUT ? "ran past its time" :
 		    "was cancelled");
 		return (cause);
 	}
@@ -169,10 +174,10 @@ tenant_make_cause(const struct tenant_make *m, const struct tenant *t,
 	line[strcspn(line, "\n")] = '\0';
 	if (*line == '\0')
 		xasprintf(&cause, "tenant: %s %s failed (exit %d)", tool,
-		    t->account, status);
+		    what, status);
 	else
-		xasprintf(&cause, "tenant: %s %s failed: %.200s", tool,
-		    t->account, line);
+		xasprintf(&cause, "tenant: %s %s failed: %.200s", tool, what,
+		    line);
 	return (cause);
 }
 
@@ -191,7 +196,8 @@ tenant_made_cb(char *out, int status, void *arg)
 	if ((t = tenant_find(m->name)) == NULL)
 		goto out;	/* removed meanwhile */
 	if (status != 0)
-		cause = tenant_make_cause(m, t, out, status);
+		cause = tenant_tool_cause(m->step == 0 ? "groupadd" :
+		    "useradd", t->account, out, status);
 	else if (m->step == 0) {
 		m->step = 1;
 		if (tenant_make_step(m, t, &cause) == 0) {
@@ -275,21 +281,6 @@ tenant_mapped(const struct tenant *t, uid_t *uid, gid_t *gid, char **home,
 }
 
 /*
- * Its rootless containers' range (tenant-subid.c): without one only its
- * containers fail (podman says why), so its other jobs still run.
- */
-static void
-tenant_account_subids(const struct tenant *t)
-{
-	char	*cause = NULL;
-
-	if (tenant_subids(t, &cause) != 0) {
-		log_warnx("%s", cause);
-		free(cause);
-	}
-}
-
-/*
  * The account owner's jobs run as (docs/tenants.md): 1 with its UID, GID
  * and home (the caller frees it); 0 if they run as the daemon's user; 2
  * with *cause while its UID is being allocated in the cluster or its
@@ -317,6 +308,11 @@ tenant_account(const char *owner, uid_t *uid, gid_t *gid, char **home,
 		*cause = xstrdup(t->make_error);
 		return (-1);
 	}
+	if (t->ending) {
+		xasprintf(cause, "tenant: %s's account is being archived",
+		    t->name);
+		return (2);
+	}
 	if (!t->has_uid) {
 		if ((rc = tenant_cluster_uid(t, cause)) != 0)
 			return (rc);
@@ -329,134 +325,21 @@ tenant_account(const char *owner, uid_t *uid, gid_t *gid, char **home,
 		return (tenant_make(t, cause));
 	if (tenant_home(t, cause) != 0)
 		return (-1);
-	tenant_account_subids(t);
+	/* Without a range only its containers fail (podman says why). */
+	if ((rc = tenant_subids(t, cause)) == 2)
+		return (2);
+	if (rc == -1) {
+		log_warnx("%s", *cause);
+		free(*cause);
+		*cause = NULL;
+	}
 	if (t->state != TENANT_ACTIVE) {
 		t->state = TENANT_ACTIVE;
 		tenants_save();
 	}
+	t->busy = 1;	/* tenant_idle_tick: its leftovers after its last */
 	*uid = t->uid;
 	*gid = t->gid;
 	*home = xstrdup(t->home);
 	return (1);
-}
-
-/*
- * Whatever still runs as t's account (a process that left its job's
- * group) is killed, so that its account can go (userdel refuses an
- * account in use; -f would leave its processes running): a child that
- * becomes the account signals every process it may, that is the
- * account's.  Its jobs have ended: their keepers are not the account's.
- */
-static int
-tenant_kill_all(const struct tenant *t)
-{
-	pid_t	 pid;
-	int	 ws;
-
-	if (!t->has_uid || t->uid == 0 || t->uid == getuid())
-		return (0);
-	if ((pid = fork()) == -1)
-		return (-1);
-	if (pid == 0) {
-		if (setgroups(0, NULL) != 0 || setresgid(t->gid, t->gid,
-		    t->gid) != 0 || setresuid(t->uid, t->uid, t->uid) != 0)
-			_exit(1);
-		kill(-1, SIGKILL);
-		_exit(0);
-	}
-	while (waitpid(pid, &ws, 0) == -1 && errno == EINTR)
-		;
-	return (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? 0 : -1);
-}
-
-/*
- * tenant rm's end, once t's jobs have ended: archived, its account gone,
- * its record forgotten (t is freed).  1 while some job of it has not
- * ended (asked again by the tick); 0 once done; -1 with *cause.
- */
-int
-tenant_remove(struct tenant *t, char **cause)
-{
-	struct job	*j;
-	char		*name;
-
-	if (t->making)
-		return (1);	/* useradd is running: it goes after */
-	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if (!job_ended(j) && strcmp(j->owner, t->name) == 0)
-			return (1);
-	}
-	if (tenant_archive(t, cause) != 0)
-		return (-1);
-	name = xstrdup(t->name);
-	tenant_forget(t);
-	tenants_save();
-	log_info("tenant %s removed", name);
-	free(name);
-	return (0);
-}
-
-/* Each second: the removals waiting for their jobs' ends. */
-void
-tenant_remove_tick(void)
-{
-	struct tenant	*t, *next;
-	char		*cause = NULL;
-
-	TAILQ_FOREACH_SAFE(t, tenants_all(), entry, next) {
-		if (!t->removing || tenant_remove(t, &cause) != -1)
-			continue;
-		log_warnx("tenant %s: %s", t->name, cause);
-		free(cause);
-		cause = NULL;
-	}
-}
-
-/*
- * Archives t's home to $GMUX_HOME/tenants/archive/ACCOUNT-YYYYMMDD.tar.gz
- * (0600), then removes the account and the home.  A mapped tenant's user
- * is left alone.  Returns 0 or -1 with *cause (nothing removed then).
- */
-int
-tenant_archive(struct tenant *t, char **cause)
-{
-	struct stat	 st;
-	struct tm	 tm;
-	time_t		 now = (time_t)(clock_ms() / 1000);
-	char		 day[16], *dir, *tar, *base, *parent, *slash;
-	char		*del[] = { "userdel", t->account, NULL };
-	int		 rc = -1, saved;
-
-	if (t->user != NULL || t->state != TENANT_ACTIVE)
-		return (0);
-	gmtime_r(&now, &tm);
-	strftime(day, sizeof day, "%Y%m%d", &tm);
-	xasprintf(&dir, "%s/tenants/archive", path_home());
-	mkdir_p(dir, 0700);
-	xasprintf(&tar, "%s/%s-%s.tar.gz", dir, t->account, day);
-	parent = xstrdup(t->home);
-	slash = strrchr(parent, '/');
-	*slash = '\0';
-	base = slash + 1;
-	if (lstat(t->home, &st) == 0) {
-		char *argv[] = { "tar", "-czf", tar, "-C", *parent ? parent :
-		    "/", "--", base, NULL };
-		saved = umask(077);
-		rc = tenant_tool(argv, cause);
-		umask(saved);
-		if (rc != 0)
-			goto out;
-	}
-	if (getpwnam(t->account) != NULL && (tenant_kill_all(t) != 0 ||
-	    tenant_tool(del, cause) != 0))
-		goto out;
-	confine_remove(t->home);
-	t->state = TENANT_ARCHIVED;
-	log_info("tenant %s: archived to %s, account removed", t->name, tar);
-	rc = 0;
-out:
-	free(parent);
-	free(tar);
-	free(dir);
-	return (rc);
 }

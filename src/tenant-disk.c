@@ -13,8 +13,6 @@
 
 #include <errno.h>
 #include <ftw.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -174,23 +172,37 @@ tdisk_init(void)
 static int
 tdisk_start(struct tdisk_round *r)
 {
-	pthread_attr_t	 attr;
-	pthread_t	 th;
-	sigset_t	 all, old;
-	int		 e;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	/* Signals are the loop's (libevent's handlers): none for it. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&th, &attr, tdisk_main, r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	return (e == 0 ? 0 : -1);
+	return (thread_start_detached(tdisk_main, r) == 0 ? 0 : -1);
 }
 
-/* On the tick: a round every TENANT_DISK_EVERY seconds, one at a time. */
+/*
+ * With project quotas (tenant-pquota.c) the kernel says each home's
+ * usage at once: asked on every tick, kept when it changed.
+ */
+static void
+tdisk_quotas(void)
+{
+	struct tenant	*t;
+	uint64_t	 used;
+	int		 changed = 0;
+
+	TAILQ_FOREACH(t, tenants_all(), entry) {
+		if (t->state != TENANT_ACTIVE || t->user != NULL ||
+		    tenant_pquota_used(t, &used) != 0)
+			continue;
+		if (used != t->disk_used || t->disk_at == 0)
+			changed = 1;
+		t->disk_used = used;
+		t->disk_at = clock_ms();
+	}
+	if (changed)
+		tenants_save();
+}
+
+/*
+ * On the tick: with project quotas, the kernel's figures; else a round
+ * every TENANT_DISK_EVERY seconds, one at a time.
+ */
 void
 tenant_disk_tick(void)
 {
@@ -199,6 +211,10 @@ tenant_disk_tick(void)
 	int64_t			 now = clock_mono_ms();
 	u_int			 every;
 
+	if (tenant_disk_quotas()) {
+		tdisk_quotas();
+		return;
+	}
 	every = config_uint("TENANT_DISK_EVERY", 300, 1, 86400);
 	if (tdisk_busy != NULL || (tdisk_last != 0 &&
 	    now - tdisk_last < (int64_t)every * 1000))

@@ -17,8 +17,8 @@
 static int64_t	tret_last;
 
 /* Has owner a job not ended?  Then it is active, whatever its date. */
-static int
-tret_busy(const char *owner)
+int
+tenant_busy(const char *owner)
 {
 	struct job	*j;
 
@@ -47,21 +47,16 @@ static void
 tret_prune(int64_t now, int64_t days)
 {
 	struct tenant	*t;
-	char		*cause = NULL;
 	int		 changed = 0;
 
 	TAILQ_FOREACH(t, tenants_all(), entry) {
 		if (t->state != TENANT_ACTIVE || t->user != NULL ||
-		    tret_busy(t->name))
+		    tenant_busy(t->name))
 			continue;
 		t->active = tret_active(t);
 		if (now - t->active < days * 86400 * 1000)
 			continue;
-		if (tenant_archive(t, &cause) != 0) {
-			log_warnx("%s: %s", __func__, cause);
-			free(cause);
-			cause = NULL;
-		}
+		tenant_archive(t);	/* off the loop: told if it fails */
 		changed = 1;
 	}
 	if (changed)
@@ -76,6 +71,7 @@ tenant_tick(void)
 
 	tenant_quota_tick();
 	tenant_remove_tick();
+	tenant_idle_tick();
 	tenant_disk_tick();
 	if (tret_last != 0 && now - tret_last < TRET_EVERY_MS &&
 	    now >= tret_last)

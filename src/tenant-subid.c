@@ -9,7 +9,6 @@
  */
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +21,7 @@
 #define SUBID_MAX	4294967294ULL	/* (uid_t)-1 is no UID */
 #define SUBID_MS	30000
 
-static pthread_mutex_t	subid_lock = PTHREAD_MUTEX_INITIALIZER;
+static int	subid_running;	/* a usermod runs (for any tenant) */
 
 /*
  * Reads a subordinate ID file: whether account has a range there (1), and
@@ -51,28 +50,72 @@ subid_scan(const char *path, const char *account, uint64_t *end)
 	return (has);
 }
 
+/* In the loop: usermod is over; the owner's held jobs weighed again. */
+static void
+subid_done_cb(char *out, int status, void *arg)
+{
+	char		*name = arg;
+	struct tenant	*t;
+
+	subid_running = 0;
+	if ((t = tenant_find(name)) != NULL) {
+		t->subids_busy = 0;
+		if (status != 0) {
+			t->subid_error = tenant_tool_cause("usermod",
+			    t->account, out, status);
+			log_warnx("tenant %s: %s (its containers cannot run)",
+			    t->name, t->subid_error);
+		} else
+			log_info("tenant %s: subordinate ids given", t->name);
+	}
+	free(out);
+	free(name);
+	tenant_quota_tick();
+}
+
+/* Starts usermod for range; -1 with *cause if it cannot be. */
+static int
+subid_start(struct tenant *t, const char *range, char **cause)
+{
+	char	*argv[] = { "sh", "-c", TENANT_MERGED, "usermod",
+		    "--add-subuids", (char *)range, "--add-subgids",
+		    (char *)range, t->account, NULL };
+	char	*name = xstrdup(t->name);
+
+	if (proc_async_start(argv, SUBID_MS, subid_done_cb, name,
+	    cause) != 0) {
+		free(name);
+		return (-1);
+	}
+	t->subids_busy = subid_running = 1;
+	log_debug("tenant %s: usermod --add-subuids %s", t->name, range);
+	return (0);
+}
+
 /*
  * Gives t's account its range of subordinate UIDs and GIDs (the same
- * numbers) if it has none yet.  0, or -1 with *cause.
+ * numbers) if it has none yet, with usermod off the loop: 0 once it has
+ * one (or usermod failed: told once, and only its containers fail, with
+ * podman's reason); 2 with *cause while usermod runs (one at a time for
+ * every tenant: a range is picked above those the files hold); -1 with
+ * *cause if it cannot be given.
  */
 int
-tenant_subids(const struct tenant *t, char **cause)
+tenant_subids(struct tenant *t, char **cause)
 {
 	uint64_t	 end = 0;
 	uid_t		 lo, hi;
 	char		 range[64];
-	char		*argv[] = { "usermod", "--add-subuids", range,
-			    "--add-subgids", range, t->account, NULL };
-	char		*out;
-	int		 has, status, rc = -1;
+	int		 has;
 
-	pthread_mutex_lock(&subid_lock);
+	if (t->subid_error != NULL)
+		return (0);
+	if (t->subids_busy || subid_running)
+		goto wait;
 	has = subid_scan("/etc/subuid", t->account, &end);
 	has &= subid_scan("/etc/subgid", t->account, &end);
-	if (has) {
-		rc = 0;
-		goto out;
-	}
+	if (has)
+		return (0);
 	tenant_uid_range(&lo, &hi);
 	if (end <= (uint64_t)hi)
 		end = (uint64_t)hi + 1;
@@ -80,20 +123,14 @@ tenant_subids(const struct tenant *t, char **cause)
 	if (end + SUBID_COUNT - 1 > SUBID_MAX) {
 		xasprintf(cause, "tenant: no subordinate UIDs are left for "
 		    "%s (/etc/subuid)", t->account);
-		goto out;
+		return (-1);
 	}
 	snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)end,
 	    (unsigned long long)(end + SUBID_COUNT - 1));
-	out = proc_output(argv, SUBID_MS, &status);
-	free(out);
-	if (status != 0) {
-		xasprintf(cause, "tenant: usermod --add-subuids %s %s failed "
-		    "(exit %d)", range, t->account, status);
-		goto out;
-	}
-	log_info("tenant %s: subordinate ids %s", t->name, range);
-	rc = 0;
-out:
-	pthread_mutex_unlock(&subid_lock);
-	return (rc);
+	if (subid_start(t, range, cause) != 0)
+		return (-1);
+wait:
+	xasprintf(cause, "tenant: giving %s's account its subordinate IDs",
+	    t->name);
+	return (2);
 }

@@ -40,7 +40,7 @@ tenant_prefix(void)
 	return (p != NULL ? p : TENANT_PREFIX_DEFAULT);
 }
 
-static const char *
+const char *
 tenant_home_root(void)
 {
 	const char	*p = config_get("TENANT_HOME_ROOT");
@@ -108,6 +108,44 @@ tenant_owner_ok(const char *owner, char **cause)
 	    ((t = tenant_find(owner)) != NULL && t->user != NULL))
 		return (0);
 	return (tenant_name_check(owner, cause));
+}
+
+/*
+ * At the daemon's start: fn(uid, gid, home, arg) for each account gmux
+ * made here (active, not a mapped user's), whose container store is
+ * swept of orphans.  fn returns 1 if it started a sweep, which calls
+ * tenant_swept when it is over; else the account is swept at once.
+ */
+void
+tenant_accounts_each(int (*fn)(uid_t, gid_t, const char *, void *),
+    void *arg)
+{
+	struct tenant	*t;
+	const char	*why;
+
+	if (!tenant_accounts_on(&why))
+		return;
+	TAILQ_FOREACH(t, tenants_all(), entry) {
+		if (t->state == TENANT_ACTIVE && t->user == NULL &&
+		    t->has_uid && fn(t->uid, t->gid, t->home, arg) == 0)
+			tenant_swept(t->uid);
+	}
+}
+
+/*
+ * The account uid's store was swept at start: whatever is left of it
+ * (a pause process of before a kill -9) goes once it has no job
+ * (tenant_idle_tick), not while the sweep's podman runs.
+ */
+void
+tenant_swept(uid_t uid)
+{
+	struct tenant	*t;
+
+	TAILQ_FOREACH(t, tenants_all(), entry) {
+		if (t->has_uid && t->uid == uid && t->user == NULL)
+			t->busy = 1;
+	}
 }
 
 /* Are accounts made?  If not, *why says why. */
@@ -389,6 +427,8 @@ tenant_forget(struct tenant *t)
 	free(t->home);
 	free(t->user);
 	free(t->make_error);
+	free(t->end_error);
+	free(t->subid_error);
 	free(t);
 }
 

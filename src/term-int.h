@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct bufferevent;
+struct evhttp_request;
 struct conn;
 struct job;
 struct target;
@@ -19,8 +20,6 @@ struct target;
 #define TERM_EXIT	'x'
 #define TERM_FRAME_MAX	65536
 #define TERM_SIZE_MAX	10000
-#define TERM_UPGRADE	"gmux-term/1"
-#define PORT_UPGRADE	"gmux-port/1"
 #define TERM_DEFAULT	"xterm-256color"
 
 struct term_frame {
@@ -47,6 +46,16 @@ void		 term_relay_start(struct bufferevent *, void *, struct job *,
 /* term-port.c */
 int		 term_port_open(u_int, char **);
 void		 term_port_start(struct bufferevent *, void *, int);
+void		 term_splice_start(struct bufferevent *, void *,
+		     struct bufferevent *, const char *);
+
+/* term-netns.c */
+int		 term_netns_start(pid_t, u_int, char **);
+int		 term_netns_answer(int, char **);
+
+/* term-dial.c */
+void		 term_dial(struct evhttp_request *, const char *, int, pid_t,
+		     u_int);
 
 /* term-client.c */
 struct conn	*term_upgrade(const struct target *, const char *,

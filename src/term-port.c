@@ -1,8 +1,9 @@
 /*
  * term-port.c: a published port's connection (docs/terminals.md).  The
- * daemon connects to the job's port on the host's loopback and, once that
- * has succeeded, splices it to the owner's upgraded API connection, bytes
- * as they are, both ways.  Nothing listens: each connection is a request.
+ * daemon connects to the job's port on the host's loopback (term-dial.c
+ * waits for that, on the loop) and, once that has succeeded, splices it
+ * to the owner's upgraded API connection, bytes as they are, both ways.
+ * Nothing listens: each connection is a request.
  */
 
 #include <sys/socket.h>
@@ -10,7 +11,6 @@
 #include <netinet/in.h>
 
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,7 +23,6 @@
 #include "gmux.h"
 #include "term-int.h"
 
-#define PORT_CONNECT_MS	1000
 #define PORT_HIGH	(1024 * 1024)	/* buffered one way, at most */
 
 struct splice {
@@ -34,17 +33,15 @@ struct splice {
 };
 
 /*
- * Connects to 127.0.0.1:port.  A connect on loopback is answered at once
- * (the rare wait, for a full backlog, is bounded).  Returns the socket or
- * -1 with *cause.
+ * Starts a connect to 127.0.0.1:port.  Returns the socket, non-blocking,
+ * its connect done or going on (writable once it ends: term-dial.c waits
+ * for that on the loop), or -1 with *cause.
  */
 int
 term_port_open(u_int port, char **cause)
 {
 	struct sockaddr_in	 sin;
-	struct pollfd		 pfd;
-	socklen_t		 len = sizeof errno;
-	int			 fd, e = 0;
+	int			 fd;
 
 	memset(&sin, 0, sizeof sin);
 	sin.sin_family = AF_INET;
@@ -55,18 +52,10 @@ term_port_open(u_int port, char **cause)
 		xasprintf(cause, "socket: %s", strerror(errno));
 		return (-1);
 	}
-	if (connect(fd, (struct sockaddr *)&sin, sizeof sin) == 0)
+	if (connect(fd, (struct sockaddr *)&sin, sizeof sin) == 0 ||
+	    errno == EINPROGRESS)
 		return (fd);
-	e = errno;
-	if (e == EINPROGRESS) {
-		pfd.fd = fd;
-		pfd.events = POLLOUT;
-		e = ETIMEDOUT;
-		if (poll(&pfd, 1, PORT_CONNECT_MS) == 1 && getsockopt(fd,
-		    SOL_SOCKET, SO_ERROR, &e, &len) == 0 && e == 0)
-			return (fd);
-	}
-	xasprintf(cause, "%s", strerror(e));
+	xasprintf(cause, "%s", strerror(errno));
 	close(fd);
 	return (-1);
 }
@@ -133,27 +122,42 @@ splice_event(struct bufferevent *bev, short what, void *arg)
 	bufferevent_disable(other, EV_READ);
 }
 
-/* Takes over an upgraded API connection as the port fd is connected to. */
+/*
+ * Takes over an upgraded API connection: answers 101 for proto and
+ * splices it to other (its bytes, both ways, as they are), which it owns.
+ */
 void
-term_port_start(struct bufferevent *bev, void *evcon, int fd)
+term_splice_start(struct bufferevent *bev, void *evcon,
+    struct bufferevent *other, const char *proto)
 {
 	struct splice	*s;
 
 	s = xcalloc(1, sizeof *s);
 	s->bev = bev;
 	s->evcon = evcon;
-	s->port = bufferevent_socket_new(server_base, fd,
-	    BEV_OPT_CLOSE_ON_FREE);
+	s->port = other;
 	bufferevent_setcb(bev, splice_read, splice_write, splice_event, s);
-	bufferevent_setcb(s->port, splice_read, splice_write, splice_event, s);
+	bufferevent_setcb(other, splice_read, splice_write, splice_event, s);
 	bufferevent_set_timeouts(bev, NULL, NULL);
+	bufferevent_set_timeouts(other, NULL, NULL);
 	bufferevent_setwatermark(bev, EV_READ, 0, 0);
+	bufferevent_setwatermark(other, EV_READ, 0, 0);
 	evbuffer_add_printf(bufferevent_get_output(bev),
-	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " PORT_UPGRADE
-	    "\r\nConnection: Upgrade\r\n\r\n");
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: %s\r\n"
+	    "Connection: Upgrade\r\n\r\n", proto);
 	bufferevent_enable(bev, EV_READ|EV_WRITE);
-	bufferevent_enable(s->port, EV_READ|EV_WRITE);
-	log_debug("%s: fd %d", __func__, fd);
+	bufferevent_enable(other, EV_READ|EV_WRITE);
 	if (evbuffer_get_length(bufferevent_get_input(bev)) != 0)
 		splice_read(bev, s);
+	if (evbuffer_get_length(bufferevent_get_input(other)) != 0)
+		splice_read(other, s);
+}
+
+/* Takes over an upgraded API connection as the port fd is connected to. */
+void
+term_port_start(struct bufferevent *bev, void *evcon, int fd)
+{
+	log_debug("%s: fd %d", __func__, fd);
+	term_splice_start(bev, evcon, bufferevent_socket_new(server_base, fd,
+	    BEV_OPT_CLOSE_ON_FREE), PORT_UPGRADE);
 }

@@ -39,6 +39,19 @@ static const char term_conf[] =
 	"new-session -d -s gmux -x 80 -y 24 -c \"$GMUX_TERM_CWD\" "
 	"\"exec /bin/sh \\\"$GMUX_TERM_DIR/cmd.sh\\\"\"\n";
 
+/*
+ * A remote shell's session outside its jail (workspace_shell_unjail): no
+ * key may reach tmux's command prompt or run a command on the host (a new
+ * window, run-shell, copy-pipe); C-b d detaches, as anywhere.
+ */
+static const char term_conf_locked[] =
+	"unbind-key -a -T prefix\n"
+	"unbind-key -a -T root\n"
+	"unbind-key -a -T copy-mode\n"
+	"unbind-key -a -T copy-mode-vi\n"
+	"bind-key -T prefix d detach-client\n"
+	"set -g mouse off\n";
+
 /* The job's terminal directory, jobs/jN/term.  The caller frees it. */
 char *
 term_dir(u_int id)
@@ -123,7 +136,7 @@ int
 term_job_prepare(const struct job *j, struct jail_spec *js, char ***argv,
     char **cause)
 {
-	char	*dir, *script, **in = NULL;
+	char	*dir, *script, *conf, **in = NULL;
 	int	 rc = -1;
 
 	dir = term_dir(j->id);
@@ -137,10 +150,15 @@ term_job_prepare(const struct job *j, struct jail_spec *js, char ***argv,
 	strv_free(in);
 	rc = term_write(dir, "cmd.sh", script, cause);
 	free(script);
-	if (rc != 0 || term_write(dir, "tmux.conf", term_conf, cause) != 0) {
-		rc = -1;
-		goto out;
+	if (rc == 0) {
+		xasprintf(&conf, "%s%s", j->req.confined &&
+		    j->req.spec.in_workspace != NULL ? term_conf_locked : "",
+		    term_conf);
+		rc = term_write(dir, "tmux.conf", conf, cause);
+		free(conf);
 	}
+	if (rc != 0)
+		goto out;
 	*argv = NULL;
 	strv_add(argv, "/bin/sh");
 	strv_add(argv, "-c");

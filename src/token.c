@@ -13,8 +13,9 @@
  * command line (argv is readable by every user of that machine).
  *
  * File: {"tokens":[{"id":"t1","owner":"alice","sha256":HEX,
- *        "created":MS,"revoked":false[,"expires":MS]}, ...]}
- * (expires: an invite, until then).
+ *        "created":MS,"revoked":false[,"expires":MS][,"clusters":[...]]},
+ *        ...]}
+ * (expires: an invite, until then; clusters: token-grant.c).
  */
 
 #include <sys/file.h>
@@ -41,6 +42,7 @@ tokens_clear(struct tokens *t)
 	for (i = 0; i < t->n; i++) {
 		free(t->v[i].id);
 		free(t->v[i].owner);
+		token_grants_clear(&t->v[i]);
 	}
 	free(t->v);
 	t->v = NULL;
@@ -65,6 +67,7 @@ static int
 tokens_parse_one(json_t *o, struct token *tk, char **cause)
 {
 	const char	*id, *owner, *hash;
+	char		*why = NULL;
 	json_int_t	 created, expires = 0;
 	int		 revoked;
 
@@ -77,6 +80,11 @@ tokens_parse_one(json_t *o, struct token *tk, char **cause)
 	if (!digest_valid(hash) || !token_owner_valid(owner) ||
 	    *id == '\0' || strlen(id) > 32) {
 		xasprintf(cause, "token entry '%.32s' is malformed", id);
+		return (-1);
+	}
+	if (token_grants_parse(o, tk, &why) != 0) {
+		xasprintf(cause, "token entry '%.32s': %s", id, why);
+		free(why);
 		return (-1);
 	}
 	tk->id = xstrdup(id);
@@ -222,6 +230,7 @@ tokens_write(struct tokens *t, char **cause)
 		if (t->v[i].expires != 0)
 			json_object_set_new(o, "expires",
 			    json_integer(t->v[i].expires));
+		token_grants_json(&t->v[i], o);
 		json_array_append_new(arr, o);
 	}
 	root = json_pack("{s:o}", "tokens", arr);
@@ -259,13 +268,14 @@ tokens_lock(struct tokens *t, char **cause)
 }
 
 /*
- * Makes a token for owner, an invite if expires is not 0.  *secret gets
- * the token itself (allocated; it is shown once and never stored) and
- * *id its id.  Returns 0 or -1.
+ * Makes a token for owner, an invite if expires is not 0, granted the
+ * clusters like is (if not NULL).  *secret gets the token itself
+ * (allocated; it is shown once and never stored) and *id its id.
+ * Returns 0 or -1.
  */
 static int
 tokens_make(struct tokens *t, const char *owner, int64_t expires,
-    char **secret, char **id, char **cause)
+    const struct token *like, char **secret, char **id, char **cause)
 {
 	u_char		 raw[TOKEN_BYTES];
 	char		 text[TOKEN_BYTES * 2];
@@ -294,6 +304,8 @@ tokens_make(struct tokens *t, const char *owner, int64_t expires,
 	digest_buf(text, strlen(text), tk->hash);
 	tk->created = clock_ms();
 	tk->expires = expires;
+	if (like != NULL)
+		token_grants_copy(tk, like);
 	if ((rc = tokens_write(t, cause)) == 0) {
 		*secret = xstrdup(text);
 		*id = xstrdup(tk->id);
@@ -309,7 +321,7 @@ int
 tokens_add(struct tokens *t, const char *owner, char **secret, char **id,
     char **cause)
 {
-	return (tokens_make(t, owner, 0, secret, id, cause));
+	return (tokens_make(t, owner, 0, NULL, secret, id, cause));
 }
 
 /* Makes an invite for owner, good for TOKEN_INVITE_MS (tokens_make). */
@@ -317,69 +329,110 @@ int
 tokens_invite(struct tokens *t, const char *owner, char **secret,
     char **id, char **cause)
 {
-	return (tokens_make(t, owner, clock_ms() + TOKEN_INVITE_MS, secret,
-	    id, cause));
+	return (tokens_make(t, owner, clock_ms() + TOKEN_INVITE_MS, NULL,
+	    secret, id, cause));
 }
 
 /*
  * Trades invite inv (as tokens_check found it) for a token of its owner's
- * own (tokens_make).  The invite stays good for other machines until it
- * expires or is revoked.
+ * own (tokens_make), granted the invite's clusters.  The invite stays good
+ * for other machines until it expires or is revoked.
  */
 int
 tokens_join(struct tokens *t, const struct token *inv, char **secret,
     char **id, char **cause)
 {
-	char	*owner;
-	int	 rc;
+	struct token	 like;
+	char		*owner;
+	int		 rc;
 
 	if (inv->expires == 0) {
 		xasprintf(cause, "this is a token, not an invite: nothing to "
 		    "trade");
 		return (-1);
 	}
-	owner = xstrdup(inv->owner);	/* t is read again under the lock */
-	rc = tokens_make(t, owner, 0, secret, id, cause);
+	/* t is read again under the lock: inv goes */
+	owner = xstrdup(inv->owner);
+	memset(&like, 0, sizeof like);
+	token_grants_copy(&like, inv);
+	rc = tokens_make(t, owner, 0, &like, secret, id, cause);
+	token_grants_clear(&like);
 	free(owner);
 	return (rc);
+}
+
+static struct token *
+tokens_find(struct tokens *t, const char *id, char **cause)
+{
+	u_int	 i;
+
+	for (i = 0; i < t->n; i++) {
+		if (strcmp(t->v[i].id, id) == 0)
+			return (&t->v[i]);
+	}
+	xasprintf(cause, "no token %.32s", id);
+	return (NULL);
 }
 
 /* Revokes token id; it stays listed (and its id is not reused). */
 int
 tokens_revoke(struct tokens *t, const char *id, char **cause)
 {
-	u_int	 i;
-	int	 fd, rc = -1;
+	struct token	*tk;
+	int		 fd, rc = -1;
 
 	if ((fd = tokens_lock(t, cause)) == -1)
 		return (-1);
-	for (i = 0; i < t->n; i++) {
-		if (strcmp(t->v[i].id, id) == 0)
-			break;
-	}
-	if (i == t->n)
-		xasprintf(cause, "no token %.32s", id);
-	else {
-		t->v[i].revoked = 1;
+	if ((tk = tokens_find(t, id, cause)) != NULL) {
+		tk->revoked = 1;
 		rc = tokens_write(t, cause);
 	}
 	close(fd);
 	return (rc);
 }
 
-/* Returns [{"id","owner","created","revoked"}...]: never the hashes. */
-json_t *
-tokens_to_json(const struct tokens *t)
+/*
+ * Grants token id cluster cid (on), or takes the grant back, under the
+ * file's lock (token_grants_set; own: the asking host's cluster or NULL).
+ */
+int
+tokens_grant(struct tokens *t, const char *id, const char *cid, int on,
+    const char *own, char **cause)
 {
-	json_t	*arr = json_array();
+	struct token	*tk;
+	int		 fd, rc = -1;
+
+	if ((fd = tokens_lock(t, cause)) == -1)
+		return (-1);
+	if ((tk = tokens_find(t, id, cause)) != NULL &&
+	    token_grants_set(tk, cid, on, own, cause) == 0)
+		rc = tokens_write(t, cause);
+	close(fd);
+	return (rc);
+}
+
+/*
+ * Returns [{"id","owner","created","revoked",...,"clusters"}...]: never
+ * the hashes.  clusters: the list, or [own] for an entry without one
+ * (own: the host's cluster; NULL: [] for those).
+ */
+json_t *
+tokens_to_json(const struct tokens *t, const char *own)
+{
+	json_t	*arr = json_array(), *o;
 	u_int	 i;
 
 	for (i = 0; i < t->n; i++) {
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:b, "
-		    "s:b, s:I}", "id", t->v[i].id, "owner", t->v[i].owner,
-		    "created", (json_int_t)t->v[i].created, "revoked",
-		    t->v[i].revoked, "invite", t->v[i].expires != 0,
-		    "expires", (json_int_t)t->v[i].expires));
+		o = json_pack("{s:s, s:s, s:I, s:b, s:b, s:I, s:[]}", "id",
+		    t->v[i].id, "owner", t->v[i].owner, "created",
+		    (json_int_t)t->v[i].created, "revoked", t->v[i].revoked,
+		    "invite", t->v[i].expires != 0, "expires",
+		    (json_int_t)t->v[i].expires, "clusters");
+		token_grants_json(&t->v[i], o);
+		if (!t->v[i].granted && own != NULL)
+			json_array_append_new(json_object_get(o, "clusters"),
+			    json_string(own));
+		json_array_append_new(arr, o);
 	}
 	return (arr);
 }

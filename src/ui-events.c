@@ -34,6 +34,8 @@ struct ui_sub {
 	struct evhttp_request	*req;
 	char			*owner;		/* whose jobs; NULL: all */
 	int			 tcp;		/* over TCP: token rechecked */
+	int			 ungranted;	/* its token lacks this
+						   member's cluster */
 	char			*last;		/* the state last sent */
 	int64_t			 sent;		/* when (monotonic ms) */
 	TAILQ_ENTRY(ui_sub)	 entry;
@@ -69,10 +71,12 @@ ui_sample(int64_t now)
 
 /*
  * The state owner may see now (NULL: every owner's), as JSON text: what
- * GET /v1/cards and GET /v1/jobs answer.  Allocated.
+ * GET /v1/cards and GET /v1/jobs answer.  A token without this member's
+ * cluster (ungranted) sees neither the cluster nor the local jobs that
+ * run its jobs, as on those routes (cluster-grant.c).  Allocated.
  */
 static char *
-ui_state(const char *owner)
+ui_state(const char *owner, int ungranted)
 {
 	struct job	*j;
 	json_t		*jobs, *o;
@@ -80,12 +84,14 @@ ui_state(const char *owner)
 
 	jobs = json_array();
 	TAILQ_FOREACH(j, &all_jobs, entry) {
-		if (!job_ended(j) && (owner == NULL ||
-		    strcmp(owner, j->owner) == 0))
+		if (job_ended(j) || (owner != NULL &&
+		    strcmp(owner, j->owner) != 0))
+			continue;
+		if (!ungranted || !cluster_grant_runs_cluster_job(j))
 			json_array_append_new(jobs, job_to_json(j));
 	}
 	o = json_pack("{s:o,s:o,s:o}", "cards", api_cards_json(), "jobs", jobs,
-	    "cluster", ui_cluster());
+	    "cluster", ungranted ? json_null() : ui_cluster());
 	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return (text);
@@ -98,25 +104,28 @@ ui_state(const char *owner)
  */
 static struct ui_view {
 	char	*owner;		/* NULL: every owner's */
+	int	 ungranted;
 	char	*text;
 } ui_views[UI_SUBS_MAX];
 static u_int	ui_nviews;
 
 static const char *
-ui_view(const char *owner)
+ui_view(const char *owner, int ungranted)
 {
 	struct ui_view	*v;
 	u_int		 i;
 
 	for (i = 0; i < ui_nviews; i++) {
 		v = &ui_views[i];
-		if (owner == NULL ? v->owner == NULL : v->owner != NULL &&
-		    strcmp(v->owner, owner) == 0)
+		if (v->ungranted == ungranted && (owner == NULL ?
+		    v->owner == NULL : v->owner != NULL &&
+		    strcmp(v->owner, owner) == 0))
 			return (v->text);
 	}
 	v = &ui_views[ui_nviews++];
 	v->owner = owner != NULL ? xstrdup(owner) : NULL;
-	v->text = ui_state(owner);
+	v->ungranted = ungranted;
+	v->text = ui_state(owner, ungranted);
 	return (v->text);
 }
 
@@ -147,7 +156,7 @@ ui_send(struct ui_sub *sub, const char *event, const char *data)
 static void
 ui_push_state(struct ui_sub *sub)
 {
-	const char	*text = ui_view(sub->owner);
+	const char	*text = ui_view(sub->owner, sub->ungranted);
 	char		*msg;
 
 	if (sub->last != NULL && strcmp(sub->last, text) == 0)
@@ -192,20 +201,29 @@ ui_end(struct ui_sub *sub)
 	ui_sub_free(sub);
 }
 
-/* Is the token a TCP stream came with still good? */
+/*
+ * Is the token a TCP stream came with still good?  Its grants are read
+ * again with it: a cluster revoked meanwhile is hidden from the next
+ * state on.
+ */
 static int
 ui_sub_valid(struct ui_sub *sub)
 {
-	const char	*h;
-	struct tokens	*tk;
+	const char		*h;
+	struct tokens		*tk;
+	const struct token	*t = NULL;
 
 	if (!sub->tcp)
 		return (1);
 	h = evhttp_find_header(evhttp_request_get_input_headers(sub->req),
 	    "Authorization");
 	tk = server_tls_tokens(NULL);
-	return (h != NULL && tk != NULL && strncmp(h, "Bearer ", 7) == 0 &&
-	    tokens_check(tk, h + 7) != NULL);
+	if (h != NULL && tk != NULL && strncmp(h, "Bearer ", 7) == 0)
+		t = tokens_check(tk, h + 7);
+	if (t == NULL)
+		return (0);
+	sub->ungranted = !cluster_grant_ok(t);
+	return (1);
 }
 
 static void
@@ -306,6 +324,7 @@ api_events(struct evhttp_request *req, const char *id,
 	/* What the stream needs of who: who lasts only during this call. */
 	sub->owner = who->admin ? NULL : xstrdup(who->owner);
 	sub->tcp = who->transport == API_TCP;
+	sub->ungranted = who->ungranted;
 	TAILQ_INSERT_TAIL(&ui_subs, sub, entry);
 	ui_nsubs++;
 	evcon = evhttp_request_get_connection(req);

@@ -417,9 +417,11 @@ api_session(struct evhttp_request *req, const char *id,
 	json_t		*o;
 	int		 tcp = who->transport == API_TCP;
 
+	/* a token without this member's cluster sees no cluster here */
 	o = json_pack("{s:s,s:b,s:s,s:b,s:o,s:s}", "owner", who->owner,
 	    "admin", who->admin, "via", tcp ? "tls" : "socket", "ui", ui_on,
-	    "cluster", ui_cluster(), "version", GMUX_VERSION);
+	    "cluster", who->ungranted ? json_null() : ui_cluster(), "version",
+	    GMUX_VERSION);
 	if (tcp && cookie != NULL &&
 	    ui_cookie_get(cookie, UI_COOKIE, tok, sizeof tok) == 0) {
 		ui_csrf_of(tok, csrf);

@@ -179,6 +179,50 @@ wm_volume(const char *owner, const char *name)
 }
 
 /*
+ * Whether owner's jobs have a home of their own: a tenant's account's.
+ * Else the home is the daemon's user's, which a remote workspace never
+ * sees (its tree and its cache are its own).
+ */
+static int
+wm_own_home(const char *owner)
+{
+	char	*home = NULL, *cause = NULL;
+	uid_t	 uid;
+	gid_t	 gid;
+	int	 rc;
+
+	rc = tenant_account(owner, &uid, &gid, &home, &cause);
+	free(home);
+	free(cause);
+	return (rc == 1);
+}
+
+/*
+ * A remote workspace binds no path: the client's paths are not the
+ * host's, and the host's are not the client's to name.  0, or -1 with
+ * *cause naming the mount.
+ */
+static int
+wm_remote_binds(const struct jobreq *r, char **cause)
+{
+	json_t	*m;
+	size_t	 i;
+
+	if (!r->confined)
+		return (0);
+	json_array_foreach(r->spec.mounts, i, m) {
+		if (strcmp(json_string_value(json_object_get(m, "type")),
+		    "bind") == 0) {
+			xasprintf(cause, "mounts[%zu].source: a remote "
+			    "workspace binds no path of the host's (a volume "
+			    "is its own)", i);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
+/*
  * What workspace j has mounted, as --mount specs into *volumes: the
  * owner's home, its cache, its request's mounts (binds resolved and
  * checked again now).  -1 with *cause if one is refused.
@@ -192,11 +236,14 @@ workspace_volumes(const struct job *j, char ***volumes, char **cause)
 	size_t		 i;
 	int		 rc = -1;
 
-	if ((home = wm_home(j->owner, cause)) == NULL)
+	if (wm_remote_binds(&j->req, cause) != 0 ||
+	    (home = wm_home(j->owner, cause)) == NULL)
 		return (-1);
-	xasprintf(&spec, "type=bind,source=%s,target=%s", home, home);
-	strv_add(volumes, spec);
-	free(spec);
+	if (!j->req.confined || wm_own_home(j->owner)) {
+		xasprintf(&spec, "type=bind,source=%s,target=%s", home, home);
+		strv_add(volumes, spec);
+		free(spec);
+	}
 	vol = wm_volume(j->owner, "cache");
 	xasprintf(&spec, "type=volume,source=%s,target=%s", vol, WM_CACHE);
 	strv_add(volumes, spec);
@@ -242,6 +289,8 @@ workspace_mounts_check(const struct jobreq *r, const char *owner,
 		xasprintf(cause, "mounts: only for a workspace");
 		return (-1);
 	}
+	if (wm_remote_binds(r, cause) != 0)
+		return (-1);
 	if (tenant_accounts_on(&why))
 		return (0);	/* checked as it starts */
 	if ((home = wm_home(owner, cause)) == NULL)

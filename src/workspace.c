@@ -78,15 +78,15 @@ workspace_shell_check(const struct jobreq *r, const char *owner, int *code,
 		    "none of its own");
 		return (-1);
 	}
+	/* (podman exec CONTAINER ARGV: an option there would be podman's) */
+	if (r->argv == NULL || r->argv[0] == NULL || r->argv[0][0] == '-') {
+		xasprintf(cause, "argv: a shell in a workspace runs a command "
+		    "(not an option) inside");
+		return (-1);
+	}
 	if ((ws = workspace_find_live(owner, name)) == NULL) {
 		*code = 404;
 		xasprintf(cause, "in_workspace: no workspace %s", name);
-		return (-1);
-	}
-	if (r->confined) {	/* (a workspace is a local job for now) */
-		*code = 403;
-		xasprintf(cause, "in_workspace: a remote shell cannot reach a "
-		    "container yet");
 		return (-1);
 	}
 	if (ws->state != JOB_RUNNING) {
@@ -129,6 +129,54 @@ workspace_shell_argv(const struct job *j, char **cause)
 	for (i = 0; i < n; i++)
 		argv[6 + i] = xstrdup(j->req.argv[i]);
 	return (argv);
+}
+
+/*
+ * A remote shell in a workspace (docs/containers.md, "A remote
+ * workspace"): its session runs podman exec into the confined container,
+ * which is its confinement as the workspace's podman run is, so it runs
+ * outside the Landlock jail (podman could not run in it), in its own
+ * directory, with podman's environment the daemon's (a client's
+ * CONTAINERS_CONF or XDG_* would point podman elsewhere).  Its tmux
+ * session is locked (term.c): no key but the detach runs a tmux command.
+ */
+void
+workspace_shell_unjail(const struct job *j, struct keeper_spec *s)
+{
+	char	**env;
+
+	if (j->req.spec.in_workspace == NULL || !j->req.confined)
+		return;
+	s->jail = NULL;
+	s->overlay = NULL;
+	s->cwd = s->dir;
+	env = container_confined_env(s->env);
+	strv_free(s->env);
+	s->env = env;
+}
+
+/*
+ * The same shell of an owner with an account (its keeper runs as it, HOME
+ * its home): podman exec as the account, in the account's own store, as
+ * its workspace's podman run is (container-account.c).
+ */
+void
+workspace_shell_account(const struct job *j, struct keeper_spec *s)
+{
+	char	**old = s->env, *home = NULL;
+	size_t	  i;
+
+	if (j->req.spec.in_workspace == NULL || !j->req.confined ||
+	    !s->as_account)
+		return;
+	for (i = 0; old != NULL && old[i] != NULL; i++) {
+		if (strncmp(old[i], "HOME=", 5) == 0)
+			home = old[i] + 5;
+	}
+	if (home == NULL)
+		return;
+	container_account_podman_env(&s->env, home);
+	strv_free(old);
 }
 
 /* Workspace ws has ended: so do the shells in it. */

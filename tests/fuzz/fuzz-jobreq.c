@@ -2,7 +2,8 @@
  * fuzz-jobreq.c: a job request as the API gets it (json_loadb, then
  * jobreq_from_json).  A request that is accepted must survive the trip
  * through jobreq_to_json and back unchanged, as it does through the state
- * file and the cluster queue.
+ * file and the cluster queue, and its container_env, if a remote job's
+ * check takes it, fits an env file.
  * seeds: tests/fuzz/seeds/jobreq/
  */
 
@@ -43,6 +44,35 @@ round_trip(const struct jobreq *r)
 	json_decref(o);
 }
 
+/*
+ * A remote job's container_env that container_env_check takes fits an
+ * env file: every name has a value of one line, none is gmux's.
+ */
+static void
+env_file_ok(struct jobreq *r)
+{
+	char	*cause = NULL, **n, **e;
+	size_t	 len;
+
+	r->confined = 1;
+	if (container_env_check(r, &cause) != 0) {
+		FUZZ_ASSERT(cause != NULL && strncmp(cause, "container_env",
+		    13) == 0);
+		free(cause);
+		return;
+	}
+	for (n = r->spec.container_env; n != NULL && *n != NULL; n++) {
+		FUZZ_ASSERT(strncmp(*n, "GMUX_", 5) != 0 &&
+		    strcmp(*n, "LD_PRELOAD") != 0);
+		len = strlen(*n);
+		for (e = r->env; *e != NULL; e++) {
+			if (strncmp(*e, *n, len) == 0 && (*e)[len] == '=')
+				break;
+		}
+		FUZZ_ASSERT(*e != NULL && strpbrk(*e, "\r\n") == NULL);
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -58,6 +88,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(r.argv != NULL && r.argv[0] != NULL);
 		FUZZ_ASSERT(r.seats <= SEATS_PER_CARD && r.priority <= 9);
 		round_trip(&r);
+		env_file_ok(&r);
 	} else
 		FUZZ_ASSERT(cause != NULL);
 	free(cause);

@@ -8,14 +8,31 @@ import os
 import shutil
 import subprocess
 import tempfile
+import textwrap
 import time
 import urllib.request
 
 import pytest
 
 from conftest import GMUX, Daemon, _kill_keepers, free_port, wait_for
+from conftest import etcd  # noqa: F401 (a fixture)
 
 VERBOSE = ("-v",) if os.environ.get("GMUX_KEEP") else ()
+
+# In a caller's script (its %(warm)s): the n workers of f's pool started,
+# and connected, so the first leases go to every idle one, on both
+# members; returns f's session.  here: counts those at the entry's broker
+# alone.
+WARM = textwrap.dedent("""\
+    def warm(f, target, n=4, here=False):
+        s = M.session(target)
+        key = s.pool(f._opts, n)
+        end = time.time() + 120
+        while time.time() < end and len([w for w in s.api.workers(here)
+                                         if w.pool == key]) < n:
+            time.sleep(0.05)
+        return s
+""")
 
 
 class Etcd:
@@ -117,6 +134,23 @@ def cluster_state(d):
     return json.loads(d.gmux("cluster", "ls", "--json", check=0).stdout)
 
 
+def joined(d, n):
+    """Waits until d's cluster has n members."""
+    wait_for(lambda: len(cluster_state(d)) == n, 30, 0.1,
+             what="%d members" % n)
+
+
+def https_json(d, method, path, token, body=None):
+    """A request over d's TLS with a token: (status, JSON or the bytes)."""
+    from remotelib import https
+    st, _, data = https(d.port, method, path, json.dumps(body).encode()
+                        if body is not None else b"", token=token)
+    try:
+        return st, json.loads(data)
+    except ValueError:
+        return st, data
+
+
 def leader(d):
     r = d.gmux("cluster", "leader", "--json")
     if r.returncode != 0:
@@ -212,12 +246,8 @@ def mod_revision(etcd, key):
 
 # The fixtures the test_cluster*.py files share (imported by name there).
 
-@pytest.fixture(scope="module")
-def etcd():
-    e = Etcd(3).start()
-    yield e
-    e.stop()
-
+# etcd, the one the members join, is conftest.py's (one for the tests in
+# a row that use it), here too for the files that import it with these.
 
 @pytest.fixture
 def tmp():

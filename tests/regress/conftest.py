@@ -21,6 +21,24 @@ GMUX = os.environ.get("GMUX") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "gmux")
 GMUX = os.path.abspath(GMUX)
 
+# pytest rewrites the asserts of every test file it imports, half a minute
+# for tests/regress on two busy cores, and keeps what it wrote beside the
+# file unless bytecode files are off (PYTHONDONTWRITEBYTECODE): then every
+# pass of tests/run-all paid it again.  Here they are kept under build/ in
+# that case, for this process only (daemons and jobs inherit nothing).
+if sys.dont_write_bytecode:
+    sys.pycache_prefix = os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
+        "pycache")
+    sys.dont_write_bytecode = False
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "once: a test whose cost is outside the daemon (podman's "
+        "image stores, a shell's completion): the daemon-under-ASan pass of "
+        "tests/run-all leaves it out (-m 'not once')")
+
 
 def wait_for(pred, timeout=10.0, step=0.02, what="condition"):
     """Polls pred until it returns a true value; fails the test after timeout."""
@@ -35,9 +53,15 @@ def wait_for(pred, timeout=10.0, step=0.02, what="condition"):
 
 
 def _gone(pid):
-    """Has process pid exited (gone, or a zombie)?"""
+    """Has process pid exited (gone, or a zombie whose threads have all
+    exited)?  A killed process's first thread is a zombie while its other
+    threads still exit (one in a write to the disk can take a while), and
+    until the last one has, its descriptors are open: its home's lock
+    still held, a new daemon there refused."""
     try:
-        return open("/proc/%d/stat" % pid).read().split()[2] == "Z"
+        if open("/proc/%d/stat" % pid).read().split()[2] != "Z":
+            return False
+        return len(os.listdir("/proc/%d/task" % pid)) <= 1
     except OSError:
         return True
 
@@ -263,6 +287,27 @@ def home():
     yield d
     _kill_keepers(d)
     shutil.rmtree(d, ignore_errors=True)
+
+
+# The etcd of the cluster tests (clusterlib.Etcd, 3 members), shared by
+# the tests in a row that use it: each test's cluster has an ID (its keys'
+# prefix) no other test's has, so they see nothing of each other's.  It is
+# stopped once the next test does not use it.
+_etcd = []
+
+
+@pytest.fixture
+def etcd():
+    if not _etcd:
+        from clusterlib import Etcd
+        _etcd.append(Etcd(3).start())
+    return _etcd[0]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    if _etcd and (nextitem is None or "etcd" not in nextitem.fixturenames):
+        _etcd.pop().stop()
 
 
 def _check_sanitizers(d):

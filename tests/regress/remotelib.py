@@ -13,6 +13,19 @@ import threading
 import time
 
 
+def client_context(cert=None):
+    """A TLS client context that checks no certificate (the tests know whom
+    they talk to), showing cert (CERTFILE, KEYFILE) if given.  Not
+    ssl.create_default_context(): it reads the system's CA store, which
+    nothing here uses, in 0.2 s of CPU per request."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    if cert is not None:
+        ctx.load_cert_chain(*cert)
+    return ctx
+
+
 def https(port, method, path, body=b"", token=None, ctype=None,
           timeout=10, headers=None, stream_for=None, cert=None):
     """One request over TLS to 127.0.0.1:port (the pin is not checked: the
@@ -20,11 +33,7 @@ def https(port, method, path, body=b"", token=None, ctype=None,
     client certificate cert (CERTFILE, KEYFILE) if given; a reply that
     streams is read for stream_for seconds.  Returns (status, headers,
     body)."""
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    if cert is not None:
-        ctx.load_cert_chain(*cert)
+    ctx = client_context(cert)
     end = time.monotonic() + (stream_for or 1e9)
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         with ctx.wrap_socket(s) as t:

@@ -4,6 +4,7 @@ once, the leader's kill -9 fails over, and the faults get clear errors
 while local jobs keep being served."""
 
 import contextlib
+import glob
 import json
 import re
 import os
@@ -16,13 +17,13 @@ import time
 import pytest
 
 from conftest import GMUX, _kill_keepers, wait_for
-from clusterlib import (VERBOSE, cluster_state, etcd, jobs, leader, member,
+from clusterlib import (VERBOSE, cluster_state, jobs, leader, member,
                         members, submit, tmp)
 
 pytestmark = pytest.mark.skipif(shutil.which("etcd") is None,
                                 reason="etcd-server is not installed")
 
-ROUNDS = int(os.environ.get("GMUX_CLUSTER_ROUNDS", "20"))
+ROUNDS = int(os.environ.get("GMUX_CLUSTER_ROUNDS", "10"))
 
 
 def test_members_leader_and_a_job(members, tmp, etcd):
@@ -403,6 +404,34 @@ def test_stop_from_any_member(members, tmp):
     r = b.gmux("cluster", "stop", "nope.1")
     assert r.returncode == 1 and b"no cluster job nope.1" in r.stderr
     b.gmux("cluster", "stop", first, check=0)
+
+
+def test_gmux_stop_through_a_member_waits_for_the_end(members, tmp):
+    """gmux stop of a job placed on another member waits, as a local stop
+    does, until the job has ended there (it returned once asked); with
+    --no-wait it says the stop was asked."""
+    a = members("a", "t30", "1xH100:80G")
+    b = members("b", "t30", "1xA10:24G")
+    wait_for(lambda: len(cluster_state(b)) == 2, 30, 0.1, what="2 members")
+    # the job takes its time to end: it runs 1 s more after SIGTERM
+    slow = ("trap 'sleep 1; exit 0' TERM; touch up.$GMUX_JOB_ID; "
+            "while :; do sleep 0.1; done")
+    ids = []
+    for _ in range(2):
+        r = submit(b, tmp, "sh", "-c", slow, flags=("--share", "0.5",
+                                                    "--server", "a"))
+        assert r.returncode == 0, r.stderr
+        ids.append(r.stdout.decode().strip())
+    wait_for(lambda: len(glob.glob(os.path.join(str(tmp), "up.*"))) == 2,
+             30, 0.1, what="both to run, their trap set")
+    r = b.gmux("stop", ids[0], check=0)
+    assert r.stdout.decode() == ids[0] + "\n"
+    assert jobs(b)[ids[0]]["state"] not in ("queued", "assigned",
+                                           "running"), jobs(b)[ids[0]]
+    r = b.gmux("stop", "--no-wait", ids[1], check=0)
+    assert r.stdout.decode() == "%s: stop asked\n" % ids[1]
+    wait_for(lambda: (jobs(b) or {}).get(ids[1], {}).get("state") ==
+             "stopped", 30, 0.1, what="the second to stop")
 
 
 def test_clock_off_by_minutes_is_said(members, tmp, etcd):

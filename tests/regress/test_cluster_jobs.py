@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from conftest import _kill_keepers, wait_for
-from clusterlib import (VERBOSE, cluster_state, etcd, jobs, leader,  # noqa
+from clusterlib import (VERBOSE, cluster_state, jobs, leader,  # noqa
                         members, submit, tmp)
 
 pytestmark = pytest.mark.skipif(shutil.which("etcd") is None,
@@ -65,7 +65,13 @@ def test_placement_on_directives(members, tmp):
                ("--cpus", str(ncpu + 1)): "no member has %d CPUs" % (ncpu + 1),
                ("--ram", "64T"): "no member has 64T of RAM",
                ("--mode", "overcommit", "--share", "0.1"):
-               "mode: overcommit is not taken"}
+               "mode: overcommit admits on measured memory use, and no "
+               "member measures its cards' (fake cards do not)",
+               # it said "a job with share 0 has no card", not what to do
+               ("--mode", "overcommit"):
+               "mode: overcommit shares a card, and a job with share 0 has "
+               "none: give its compute share with --share (e.g. --share "
+               "0.5; its memory is admitted on measured use)"}
     for flags, why in refused.items():
         r = submit(b, tmp, "true", flags=flags)
         assert r.returncode != 0 and why.encode() in r.stderr, (flags,
@@ -201,11 +207,13 @@ def test_etcd_leader_killed(tmp):
         ran = open(out).read().split()
         assert sorted(ran) == sorted(ids), "a job lost or run twice"
     finally:
-        for d in ds:
-            if d.running is not None:
-                d.stop()
-            _kill_keepers(d.home)
-        e.stop()
+        try:
+            for d in ds:
+                if d.running is not None:
+                    d.stop()
+                _kill_keepers(d.home)
+        finally:
+            e.stop()    # also when a member died (its stop fails the test)
 
 
 def test_gang_member_left(members, tmp):
@@ -288,3 +296,95 @@ def test_queue_says_what_each_waits_for(members, tmp):
     assert "WAITS FOR" in text and "nearest: a" in text
     for x in held + [cpu, card, gang, cpus]:
         a.gmux("cluster", "stop", x, check=0)
+
+
+def test_stops_no_job_is_left_to_take_are_deleted(members, tmp, etcd):
+    """The stops s/ of a gang whose member left for good (the part the
+    leader ended is never ended by its member) are deleted by the leader
+    once no job has held them for the keep (shortened here); they stayed
+    in etcd for ever."""
+    from conftest import free_port
+    ds = {}
+    for n, f in (("a", "2xH100:80G"), ("b", "1xH100:80G")):
+        ds[n] = members(n, "u30", f, start=False,
+                        extra="ADDR=127.0.0.1:%d\n" % free_port())
+        ds[n].env["GMUX_TEST_STOP_KEEP_MS"] = "2000"
+        ds[n].start(*VERBOSE, fake=f)
+    wait_for(lambda: len(cluster_state(ds["a"])) == 2 and
+             leader(ds["a"]) == "a", 30, 0.1, what="a leading 2 members")
+    gid = _id(submit(ds["a"], tmp, "sleep", "120",
+                     flags=("--share", "0.5", "--nodes", "2")))
+    wait_for(lambda: (lambda g: g if [p["state"] for p in
+                                      g.get("parts", [])] ==
+                      ["running", "running"] else None)(
+        _gang(ds["a"], gid)), 30, 0.1, what="the gang to run")
+    ds["b"].kill9()
+    g = _gang(ds["a"], gid, "failed")
+    assert g["reason"] == "member b left"
+    parts = {p["member"]: p["id"] for p in g["parts"]}
+    # a's part ended by a, its stop gone with it; b's taken by no one
+    wait_for(lambda: etcd.get_prefix("/gmux/u30/s/") == {}, 60, 0.2,
+             what="no stop left in etcd")
+    assert "stop of %s: no job left to take it; deleted" % parts["b"] in \
+        open(os.path.join(ds["a"].home, "gmux.log")).read()
+
+
+def _gang_port(gid):
+    """The MASTER_PORT the leader tries first for gang gid (cs_port_pick:
+    FNV-1a of its id, 29500 + h % 500)."""
+    h = 2166136261
+    for c in gid.encode():
+        h = ((h ^ c) * 16777619) & 0xffffffff
+    return 29500 + h % 500
+
+
+def test_a_gang_whose_master_port_is_taken_gets_another(members, tmp,
+                                                        etcd):
+    """Another program holds the MASTER_PORT the leader would try first on
+    rank 0's host: the members' records say it is held (sampled from
+    /proc/net/tcp), so the leader gives the gang the next one, the same on
+    every rank, and the gang runs (it failed, "MASTER_PORT N is in use")."""
+    import socket
+    from conftest import free_port
+    ds = [members(n, "u31", "1xH100:80G",
+                  extra="ADDR=127.0.0.1:%d\n" % free_port()) for n in "ab"]
+    wait_for(lambda: len(cluster_state(ds[0])) == 2, 30, 0.1,
+             what="2 members")
+    # b's card held: the gang waits, so its port is known before it runs
+    hold = _id(submit(ds[0], tmp, "sleep", "120",
+                      flags=("--share", "1", "--server", "b")))
+    _state(ds[0], hold, "running")
+    out = os.path.join(tmp, "ports")
+    gid = _id(submit(ds[0], tmp, "sh", "-c", "echo $RANK $MASTER_PORT >> "
+                     + out, flags=("--share", "0.5", "--nodes", "2")))
+    port = _gang_port(gid)
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", port))
+        s.listen()
+    except OSError:
+        pass            # another engineer's program holds it: held anyway
+
+    def held():
+        recs = etcd.get_prefix("/gmux/u31/m/")
+        return len(recs) == 2 and all(
+            port in json.loads(v).get("ports_held", [])
+            for v in recs.values())
+    try:
+        wait_for(held, 30, 0.2, what="the members to publish %d" % port)
+        ds[0].gmux("cluster", "stop", hold, check=0)
+        g = _gang(ds[0], gid, "exited")
+        assert g["exit_code"] == 0, g
+        ports = {p["gang"]["port"] for p in g["parts"]}
+        assert len(ports) == 1 and port not in ports, g["parts"]
+        [got] = ports
+        assert 29500 <= got <= 29999
+        lines = sorted(open(out).read().split("\n")[:-1])
+        assert lines == ["0 %d" % got, "1 %d" % got], lines
+    finally:
+        s.close()
+    # the port let go: the records say so again
+    wait_for(lambda: not any(port in json.loads(v).get("ports_held", [])
+                             for v in etcd.get_prefix("/gmux/u31/m/")
+                             .values()), 30, 0.2, what="%d let go" % port)

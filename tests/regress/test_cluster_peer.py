@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from conftest import wait_for
-from clusterlib import cluster_state, etcd, jobs  # noqa
+from clusterlib import https_json, joined, jobs
 from clusterlib import members, submit, tmp  # noqa
 from remotelib import https
 
@@ -30,11 +30,6 @@ def peers(members):
 def _cert(d):
     return (os.path.join(d.home, "tls", "cert.pem"),
             os.path.join(d.home, "tls", "key.pem"))
-
-
-def _joined(d, n):
-    wait_for(lambda: len(cluster_state(d)) == n, 30, 0.1,
-             what="%d members" % n)
 
 
 def _stranger(tmp):
@@ -63,8 +58,8 @@ def _placed(d, jid):
 def test_only_a_live_member_may_say_whom_it_acts_for(peers, tmp):
     a, b = peers("a", "p1"), peers("b", "p1")
     other = peers("o", "p2")            # a member, of another cluster
-    _joined(a, 2)
-    _joined(other, 1)
+    joined(a, 2)
+    joined(other, 1)
     alice = a.token_for("alice")
     st, _, body = https(a.port, "POST", "/v1/jobs", json.dumps(
         {"argv": ["sleep", "60"]}).encode(), token=alice)
@@ -107,8 +102,8 @@ def test_only_a_live_member_may_say_whom_it_acts_for(peers, tmp):
 
 def test_a_jobs_output_through_any_member(peers, tmp):
     a, b = peers("a", "p3"), peers("b", "p3")
-    _joined(a, 2)
-    _joined(b, 2)
+    joined(a, 2)
+    joined(b, 2)
     r = submit(a, tmp, "sh", "-c", "echo one; sleep 1; echo two",
                flags=("--share", "0.25", "--server", "b"))
     assert r.returncode == 0, r.stderr
@@ -156,32 +151,22 @@ def test_a_jobs_output_through_any_member(peers, tmp):
     assert r.returncode != 0 and b"no cluster job nosuch.job" in r.stderr
 
 
-def _https_json(d, method, path, token, body=None):
-    st, _, data = https(d.port, method, path, json.dumps(body).encode()
-                        if body is not None else b"", token=token)
-    try:
-        return st, json.loads(data)
-    except ValueError:
-        return st, data
-
-
 def test_a_tenant_submits_over_tcp_and_its_member_jails_it(peers, tmp):
     """A token's holder submits to a; the job runs on b, as its owner, in
     an empty directory there (confined, as a remote job); its output is
     read through a; another owner cannot see it, read it or stop it."""
     a, b = peers("a", "p4"), peers("b", "p4")
-    _joined(a, 2)
-    _joined(b, 2)
+    joined(a, 2)
+    joined(b, 2)
     alice, bob = a.token_for("alice"), a.token_for("bob")
     req = {"argv": ["sh", "-c", "pwd; ls -A | wc -l; echo hi; "
                     "exec sleep 60"], "share": 0.25, "server": "b"}
     # what does not travel is refused with the field it names
-    for extra, field in (({"cwd": "/tmp"}, b"cwd:"),
-                         ({"array": "0-3"}, b"array:")):
-        st, o = _https_json(a, "POST", "/v1/cluster/jobs", alice,
+    for extra, field in (({"cwd": "/tmp"}, b"cwd:"),):
+        st, o = https_json(a, "POST", "/v1/cluster/jobs", alice,
                             dict(req, **extra))
         assert st == 400 and o["error"].encode().startswith(field), o
-    st, o = _https_json(a, "POST", "/v1/cluster/jobs", alice, req)
+    st, o = https_json(a, "POST", "/v1/cluster/jobs", alice, req)
     assert st == 201, o
     jid = o["id"]
     rec = wait_for(lambda: (lambda j: j if j.get("state") == "running"
@@ -204,17 +189,17 @@ def test_a_tenant_submits_over_tcp_and_its_member_jails_it(peers, tmp):
 
     # alice sees it in the cluster's listing; bob does not, nor reads or
     # stops it: 404, as for a job that does not exist
-    st, ls = _https_json(a, "GET", "/v1/cluster/jobs", alice)
+    st, ls = https_json(a, "GET", "/v1/cluster/jobs", alice)
     assert st == 200 and [j["id"] for j in ls] == [jid]
-    st, ls = _https_json(a, "GET", "/v1/cluster/jobs", bob)
+    st, ls = https_json(a, "GET", "/v1/cluster/jobs", bob)
     assert st == 200 and ls == []
     for method, path in (("GET", "/v1/cluster/jobs/%s" % jid),
                          ("GET", "/v1/cluster/jobs/%s/log" % jid),
                          ("POST", "/v1/cluster/jobs/%s/stop" % jid)):
-        st, o = _https_json(a, method, path, bob)
+        st, o = https_json(a, method, path, bob)
         assert st == 404 and b"hi" not in json.dumps(o).encode(), (path, o)
     assert (jobs(a) or {})[jid]["state"] == "running"
-    st, o = _https_json(a, "POST", "/v1/cluster/jobs/%s/stop" % jid, alice)
+    st, o = https_json(a, "POST", "/v1/cluster/jobs/%s/stop" % jid, alice)
     assert st == 200, o
     wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
              "stopped", 30, 0.1, what="it to stop")
@@ -235,14 +220,14 @@ def test_usage_merges_every_members_books(peers):
 
 
 def _usage_on_two(a, b):
-    _joined(a, 2)
-    _joined(b, 2)
+    joined(a, 2)
+    joined(b, 2)
     alice, bob = a.token_for("alice"), a.token_for("bob")
     # alice: a job on a (local, over TCP) and a cluster job on b
-    st, o = _https_json(a, "POST", "/v1/jobs", alice,
+    st, o = https_json(a, "POST", "/v1/jobs", alice,
                         {"argv": ["true"], "share": 0.5})
     assert st == 201, o
-    st, o = _https_json(a, "POST", "/v1/cluster/jobs", alice,
+    st, o = https_json(a, "POST", "/v1/cluster/jobs", alice,
                         {"argv": ["true"], "share": 0.5, "server": "b"})
     assert st == 201, o
     jid = o["id"]
@@ -252,7 +237,7 @@ def _usage_on_two(a, b):
     assert b.gmux("run", "--share", "0.25", "--", "true").returncode == 0
 
     def rows(token):
-        st, o = _https_json(a, "GET", "/v1/usage", token)
+        st, o = https_json(a, "GET", "/v1/usage", token)
         assert st == 200, o
         return o
     o = wait_for(lambda: (lambda o: o if len(o["rows"]) == 2 else None)
@@ -271,7 +256,7 @@ def _usage_on_two(a, b):
     assert sorted(r["host"] for r in out["rows"] if r["owner"] ==
                   "alice") == ["a", "b"]
     # here=1: a's books alone
-    st, o = _https_json(a, "GET", "/v1/usage?here=1", alice)
+    st, o = https_json(a, "GET", "/v1/usage?here=1", alice)
     assert st == 200 and len(o["rows"]) == 1 and "host" not in o["rows"][0]
 
     # b dies; its record lives on (a 60 s lease): a says b did not answer
@@ -280,7 +265,7 @@ def _usage_on_two(a, b):
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().splitlines()[1].split()[0] == "HOST"
     assert b"gmux usage: member b did not answer" in r.stderr, r.stderr
-    st, o = _https_json(a, "GET", "/v1/usage", alice)
+    st, o = https_json(a, "GET", "/v1/usage", alice)
     assert [m["name"] for m in o["members"]["missing"]] == ["b"]
     assert [r["host"] for r in o["rows"]] == ["a"]
 
@@ -298,10 +283,10 @@ def test_a_tenants_cluster_job_runs_as_its_account(peers, tmp):
     try:
         a = peers("a", "p6", extra=conf + "TENANT_HOME_ROOT=%s/ha\n" % tmp)
         b = peers("b", "p6", extra=conf + "TENANT_HOME_ROOT=%s/hb\n" % tmp)
-        _joined(a, 2)
-        _joined(b, 2)
+        joined(a, 2)
+        joined(b, 2)
         alice = a.token_for("alice")
-        st, o = _https_json(a, "POST", "/v1/cluster/jobs", alice,
+        st, o = https_json(a, "POST", "/v1/cluster/jobs", alice,
                             {"argv": ["sh", "-c", "id -u; pwd"],
                              "share": 0.25, "server": "b"})
         assert st == 201, o
@@ -330,7 +315,7 @@ def test_a_members_new_key_is_taken_and_its_old_one_refused(peers, tmp):
     """Pins rotate: b's key made again; its new record's pin is what a
     checks b by and takes b's calls by; the old key is no one's."""
     a, b = peers("a", "p7"), peers("b", "p7")
-    _joined(a, 2)
+    joined(a, 2)
     old = [open(f, "rb").read() for f in _cert(b)]
     b.stop()
     for f in _cert(b):
@@ -340,7 +325,7 @@ def test_a_members_new_key_is_taken_and_its_old_one_refused(peers, tmp):
     alice = a.token_for("alice")
 
     def answered():
-        st, o = _https_json(a, "GET", "/v1/usage", alice)
+        st, o = https_json(a, "GET", "/v1/usage", alice)
         return st == 200 and sorted(o["members"]["answered"]) == ["a", "b"]
     wait_for(answered, 30, 0.2, what="a to call b by its new pin")
     st, body = _as(a, "alice", cert=_cert(b))

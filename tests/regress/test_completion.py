@@ -10,6 +10,8 @@ import pytest
 
 from conftest import GMUX
 
+pytestmark = pytest.mark.once      # no daemon: nothing for its ASan pass
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
@@ -107,6 +109,10 @@ def test_zsh_and_fish_scripts():
 # zsh runs the bash function through its own bashcompinit (as the script
 # says); zsh's compadd, which keeps the words that begin with what is being
 # typed, is the one piece stood in for: it works only inside a widget.
+# compinit costs a second or more, so one zsh answers every query: each
+# line of its input is one (the words split by tabs), each answered in a
+# subshell of its own (nothing one leaves behind reaches the next) and
+# followed by a line holding only ASCII RS.
 ZSH_DRIVER = r"""
 autoload -U compinit && compinit -u -D
 source "$1"; shift
@@ -125,9 +131,14 @@ compadd() {
 }
 _default() { return 1 }
 compset() { return 1 }
-words=("$@")
-CURRENT=$#
-eval "${_comps[gmux]}"
+while IFS= read -r line; do
+	(
+		words=("${(@ps:\t:)line}")
+		CURRENT=${#words}
+		eval "${_comps[gmux]}"
+	)
+	print -r -- $'\x1e'
+done
 """
 
 
@@ -136,12 +147,17 @@ def zsh_script(tmp_path_factory):
     return saved(tmp_path_factory, "zsh", "_gmux")
 
 
-def zsh_complete(script, words):
-    """What zsh offers for `words` with gmux's zsh completion loaded."""
-    r = subprocess.run(["zsh", "-f", "-c", ZSH_DRIVER, "zsh", script] +
-                       words, capture_output=True, text=True)
+def zsh_complete_all(script, queries):
+    """What zsh offers for each list of words in queries (in their order),
+    gmux's zsh completion loaded."""
+    assert all("\t" not in w and "\n" not in w for q in queries for w in q)
+    text = "".join("\t".join(q) + "\n" for q in queries)
+    r = subprocess.run(["zsh", "-f", "-c", ZSH_DRIVER, "zsh", script],
+                       input=text, capture_output=True, text=True)
     assert r.returncode == 0 and r.stderr == "", r
-    return [w for w in r.stdout.splitlines() if w]
+    answers = r.stdout.split("\x1e\n")
+    assert len(answers) == len(queries) + 1 and answers[-1] == "", r
+    return [[w for w in a.splitlines() if w] for a in answers[:-1]]
 
 
 def fish_complete(script, line):
@@ -160,15 +176,18 @@ def fish_script(tmp_path_factory):
 
 def test_zsh_completes_commands_options_and_subcommands(zsh_script):
     cmds = commands()
-    assert set(zsh_complete(zsh_script, ["gmux", ""])) == set(cmds)
+    queries = [["gmux", ""], ["gmux", "remote", ""], ["gmux", "run", "--sh"]]
     for c in cmds:
-        assert c in zsh_complete(zsh_script, ["gmux", c[:2]]), c
-        offered = zsh_complete(zsh_script, ["gmux", c, "-"])
+        queries += [["gmux", c[:2]], ["gmux", c, "-"]]
+    got = zsh_complete_all(zsh_script, queries)
+    assert set(got[0]) == set(cmds)
+    assert got[1] == ["add", "ls", "default", "rm"]
+    assert got[2] == ["--share"]
+    for i, c in enumerate(cmds):
+        assert c in got[3 + 2 * i], c
+        offered = got[4 + 2 * i]
         for f in options(c):
             assert f in offered, (c, f)
-    assert zsh_complete(zsh_script, ["gmux", "remote", ""]) == \
-        ["add", "ls", "default", "rm"]
-    assert zsh_complete(zsh_script, ["gmux", "run", "--sh"]) == ["--share"]
 
 
 def test_fish_completes_commands_options_and_subcommands(fish_script):

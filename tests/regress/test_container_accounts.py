@@ -10,7 +10,6 @@ and removed after) and test_containers.py's scratch image."""
 
 import os
 import pwd
-import signal
 import subprocess
 
 import pytest
@@ -18,8 +17,9 @@ import pytest
 from conftest import wait_for
 from remotelib import https_json
 from test_containers import home_label, image  # noqa: F401
-from test_tenants import (PREFIX, ended, host, needs_root,  # noqa: F401
-                          no_accounts_left, output, run, tenant)
+from test_tenants import (PREFIX, ended, host, idle,  # noqa: F401
+                          kill_all_of, needs_root, no_accounts_left, output,
+                          run, tenant)
 
 
 def account(name):
@@ -34,7 +34,11 @@ def account(name):
 
 def as_account(name, *args):
     """podman ARGS as the tenant's account, in its home."""
-    pw = account(name)
+    return podman_as(account(name), *args)
+
+
+def podman_as(pw, *args):
+    """podman ARGS as the account pw (a pwd entry), in its home."""
     return subprocess.run(
         ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
          "--clear-groups", "env", "-i", "HOME=" + pw.pw_dir,
@@ -63,13 +67,8 @@ def leftovers():
     """After: the accounts' own processes (Podman's pause process keeps
     its user namespace), ended by pid before the accounts go."""
     yield
-    uids = {p.pw_uid for p in pwd.getpwall() if p.pw_name.startswith(PREFIX)}
-    for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
-        try:
-            if os.stat("/proc/%d" % pid).st_uid in uids:
-                os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    kill_all_of({p.pw_uid for p in pwd.getpwall()
+                 if p.pw_name.startswith(PREFIX)})
 
 
 @needs_root
@@ -80,6 +79,9 @@ def test_a_tenants_container_runs_as_its_account(host, image, leftovers):
     assert st == 201, jb
     assert ended(d, bob, jb["id"])["exit_code"] == 0, output(d, bob,
                                                              jb["id"])
+    # his last job's end: what is left of his account is killed (podman's
+    # pause process), a podman of the test's too if it ran then: after it
+    idle(account("bob").pw_uid)
     st, ja = run(d, alice, "sh", "-c", "id -u; cat /proc/self/uid_map; "
                  "exec sleep 600", image=image)
     assert st == 201, ja
@@ -115,4 +117,6 @@ def test_a_tenants_container_runs_as_its_account(host, image, leftovers):
     out = output(d, alice, ja["id"]).split("\n")
     # root inside is alice outside
     assert out[0] == "0" and out[1].split() == ["0", str(ua), "1"], out
-    wait_for(lambda: names("alice", d) == [], 60, what="no container")
+    idle(ua)     # (as bob's above)
+    assert names("alice", d) == []
+

@@ -42,7 +42,7 @@ class Rootless:
             ["setpriv", "--reuid=%d" % self.pw.pw_uid,
              "--regid=%d" % self.pw.pw_gid, "--clear-groups"] + list(argv),
             env=self.d.env, capture_output=True, input=input,
-            timeout=timeout)
+            timeout=timeout, cwd=self.dirs[1])
 
     def gmux(self, *args):
         return self.cmd(GMUX, *args)
@@ -71,6 +71,11 @@ class Rootless:
 @pytest.fixture
 def rootless(image):
     r = Rootless()
+    beside = os.path.join(os.path.dirname(GMUX), "gmux-fence-exec")
+    if r.cmd("test", "-r", beside).returncode != 0:
+        r.close()
+        pytest.skip("nobody cannot read %s (a checkout under a 0700 "
+                    "directory)" % beside)
     save = subprocess.run(["podman", "save", image], capture_output=True,
                           timeout=120)
     assert save.returncode == 0, save.stderr
@@ -116,3 +121,43 @@ def test_a_plain_users_daemon_runs_rootless_containers(rootless):
     wait_for(lambda: ok.accepted == 1, what="the allowed connect")
     assert other.accepted == 0
     assert r.containers() == []
+
+
+def test_a_remote_workspaces_port_under_a_plain_users_daemon(rootless,
+                                                             make_client):
+    """The daemon reaches a remote workspace's port inside its container's
+    network through the container's user namespace, which a rootless
+    daemon's user owns (docs/terminals.md, "Published ports")."""
+    from conftest import free_port
+    from test_remote_workspace import through_port
+    r = rootless
+    r.d.port = free_port()
+    s = r.gmux("serve", "-d", "--fake", "1xH100:80G", "--addr",
+               "127.0.0.1:%d" % r.d.port)
+    assert s.returncode == 0, s.stderr
+    r.d.running = r.d.pid()
+    line = r.gmux("token", "add", "alice").stdout.decode().split()[-1]
+    c = make_client()
+    assert c.add("gpu1", line).returncode == 0
+    port, local = free_port(), free_port()
+    with open(os.path.join(c.work, "hello.txt"), "w") as f:
+        f.write("hello, rootless\n")
+    w = c.gmux("workspace", "create", "web", "--image", r.image,
+               "--publish", str(port), timeout=120)
+    assert w.returncode == 0, w
+    # (a workspace just made may be starting: no container yet)
+    ws = wait_for(lambda: [w for w in c.json("workspace", "ls", "--json")
+                           if w["state"] == "running" and
+                           w.get("container")], 90, what="it to run")[0]
+    wait_for(lambda: r.cmd("podman", "exec", ws["container"], "true")
+             .returncode == 0, 90, what="its container to run")
+    assert r.cmd("podman", "exec", "-d", ws["container"], "busybox",
+                 "httpd", "-f", "-p", "127.0.0.1:%d" % port, "-h",
+                 "/work").returncode == 0
+    wait_for(lambda: r.cmd("podman", "exec", ws["container"], "sh", "-c",
+                           "grep -qi ':%04X 00000000:0000 0A' /proc/net/tcp"
+                           % port).returncode == 0, 90,
+             what="httpd to listen")
+    assert through_port(c, "web", port, local) == b"hello, rootless\n"
+    assert c.gmux("workspace", "rm", "web").returncode == 0
+    wait_for(lambda: r.containers() == [], 90, what="no container")

@@ -365,6 +365,12 @@ def test_a_workspace_from_a_devcontainer_json(cdaemon, tmp_path):
     assert out == b"made\n/tmp/hf // kept\n", out
     d.gmux("workspace", "rm", "dc", check=0)
     assert containers(d) == []
+    # a variable gmux sets itself is not the file's to set
+    f.write_text('{"image": "%s", "containerEnv": {"LD_PRELOAD": "/x.so"}}'
+                 % d.image)
+    r = d.gmux("workspace", "create", "dc2", "--devcontainer", str(f))
+    assert (r.returncode, r.stderr.decode().split(" (")[0]) == (
+        2, "gmux workspace: container_env.LD_PRELOAD: gmux sets it itself"), r
 
 
 def test_a_devcontainer_built_from_its_dockerfile(cdaemon, tmp_path):

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from test_containers import BUILD, _image_tar, image  # noqa: F401
-from test_image_travel import podman, storage
+from test_image_travel import drop_storage, podman, storage
 
 
 @pytest.fixture
@@ -31,10 +31,10 @@ def members(make_daemon, image, tmp_path):  # noqa: F811
            input=_image_tar())
     yield ds[0], ds[1], store
     for d in ds:
-        podman(d.conf, "rm", "-a", "-f", "-t", "0", check=False)
-        podman(d.conf, "system", "reset", "-f", check=False)
+        drop_storage(d.conf)
 
 
+@pytest.mark.once
 def test_archived_once_and_loaded_where_it_runs(members):
     a, b, store = members
     iid = podman(a.conf, "image", "inspect", "--format", "{{.Id}}",

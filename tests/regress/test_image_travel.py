@@ -9,7 +9,9 @@ machines would."""
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -19,14 +21,27 @@ from test_containers import BUILD, _image_tar, image  # noqa: F401
 
 
 def storage(tmp, name):
-    """A podman storage of its own (vfs: no mount needed) under tmp."""
+    """A podman storage of its own (vfs: no mount needed) under tmp.  Its
+    runroot has a short path of its own: conmon's sockets are made under
+    it, and where their paths are past a socket's 108 bytes (as under
+    pytest's tmp_path) podman waits 20 s for each container's end."""
     d = os.path.join(tmp, name)
     os.makedirs(d)
+    run = tempfile.mkdtemp(prefix="gpr", dir="/tmp")
     conf = os.path.join(d, "storage.conf")
     with open(conf, "w") as f:
         f.write('[storage]\ndriver = "vfs"\ngraphroot = "%s/graph"\n'
-                'runroot = "%s/run"\n' % (d, d))
+                'runroot = "%s"\n' % (d, run))
     return conf
+
+
+def drop_storage(conf):
+    """Removes storage conf's containers and images, and its runroot."""
+    podman(conf, "rm", "-a", "-f", "-t", "0", check=False)
+    podman(conf, "system", "reset", "-f", check=False)
+    with open(conf) as f:
+        run = re.search(r'runroot = "(.*)"', f.read()).group(1)
+    shutil.rmtree(run, ignore_errors=True)
 
 
 def podman(conf, *args, input=None, check=True):
@@ -58,8 +73,7 @@ def two(make_daemon, make_client, image, tmp_path):  # noqa: F811
     d.hconf, c.cconf = hconf, cconf
     yield d, c
     for conf in (hconf, cconf):
-        podman(conf, "rm", "-a", "-f", "-t", "0", check=False)
-        podman(conf, "system", "reset", "-f", check=False)
+        drop_storage(conf)
 
 
 def sent(stderr):
@@ -69,6 +83,7 @@ def sent(stderr):
         stderr)]
 
 
+@pytest.mark.once
 def test_an_image_the_host_lacks_travels_once(two):
     d, c = two
     assert podman(d.hconf, "image", "exists", c.image_id,
@@ -99,6 +114,7 @@ def test_an_image_the_host_lacks_travels_once(two):
     assert len(sent(r.stderr)) == 1, r.stderr
 
 
+@pytest.mark.once
 def test_an_image_the_host_has_already_is_not_sent(two):
     """The host's own copy (the same ID) counts: podman is asked."""
     d, c = two
@@ -111,6 +127,7 @@ def test_an_image_the_host_has_already_is_not_sent(two):
     assert os.path.exists(os.path.join(d.home, "images", c.image_id))
 
 
+@pytest.mark.once
 def test_layers_the_host_has_are_not_sent_again(two, tmp_path):
     d, c = two
     r = c.gmux("run", "--image", "localhost/travel:1", "--", "true")

@@ -69,8 +69,9 @@ def test_what_this_host_cannot_do_is_refused_with_the_reason(daemon):
         refused(daemon, "--server", "gpu9")
     assert "partition: this host has no tag big" in \
         refused(daemon, "--partition", "big")
-    assert "overcommit" in refused(daemon, "--mode", "overcommit",
-                                   "--share", "0.5")
+    assert "mode: overcommit admits on measured memory use, and no card " \
+        "here measures it (fake cards do not)" in \
+        refused(daemon, "--mode", "overcommit", "--share", "0.5")
     assert "vram: needs 1 card with 100G" in \
         refused(daemon, "--mode", "exclusive", "--vram", "100G")
     # the request's own mistakes name the field

@@ -14,8 +14,8 @@ import threading
 import time
 
 from conftest import wait_for
-from remotelib import (FakeHost, frame, https, https_json, manifest, rss_kb,
-                       sha)
+from remotelib import (FakeHost, client_context, frame, https, https_json,
+                       manifest, rss_kb, sha)
 
 
 def want(d, token, *blobs):
@@ -324,9 +324,7 @@ def test_a_client_that_stops_reading(make_daemon, make_client):
     j = c.gmux("run", "-d", "--", "sh", "-c",
                "head -c 100000000 /dev/zero", check=0).stdout.strip()
     assert j == b"gpu1:j1"
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
+    ctx = client_context()
     s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", d.port)))
     s.sendall(("GET /v1/jobs/j1/log?follow=1 HTTP/1.1\r\nHost: x\r\n"
                "Authorization: Bearer %s\r\n\r\n" % token).encode())
@@ -547,9 +545,7 @@ def test_a_burst_of_tokenless_connections_cannot_cut_a_handshake(
                 settled.update(n=n, since=time.monotonic())
             return n > 0 and time.monotonic() - settled["since"] > 1
         wait_for(room_made, 20, 0.1, what="room made")
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
+        ctx = client_context()
         with ctx.wrap_socket(good) as t:
             t.sendall(b"GET /v1/version HTTP/1.1\r\nHost: x\r\n"
                       b"Connection: close\r\nAuthorization: Bearer " +

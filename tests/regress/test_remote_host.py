@@ -13,7 +13,7 @@ import statistics
 import time
 
 from conftest import wait_for
-from remotelib import https_json, rss_kb
+from remotelib import client_context, https_json, rss_kb
 
 
 def big_tree(root, dirs, files=100):
@@ -142,9 +142,7 @@ def test_a_restart_while_preparing_fails_the_job(make_daemon, make_client):
 
 
 def tls_connect(port, timeout=10):
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
+    ctx = client_context()
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     return ctx.wrap_socket(s)
 

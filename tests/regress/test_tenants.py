@@ -11,6 +11,7 @@ import pathlib
 import pwd
 import random
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -244,6 +245,32 @@ def test_alice_cannot_reach_what_is_bobs(host):
     d.gmux("stop", jid, check=0)
 
 
+def _uid_of(pid):
+    try:
+        return os.stat("/proc/" + pid).st_uid
+    except OSError:
+        return None
+
+
+def kill_all_of(uids):
+    """Ends, by pid, every process whose uid is in uids (a test's accounts'
+    leftovers: Podman's pause process keeps its user namespace)."""
+    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        if _uid_of(pid) in uids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def idle(uid):
+    """Waits for the daemon to end what is left of the account uid after its
+    last job (Podman's pause process; a test's own process as it too)."""
+    wait_for(lambda: not [p for p in os.listdir("/proc") if p.isdigit()
+                          and _uid_of(p) == uid], 60,
+             what="no process of uid %d" % uid)
+
+
 def _as(uid, *argv):
     """argv run as uid (its own group, no other)."""
     return subprocess.run(["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid,
@@ -277,10 +304,13 @@ def test_a_tenants_shell_runs_as_its_account(host, make_client, terms):
     assert clients and {os.stat("/proc/" + p).st_uid
                         for p in clients} == {pw.pw_uid}
     # bob's account reaches neither her files nor her session
-    st, jb = run(d, d.token_for("bob"), "true")
+    bobs = d.token_for("bob")
+    st, jb = run(d, bobs, "true")
     assert st == 201, jb
     wait_for(lambda: PREFIX + "bob" in _accounts(), 30, what="bob's account")
     bob = pwd.getpwnam(PREFIX + "bob").pw_uid
+    ended(d, bobs, jb["id"])
+    idle(bob)   # what the daemon kills after his last job: not the probes
     r = _as(bob, "cat", os.path.join(tdir, "cmd.sh"))
     assert r.returncode != 0 and b"Permission denied" in r.stderr
     r = _as(bob, "tmux", "-S", os.path.join(tdir, "tmux.sock"), "ls")
@@ -728,6 +758,10 @@ def test_bobs_uid_is_the_same_on_two_members(host):
             assert ended(d, bob, j["id"])["exit_code"] == 0
             uids.append(int(output(d, bob, j["id"])))
             assert tenant(d, "bob")["uid"] == uids[-1]
+            # both members are on this one machine, bob's UID the same on
+            # each: m1 ends what is left of bob after his last job, and
+            # would kill m2's job with it (members are machines apart)
+            idle(uids[-1])
         assert uids[0] == uids[1] != taken and lo <= uids[0] <= lo + 9
         keys = e.get_prefix("/gmux/tn/t/")
         assert json.loads(keys["/gmux/tn/t/uid/bob"]) == {"uid": uids[0]}

@@ -164,9 +164,9 @@ def test_bad_shells_in_workspaces_are_refused(cdaemon):
 
 def test_another_owners_workspace_is_out_of_reach(make_daemon, make_client,
                                                   image, terms):
-    """Owners other than the daemon's user come over TLS, where containers
-    are refused for now (their jobs are jailed): bob cannot find, attach
-    to or stop the local owner's workspace or its shell."""
+    """Owners other than the daemon's user come over TLS (their own
+    workspaces: test_remote_workspace.py): bob cannot find, attach to or
+    stop the local owner's workspace or its shell."""
     d = make_daemon()
     d.image = image
     d.serve_tls()

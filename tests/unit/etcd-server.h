@@ -12,6 +12,7 @@
 
 #include <netinet/in.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -82,6 +83,31 @@ etcd_server_start(struct etcd_server *s)
 		usleep(50000);
 	}
 	return (-1);
+}
+
+/*
+ * Stops etcd where it is (SIGSTOP) and returns once every one of its
+ * threads has stopped: kill(2) returns before then, and on a loaded
+ * machine a thread still running may answer a call made after it.
+ */
+static inline void
+etcd_server_pause(struct etcd_server *s)
+{
+	int	 st;
+
+	kill(s->pid, SIGSTOP);
+	while (waitpid(s->pid, &st, WUNTRACED) == -1 && errno == EINTR)
+		;
+}
+
+static inline void
+etcd_server_resume(struct etcd_server *s)
+{
+	int	 st;
+
+	kill(s->pid, SIGCONT);
+	while (waitpid(s->pid, &st, WCONTINUED) == -1 && errno == EINTR)
+		;
 }
 
 static inline void

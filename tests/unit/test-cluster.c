@@ -315,7 +315,7 @@ static void
 test_refusal(void)
 {
 	struct cluster_member	 m[1];
-	struct cluster_card	 c = { "nvidia", "H100", 80ULL << 30 };
+	struct cluster_card	 c = { "nvidia", "H100", 80ULL << 30, 0 };
 	struct cluster_shape	 s;
 	char			*why;
 
@@ -364,10 +364,43 @@ test_refusal(void)
 	refused(m, &s, "no member has the tag fast");
 	m[0].tags = "slow,fast";
 	CHECK(cluster_refusal(m, 1, &s) == NULL);
+	/* overcommit admits on measured use: a card must measure it */
 	s.mode = JOBSPEC_OVERCOMMIT;
-	why = cluster_refusal(m, 1, &s);
-	CHECK(why != NULL && strncmp(why, "mode: overcommit", 16) == 0);
-	free(why);
+	c.used = CARD_UNKNOWN;
+	refused(m, &s, "mode: overcommit admits on measured memory use, and "
+	    "no member measures its cards' (fake cards do not)");
+	c.used = 0;
+	CHECK(cluster_refusal(m, 1, &s) == NULL);
+	s.mem = 81ULL << 30;
+	refused(m, &s, "no member has a card with that much memory");
+}
+
+/* The gang ports /proc/net/tcp shows listening, and the record's list. */
+static void
+test_ports_held(void)
+{
+	static const char text[] =
+	    "  sl  local_address rem_address   st tx_queue rx_queue ...\n"
+	    "   0: 0100007F:7344 00000000:0000 0A 00000000:00000000 0\n"
+	    "   1: 00000000:7345 0100007F:9C40 01 00000000:00000000 0\n"
+	    "   2: 00000000:7339 00000000:0000 0A 00000000:00000000 0\n"
+	    "   3: 00000000000000000000000000000000:752F "
+	    "00000000000000000000000000000000:0000 0A 0\n"
+	    "   4: 0100007F:7346 00000000:0000 0A";
+	u_char	 held[CLUSTER_PORTS_BYTES], back[CLUSTER_PORTS_BYTES];
+	json_t	*a;
+
+	memset(held, 0, sizeof held);
+	cluster_ports_parse(text, sizeof text - 1, held);
+	CHECK(cluster_ports_has(held, 29508));		/* listening */
+	CHECK(!cluster_ports_has(held, 29509));		/* a connection */
+	CHECK(!cluster_ports_has(held, 29497));		/* not a gang's */
+	CHECK(cluster_ports_has(held, 29999));		/* tcp6, the last */
+	CHECK(cluster_ports_has(held, 29510));		/* no newline */
+	a = json_pack("[i,i,i,i,s]", 29508, 29999, 29510, 30000, "x");
+	cluster_ports_from_json(a, back);
+	CHECK(memcmp(held, back, sizeof held) == 0);
+	json_decref(a);
 }
 
 int
@@ -378,6 +411,7 @@ main(void)
 	signal(SIGPIPE, SIG_IGN);
 	base = event_base_new();
 	RUN(test_refusal);
+	RUN(test_ports_held);
 	if (etcd_server_start(&srv) != 0) {
 		printf("FAIL etcd_start (is etcd-server installed?)\n");
 		etcd_server_stop(&srv);

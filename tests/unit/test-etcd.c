@@ -352,6 +352,49 @@ test_failover(void)
 	e = keep;
 }
 
+static void
+loop_ms(u_int ms)
+{
+	struct timeval	 tv = { 0, ms * 1000 };
+
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+}
+
+/*
+ * A client freed with a keepalive and a muted Txn waiting on an etcd that
+ * went silent (a daemon stopping while etcd lost a member): both calls
+ * are freed with it (LeakSanitizer, in the ASan+UBSan units, finds them
+ * otherwise) and neither callback is called.
+ */
+static void
+test_free_in_flight(void)
+{
+	struct got		 g = { 0 }, h = { 0 };
+	struct etcd		*x;
+	struct etcd_call	*muted;
+	char			*cause = NULL;
+
+	x = etcd_create(base, srv.url, &cause);
+	etcd_range(x, "/t/", 1, got_cb, &g);
+	etcd_wait(x, &g.done);
+	CHECK(g.err == NULL);
+	got_reset(&g);
+	etcd_server_pause(&srv);
+	etcd_keepalive(x, 1, got_cb, &g);
+	muted = etcd_txn(x, json_pack("[]"), json_pack("[o]",
+	    etcd_op_put("/t/muted", "x", 0)), NULL, got_cb, &h);
+	etcd_cancel(muted);
+	loop_ms(200);		/* both written; etcd answers neither */
+	CHECK(!g.done && !h.done);
+	etcd_free(x);
+	loop_ms(50);
+	etcd_server_resume(&srv);
+	CHECK(!g.done && !h.done);
+	got_reset(&g);
+	got_reset(&h);
+}
+
 int
 main(void)
 {
@@ -374,6 +417,7 @@ main(void)
 	RUN(test_watch);
 	RUN(test_election);
 	RUN(test_failover);
+	RUN(test_free_in_flight);
 	etcd_free(e);
 	event_base_free(base);
 	etcd_server_stop(&srv);

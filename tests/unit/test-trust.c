@@ -370,7 +370,7 @@ test_tokens(void)
 	CHECK(tokens_refresh(t, &cause) == 0);
 	CHECK(tokens_check(t, s1) == NULL);
 	CHECK(tokens_check(t, s2) != NULL);
-	j = tokens_to_json(t);
+	j = tokens_to_json(t, NULL);
 	CHECK(json_array_size(j) == 2);
 	text = json_dumps(j, 0);
 	CHECK(strstr(text, "sha256") == NULL && strstr(text, "alice") != NULL);

@@ -75,6 +75,8 @@ class Worker:
     share: float = 0.0
     mem: Optional[int] = None
     since: Optional[int] = None
+    member: Optional[str] = None
+    host: Optional[str] = None      # on a cluster: whose broker's it is
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -145,8 +147,12 @@ class Client(_client.Client):
     def cards(self) -> List[Card]:
         return [_build(Card, c) for c in self.call("GET", "/v1/cards")]
 
-    def workers(self) -> List[Worker]:
-        return [_build(Worker, w) for w in self.call("GET", "/v1/workers")]
+    def workers(self, here: bool = False) -> List[Worker]:
+        """The warm workers; on a cluster's member every member's (each
+        with its "host"), or with here this member's broker's alone."""
+        path = "/v1/workers?here=1" if here else "/v1/workers"
+        return [_build(Worker, w) for w in self.call("GET", path)
+                if w.get("state") != "missing"]
 
     def usage(self, since: Optional[str] = None, until: Optional[str] = None,
               by: str = "owner") -> Usage:

@@ -70,13 +70,15 @@ class GPUMesh:
         return self(function, timeout=timeout).map(list(params))
 
     def workers(self) -> List[Dict[str, Any]]:
-        """The warm workers: id, device, device_name, hostname, score,
-        alive (and gmux's job, pool, state, tasks)."""
+        """The warm workers: id, device, device_name, hostname (on a
+        cluster, the member each runs on), score, alive (and gmux's job,
+        pool, state, tasks, member)."""
         host = self.target or socket.gethostname()
         return [{"id": w.id, "device": "cpu" if w.device == "cpu" else "gpu",
-                 "device_name": w.device, "hostname": host,
+                 "device_name": w.device, "hostname": w.member or host,
                  "score": w.score, "alive": True, "job": w.job,
-                 "pool": w.pool, "state": w.state, "tasks": w.tasks}
+                 "pool": w.pool, "state": w.state, "tasks": w.tasks,
+                 "member": w.member}
                 for w in self.client.workers()]
 
     def devices(self) -> List[Dict[str, Any]]:

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
                     Tuple, Union)
 
-from . import api, wire
-from .client import APIError, NoDaemon
+from . import api, failover, values, wire
+from .client import APIError, NoDaemon, socket_path
 
 log = logging.getLogger("gmux")
 
@@ -41,6 +41,8 @@ __all__ = ["mesh", "MeshFunction", "MapError", "TaskError", "TaskTimeout",
 #: a map payload's scheduling hints (gpumesh's): never passed to the call
 HINTS = ("cost", "gpu_memory_mb")
 SPAWN_GRACE = 30.0          # a started worker counts as coming this long
+FETCHERS = 4                # threads downloading spooled results, at most
+FETCH_IDLE = 10.0           # a fetcher with none to do ends after this
 RECONNECT = 60.0            # how long a caller waits for a daemon back
 START_TRIES = 3             # failed worker starts in a row: its calls fail
 START_BACKOFF = 0.5         # seconds after a failed start, then doubled
@@ -136,12 +138,14 @@ def _run_local(fn: Callable, args: tuple, kwargs: dict) -> cf.Future:
 # -- sessions: one task stream per daemon
 
 class _Pending:
-    __slots__ = ("future", "frame", "pool", "file")
+    __slots__ = ("future", "frame", "pool", "file", "value")
 
     def __init__(self, future: cf.Future, frame: bytes, pool: str,
-                 file: Optional[str]) -> None:
+                 file: Optional[str], value: Optional[bytes] = None) -> None:
         self.future, self.frame, self.pool, self.file = (future, frame,
                                                          pool, file)
+        # a call uploaded to the entry's spool: sent again to a new entry
+        self.value = value
 
 
 class Session:
@@ -163,30 +167,63 @@ class Session:
         self.start_fails: Dict[str, int] = {}     # failed starts in a row
         self.retry_at: Dict[str, float] = {}      # no start before
         self.closed = False
+        self.fetch_queue: List[Tuple[_Pending, dict]] = []
+        self.fetch_cond = threading.Condition(self.lock)
+        self.fetchers = self.fetch_idle = 0
         self.sock: Optional[socket.socket] = None
         self._open()
         self.remote = self.api.target is not None
+        self.sync_name = target             # gmux sync's name for it
         self.cards = self.api.cards()
+        self.member = self._member()
+        self.cluster_jobs: Dict[str, str] = {}  # worker jobs: the member
+        self.peers: List[failover.Target] = []  # members to move to
+        self.entry = self.api.target            # the entry's, over TCP
+        if self.remote and self.member:
+            self._learn_peers()
         self.thread = threading.Thread(target=self._read, name="gmux-tasks",
                                        daemon=True)
         self.thread.start()
 
-    def _open(self) -> None:
-        sock, hdrs, extra = self.api.upgrade(
+    def _open(self, client: Optional[api.Client] = None) -> None:
+        sock, hdrs, extra = (client or self.api).upgrade(
             "/v1/tasks/connect?session=" + self.id)
+        if (client or self.api).target is not None:
+            failover.keepalive(sock)
         self.worker_dir = hdrs.get("gmux-worker-dir")
         self.spool = hdrs.get("gmux-spool")
         self.reader = wire.Reader()
         self.early = extra
         self.sock = sock
 
+    def _member(self) -> Optional[str]:
+        """The cluster member this session's stream enters (its broker
+        owns the tasks), or None: a host of its own."""
+        try:
+            c = self.api.call("GET", "/v1/cluster")
+        except APIError:
+            return None
+        if c.get("mode") != "member" or not c.get("member"):
+            return None
+        return c.get("name")
+
     # -- submitting
 
     def submit(self, opts: Options, fn: Callable,
                calls: Sequence[Tuple[tuple, dict]]) -> List[cf.Future]:
-        pool = self.pool(opts, len(calls))
-        if self.remote:
-            _by_value(fn, _sync_dir())
+        try:
+            pool = self.pool(opts, len(calls))
+        except OSError:
+            if not (self.remote and self.member and self.peers):
+                raise
+            # the entry is going: its stream's reader moves to another
+            # member, and starts workers there for these calls
+            pool = self.key(opts)
+        if self.remote or self.member:
+            # a caller over TCP has its tree on every worker (the other
+            # members' fetch it from the entry); one on a member's
+            # socket has none on the other members
+            _by_value(fn, _sync_dir() if self.remote else None)
         fnb = wire.dump_function(fn)
         timeout = int(opts.timeout * 1000) if opts.timeout else 0
         futs: List[cf.Future] = []
@@ -199,25 +236,79 @@ class Session:
                 hdr: Dict[str, Any] = {"id": cid, "pool": pool}
                 if timeout:
                     hdr["timeout_ms"] = timeout
-                file = None
-                if len(body) > wire.INLINE_MAX:
+                file = value = None
+                f: cf.Future = cf.Future()
+                f.set_running_or_notify_cancel()
+                if len(body) > wire.INLINE_MAX and not self.spool:
+                    self._send(frames)      # those before it start now
+                    frames = []
+                    err = self._upload(cid, body)
+                    if err is not None:
+                        f.set_exception(err)
+                        futs.append(f)
+                        continue
+                    hdr["file"] = self._value_name(cid)
+                    value, body = body, b""
+                elif len(body) > wire.INLINE_MAX:
                     file = self._spool_write(cid, body)
                     hdr["file"] = os.path.basename(file)
                     body = b""
                 fr = wire.frame(wire.SUBMIT, hdr, body)
-                f: cf.Future = cf.Future()
-                f.set_running_or_notify_cancel()
-                self.pending[cid] = _Pending(f, fr, pool, file)
+                self.pending[cid] = _Pending(f, fr, pool, file, value)
                 frames.append(fr)
                 futs.append(f)
             self._send(frames)
         return futs
 
+    def _value_name(self, cid: int) -> str:
+        return "c%s-%d" % (self.id[:12], cid)
+
+    def _upload(self, cid: int, body: bytes) -> Optional[Exception]:
+        """A big call's bytes up to the entry's spool (docs/tasks.md, "Big
+        values over TCP"), with self.lock let go meanwhile (results go
+        on coming); the exception its call fails with, or None.  An
+        entry lost meanwhile (its upload cut, or the stream moved while
+        it went: _upload_again took only the calls pending then) has
+        them again at the entry the stream moved to."""
+        end = time.monotonic() + RECONNECT
+        while True:
+            entry = self.api
+            self.lock.release()
+            try:
+                err = self._put(cid, body, entry)
+            finally:
+                self.lock.acquire()
+            if self.api is not entry and not self.closed:
+                continue        # this call is not pending yet: up again
+            if not isinstance(err, OSError):
+                return err
+            if not (self.remote and self.member and self.peers) or \
+                    self.closed or time.monotonic() >= end:
+                return TaskError("cannot send a call's %d bytes to %s: "
+                                 "%s" % (len(body), self.member or
+                                         self.target, err))
+            # the entry is going: wait for the stream to move
+            self.lock.release()
+            try:
+                while (self.api is entry and not self.closed and
+                       time.monotonic() < end):
+                    time.sleep(0.05)
+            finally:
+                self.lock.acquire()
+
+    def _put(self, cid: int, body: bytes,
+             entry: api.Client) -> Optional[Exception]:
+        """The call's bytes up to entry: None, the daemon's refusal (a
+        TaskError) or the OSError that cut the transfer."""
+        try:
+            values.upload(entry.target, self._value_name(cid), body)
+            return None
+        except APIError as e:
+            return TaskError(str(e))
+        except OSError as e:
+            return e
+
     def _spool_write(self, cid: int, body: bytes) -> str:
-        if not self.spool:
-            raise ValueError("a call's arguments of %d bytes are over the "
-                             "%d a remote host takes" % (len(body),
-                                                         wire.INLINE_MAX))
         path = os.path.join(self.spool, "c%s-%d" % (self.id[:12], cid))
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
@@ -253,7 +344,9 @@ class Session:
                 while True:
                     if data:
                         self._frames(self.reader.feed(data))
-                    data = self.sock.recv(1 << 20) if self.sock else b""
+                    # 64 KiB: under malloc's mmap threshold (a bigger
+                    # buffer is an mmap and munmap per read)
+                    data = self.sock.recv(1 << 16) if self.sock else b""
                     if not data:
                         break
             except (OSError, wire.FrameError):
@@ -276,6 +369,9 @@ class Session:
                 self._send([wire.frame(wire.ACK, {"ids": acks})])
 
     def _resolve(self, hdr: dict, data: bytes) -> bool:
+        """Settles a result's Future; False if it is to be acked later:
+        a result in the host's spool is downloaded off this thread (by a
+        fetcher), so the results behind it go on coming meanwhile."""
         with self.lock:
             p = self.pending.pop(hdr["id"], None)
         if p is None:
@@ -285,25 +381,68 @@ class Session:
             cls = TaskTimeout if err.startswith("timed out") else TaskError
             p.future.set_exception(cls(err))
             return True
+        if hdr.get("file") and "size" in hdr:
+            self._fetch_later(p, hdr)
+            return False
         try:
             if hdr.get("file"):
                 with open(hdr["file"], "rb") as f:
                     data = f.read()
-            ok, value = wire.load_outcome(data)
+            self._settle(p, *wire.load_outcome(data))
         except BaseException as e:
-            ok, value = False, e
+            self._settle(p, False, e)
+        return True
+
+    @staticmethod
+    def _settle(p: _Pending, ok: bool, value: Any) -> None:
         if ok:
             p.future.set_result(value)
         else:
             p.future.set_exception(value)
-        return True
+
+    def _fetch_later(self, p: _Pending, hdr: dict) -> None:
+        """Queues a spooled result for a fetcher; one more starts while
+        fewer than FETCHERS are and every one is busy."""
+        with self.lock:
+            self.fetch_queue.append((p, hdr))
+            if self.fetch_idle == 0 and self.fetchers < FETCHERS:
+                self.fetchers += 1
+                threading.Thread(target=self._fetcher, name="gmux-fetch",
+                                 daemon=True).start()
+            else:
+                self.fetch_cond.notify()
+
+    def _fetcher(self) -> None:
+        """Downloads queued results, each then acked (the daemon keeps
+        the file until then); ends after FETCH_IDLE s with none."""
+        while True:
+            with self.lock:
+                self.fetch_idle += 1
+                if not self.fetch_queue:
+                    self.fetch_cond.wait(FETCH_IDLE)
+                self.fetch_idle -= 1
+                if not self.fetch_queue:
+                    self.fetchers -= 1
+                    return
+                p, hdr = self.fetch_queue.pop(0)
+            try:
+                data = values.download(self.api.target, hdr["file"],
+                                       hdr["size"])
+                self._settle(p, *wire.load_outcome(data))
+            except BaseException as e:
+                self._settle(p, False, e)
+            with self.lock:
+                self._send([wire.frame(wire.ACK, {"ids": [hdr["id"]]})])
 
     def _reconnect(self) -> bool:
-        """The daemon went away: wait for it back, then send again every
-        task without a result (it takes each once)."""
+        """The daemon went away: wait for it back (or, a TCP caller of a
+        cluster, move to another member), then send again every task
+        without a result (it takes each once)."""
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+        if self.remote and self.member and self.peers:
+            return self._move()
         end = time.monotonic() + RECONNECT
         while time.monotonic() < end and not self.closed:
             try:
@@ -312,7 +451,7 @@ class Session:
             except (OSError, APIError):
                 time.sleep(0.1)
         else:
-            self._fail_all(ConnectionError("the gmux daemon went away"))
+            self._fail_all(ConnectionError(self._gone()))
             return False
         with self.api_lock:
             self.api.close()
@@ -320,6 +459,147 @@ class Session:
             self._send([p.frame for _, p in sorted(self.pending.items())])
         log.info("gmux: reconnected; %d tasks sent again", len(self.pending))
         return True
+
+    def _gone(self) -> str:
+        t = self.api.target
+        if t is None:
+            return ("the gmux daemon (%s) did not come back within %d s" %
+                    (socket_path(), RECONNECT))
+        return ("the gmux host %s (%s:%d) did not come back within %d s" %
+                (t.name, t.host, t.port, RECONNECT))
+
+    # -- an entry member's loss (docs/python.md, "Across a cluster")
+
+    def _learn_peers(self, ms: Optional[list] = None) -> None:
+        """The other members, as the entry says them, to move to."""
+        try:
+            if ms is None:
+                with self.api_lock:
+                    ms = self.api.call("GET", "/v1/cluster/members")
+            self.peers = failover.peers(ms, self.member or "",
+                                        self.api.target)
+        except (APIError, OSError, ValueError) as e:
+            log.debug("gmux: the cluster's members: %s", e)
+
+    def _move(self) -> bool:
+        """The entry is gone: the entry again, then each other member,
+        round after round for RECONNECT seconds; the first that takes
+        the stream is the new entry."""
+        end = time.monotonic() + RECONNECT
+        cands = [self.api.target] + self.peers
+        while time.monotonic() < end and not self.closed:
+            for t in cands:
+                if self.closed:
+                    return False
+                if self._enter(t):
+                    return True
+            time.sleep(0.2)
+        if not self.closed:
+            self._fail_all(ConnectionError(
+                "no member of the cluster answers within %d s (tried %s)"
+                % (RECONNECT, ", ".join(t.name for t in cands))))
+        return False
+
+    def _enter(self, t: failover.Target) -> bool:
+        """Opens the session's stream on member t; on another member
+        than the last, takes it as the entry (its workers start anew)."""
+        c = failover.client_for(t, timeout=5.0)
+        try:
+            name = c.call("GET", "/v1/cluster").get("name")
+            self._open(c)
+        except (OSError, APIError, ValueError, AttributeError) as e:
+            log.debug("gmux: member %s: %s", t.name, e)
+            c.close()
+            return False
+        c.close()               # its next requests wait longer
+        c.timeout = 60.0
+        with self.api_lock:
+            self.api.close()
+            self.api = c
+        old, self.member = self.member, name
+        if name != old:
+            self._moved(t, old)
+            self._upload_again()
+        with self.lock:
+            self._send([p.frame for _, p in sorted(self.pending.items())])
+        log.warning("gmux: entry member %s: %d tasks sent again", name,
+                    len(self.pending))
+        return True
+
+    def _upload_again(self) -> None:
+        """The pending calls uploaded to the old entry's spool go up to
+        the new entry's before their frames are sent again; one that
+        cannot fails with why."""
+        with self.lock:
+            big = [(cid, p) for cid, p in self.pending.items()
+                   if p.value is not None]
+        for cid, p in big:
+            assert p.value is not None
+            err = self._put(cid, p.value, self.api)
+            if isinstance(err, OSError):
+                err = TaskError("cannot send a call's %d bytes to %s: %s"
+                                % (len(p.value), self.member, err))
+            if err is not None:
+                with self.lock:
+                    if self.pending.pop(cid, None) is not None:
+                        p.future.set_exception(err)
+
+    def _moved(self, t: failover.Target, old: Optional[str]) -> None:
+        """Member t is the entry now: the workers started for the old
+        one are forgotten (those queued in the cluster stopped), and
+        workers start for what is pending, again as room frees."""
+        with self.ensure_lock:
+            stale = list(self.cluster_jobs)
+            self.spawned, self.cluster_jobs = {}, {}
+            self.ensured, self.start_fails, self.retry_at = set(), {}, {}
+            self.sync_name = failover.remote_name(t)
+            # the old entry may come back: a candidate, last
+            self.peers = [p for p in self.peers if p.pin != t.pin] + (
+                [self.entry] if self.entry.pin != t.pin else [])
+            self.entry = t
+            try:
+                with self.api_lock:
+                    self.cards = self.api.cards()
+            except (APIError, OSError):
+                pass
+        log.warning("gmux: entry member %s is gone; %s is the entry now",
+                    old, self.member)
+        threading.Thread(target=self._refill, args=(stale,),
+                         name="gmux-refill", daemon=True).start()
+
+    def _refill(self, stale: List[str]) -> None:
+        """Starts workers on the new entry for the pending tasks, each
+        second while some are pending and for SPAWN_GRACE at most (the
+        old workers' shares free as their jobs end); stops the old
+        entry's cluster jobs that are still queued."""
+        end = time.monotonic() + SPAWN_GRACE
+        first = True
+        while not self.closed and time.monotonic() < end:
+            with self.lock:
+                want: Dict[str, int] = {}
+                for p in self.pending.values():
+                    want[p.pool] = want.get(p.pool, 0) + 1
+            if not want:
+                break
+            with self.ensure_lock:
+                for key, n in want.items():
+                    try:
+                        self._ensure(key, n)
+                    except (APIError, OSError, TaskError) as e:
+                        log.warning("gmux: cannot start a worker: %s", e)
+            if first:
+                self._stop_stale(stale)
+                first = False
+            time.sleep(1.0)
+
+    def _stop_stale(self, jobs: List[str]) -> None:
+        for jid in jobs:
+            try:
+                with self.api_lock:
+                    self.api.call("POST", "/v1/cluster/jobs/%s/stop" % jid,
+                                  {})
+            except (APIError, OSError):
+                pass
 
     def _fail_all(self, e: BaseException) -> None:
         with self.lock:
@@ -403,19 +683,143 @@ class Session:
 
     def _ensure(self, key: str, want: int) -> None:
         with self.api_lock:
-            workers = [w for w in self.api.workers() if w.pool == key]
+            workers_all = self.api.workers(here=True)
+        workers = [w for w in workers_all if w.pool == key]
         up = {w.job for w in workers}
         coming = self._coming(key, up)
         have = len(workers) + len(coming)
         spec = self.specs[key][1]
-        n = min(want, self._room(spec)) - have if want > 1 else 1 - have
+        room = self._room(spec)
+        if have == 0 and room == 0:
+            room = self._make_room(key, spec, want, workers_all)
+        n = min(want, room) - have if want > 1 else 1 - have
         if have == 0:
             n = max(n, 1)
         if n > 0 and time.monotonic() < self.retry_at.get(key, 0):
             return                      # a start failed: backing off
-        tree = self._tree() if self.remote and n > 0 else None
+        spreads = self.member and want > 1
+        more = want - have - max(0, n) if spreads else 0
+        rooms = self._members_room(spec, workers, coming) if spreads else []
+        spread = sum(max(0, min(more, r)) for _, r in rooms) > 0
+        tree = self._tree() if self.remote and (n > 0 or spread) else None
         for _ in range(max(0, n)):
             self._spawn(key, tree)
+        for name, room in rooms:
+            for _ in range(max(0, min(more, room))):
+                tree = self._spawn_member(key, name, tree)
+                more -= 1
+
+    def _members_room(self, spec: dict, workers: list,
+                      coming: list) -> List[Tuple[str, int]]:
+        """The other members and how many more workers of spec each
+        holds: its seats (its CPUs for no share), less this pool's
+        workers there and coming; the roomiest first."""
+        try:
+            with self.api_lock:
+                ms = self.api.call("GET", "/v1/cluster/members")
+        except APIError:
+            return []
+        if self.remote:
+            self._learn_peers(ms)
+        share = float(spec.get("share") or 0)
+        room: Dict[str, int] = {}
+        if not [m for m in ms if m.get("name") == self.member and
+                m.get("addr") and m.get("pin")]:
+            return []       # no member can call an entry without TLS
+        for m in ms:
+            if m.get("name") == self.member or not m.get("addr"):
+                continue
+            room[m["name"]] = (int(m.get("cpus") or 0) if share <= 0 else
+                               len(m.get("cards") or []) *
+                               int(1 / share + 1e-9))
+        for w in workers:
+            if w.member in room:
+                room[w.member] -= 1
+        for j, _ in coming:
+            name = self.cluster_jobs.get(j)
+            if name in room:
+                room[name] -= 1
+        return sorted(room.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def _spawn_member(self, key: str, member: str,
+                      tree: Optional[str] = None) -> Optional[str]:
+        """Starts a worker for key as a cluster job on member (its
+        ``server``; docs/python.md, "Across a cluster"), placed and
+        claimed through the leader as any job; there it calls home to
+        this member's broker, relayed by its member.  It runs the worker
+        from its argv, on that member's python3, in the caller's tree
+        synced to the entry (its manifest's digest), which that member
+        fetches from the entry, if there is one.  Returns the tree's
+        digest (synced again if the entry's store had lost some of it).
+        """
+        opts, spec = self.specs[key]
+        env = {"GMUX_TASK_POOL": key,
+               "GMUX_WORKER_IDLE": str(opts.idle),
+               "GMUX_WORKER_FRESH": "1" if opts.fresh else "0",
+               "PATH": "/usr/local/bin:/usr/bin:/bin",
+               "LANG": "C.UTF-8"}
+        if "cpus" in spec:
+            env["GMUX_WORKER_CPUS"] = str(spec["cpus"])
+        body: Dict[str, Any] = {
+            k: v for k, v in spec.items()
+            if k not in ("cpus", "fresh", "card", "python")}
+        body.update({"argv": [os.environ.get("GMUX_REMOTE_PYTHON",
+                                             "/usr/bin/python3"),
+                              "-c", _remote_boot()],
+                     "env": ["%s=%s" % kv for kv in env.items()],
+                     "task_worker": True, "server": member})
+        if tree is not None:
+            body["manifest"] = tree
+            body["env"].append("GMUX_WORKER_TREE_PATH=" +
+                               _tree_path(_sync_dir()))
+        try:
+            with self.api_lock:
+                job = self.api.call("POST", "/v1/cluster/jobs", body)
+        except APIError as e:
+            if e.status != 412 or tree is None:
+                raise
+            tree = body["manifest"] = self._tree()  # its blobs went: once
+            with self.api_lock:
+                job = self.api.call("POST", "/v1/cluster/jobs", body)
+        jid = job["id"]
+        self.cluster_jobs[jid] = member
+        self.spawned.setdefault(key, []).append((jid, time.monotonic()))
+        log.debug("gmux: started worker %s for %s on the cluster", jid, key)
+        return tree
+
+    def _make_room(self, key: str, spec: dict, want: int,
+                   workers: List[api.Worker]) -> int:
+        """A pool with no worker and no room on the cards: this session's
+        idle workers of its other pools go (their shares back), rather
+        than the pool's calls waiting for them to idle out: as many as
+        want workers of spec need (one for a call).  Returns the room
+        made.  A task leased to one of them meanwhile is queued again, as
+        for any worker that leaves."""
+        share = float(spec.get("share") or 0)
+        need = share * max(1, want)
+        mine = {j: k for k, js in self.spawned.items() if k != key
+                for j, _ in js}
+        idle = [w for w in workers if w.state == "idle" and w.job in mine
+                and w.job not in self.cluster_jobs      # not this host's
+                and ("card" not in spec or w.card == spec["card"])]
+        freed, gone = 0.0, set()
+        for w in sorted(idle, key=lambda w: -(w.since or 0)):
+            if freed + 1e-9 >= need:
+                break
+            try:
+                with self.api_lock:
+                    self.api.stop(w.job, grace=1)
+            except (APIError, OSError):
+                continue
+            freed += w.share
+            gone.add(w.job)
+        for k in {mine[j] for j in gone}:
+            self.spawned[k] = [(j, t) for j, t in self.spawned[k]
+                               if j not in gone]
+        if gone:
+            log.debug("gmux: stopped idle workers %s for %s",
+                      ", ".join(sorted(gone)), key)
+        return int(freed / share + 1e-9) if share > 0 else 0
 
     def _coming(self, key: str, up: set) -> List[Tuple[str, float]]:
         """The workers started for key that have not connected yet (their
@@ -430,8 +834,7 @@ class Session:
             if now - t > SPAWN_GRACE:
                 continue
             try:
-                with self.api_lock:
-                    job = self.api.job(j)
+                job = self._job(j)
             except APIError:
                 continue
             if job.state in ("queued", "running"):
@@ -445,11 +848,22 @@ class Session:
                                       self.spawned.get(key, []) if j in up]
         return coming
 
+    def _job(self, jid: str) -> api.Job:
+        """A worker's job: a job of this host's, or a cluster job (its
+        states as the cluster says them: queued, assigned, running)."""
+        with self.api_lock:
+            if jid not in self.cluster_jobs:
+                return self.api.job(jid)
+            doc = self.api.call("GET", "/v1/cluster/jobs/" + jid)
+        if doc.get("state") in ("assigned", "claimed"):
+            doc["state"] = "queued"
+        return api._build(api.Job, doc)
+
     def _why_not(self, job: api.Job) -> str:
         """Why a worker's job ended before its worker came: the last line
         of its output (the interpreter's or the worker's own error)."""
         try:
-            with api.Client(self.target) as c:     # a stream of its own
+            with failover.client_for(self.api.target) as c:  # its own
                 out = b"".join(c.logs(job.id))
         except (APIError, OSError):
             out = b""
@@ -505,13 +919,16 @@ class Session:
         d = _sync_dir()
         if d is None:
             return None
-        r = subprocess.run([_gmux_bin() or "gmux", "sync", self.target or "",
+        if self.sync_name is None:
+            return None     # an entry no remote names: no tree there
+        r = subprocess.run([_gmux_bin() or "gmux", "sync", self.sync_name,
                             d], stdin=subprocess.DEVNULL,
                            capture_output=True, timeout=600)
         if r.returncode != 0:
             lines = r.stderr.decode(errors="replace").strip().splitlines()
             raise TaskError("cannot send %s to %s: %s" % (
-                d, self.target, lines[-1] if lines else "gmux sync failed"))
+                d, self.sync_name, lines[-1] if lines else
+                "gmux sync failed"))
         return r.stdout.decode().strip()
 
     def _spawn(self, key: str, tree: Optional[str] = None) -> str:
@@ -579,7 +996,11 @@ class Session:
             for jid, _ in self.spawned.pop(key, []):
                 try:
                     with self.api_lock:
-                        self.api.stop(jid, grace=1)
+                        if jid in self.cluster_jobs:
+                            self.api.call("POST", "/v1/cluster/jobs/%s/"
+                                          "stop" % jid, {})
+                        else:
+                            self.api.stop(jid, grace=1)
                 except (APIError, OSError):
                     pass
 

@@ -23,6 +23,8 @@ INLINE_MAX = FRAME_MAX - 64 * 1024   # a value past this goes by file
 SUBMIT, ACK, RESULT, POOL = b"T", b"K", b"R", b"P"
 WITHDRAW = b"X"
 HELLO, LEASE, DONE, CANCEL = b"H", b"L", b"D", b"C"
+VALUE, UPLOAD = b"V", b"U"       # a streamed call's part, a result's
+CHUNK = 960 * 1024               # one streamed part (docs/tasks.md)
 
 _LEN = struct.Struct(">I")
 _HEAD = struct.Struct(">BII")

@@ -42,27 +42,19 @@ from . import wire
 
 _LEN = struct.Struct(">I")
 SPARES = 2          # fresh: children kept forked, a fork off a call's path
+RECV = 1 << 16      # under malloc's mmap threshold: no mmap per read
 
 try:
     import ctypes
     _prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
 except (ImportError, OSError, AttributeError):
     _prctl = None
+_pidfd_open: Any = getattr(os, "pidfd_open", None)
 
 #: nominal fp16 dense TFLOP/s of a whole card, for fake cards' scores
 NOMINAL = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0,
            "L4": 121.0, "A10": 125.0, "T4": 65.0, "V100": 125.0,
            "MI300X": 1307.0, "MI250X": 383.0, "4090": 330.0}
-
-
-def _read_exact(fd: int, n: int) -> Optional[bytes]:
-    out = b""
-    while len(out) < n:
-        more = os.read(fd, n - len(out))
-        if not more:
-            return None
-        out += more
-    return out
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -83,6 +75,11 @@ class Child:
         self.fn: Optional[bytes] = None
         self.buf = b""
         self.status: Optional[int] = None
+        self.zyg = False        # the zygote's child, not the server's
+        self.pidfd = -1         # watched for its end (see Server.watch)
+        self.sent = 0           # tasks given, and done ("S" read)
+        self.done = 0
+        self.done_ns = 0        # when the last was done
 
 
 def _noop() -> None:
@@ -103,9 +100,10 @@ def _child_main(task_r: int, out_w: int, fns: Dict[bytes, Any],
     if _prctl is not None:
         _prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG: die with the server
     _warm(fns)
+    buf = bytearray()
     while True:
-        _child_task(task_r, fns, spool, sock)
-        _write_all(out_w, b"S")
+        _child_task(task_r, fns, spool, sock, buf)
+        _write_all(out_w, b"S" + time.monotonic_ns().to_bytes(8, "big"))
         if fresh:
             os._exit(0)
 
@@ -135,20 +133,37 @@ def _execute(body: bytes, fns: Dict[bytes, Any]) -> bytes:
             return wire.dump_outcome(False, RuntimeError(repr(e2)))
 
 
+def _next_task(task_r: int, buf: bytearray) -> "tuple[bytes, int, bytes]":
+    """The next task on the pipe: its kind, number and bytes.  One read
+    takes a small one whole (the server writes each at once); what a read
+    took past it stays in buf.  The pipe's end: exit."""
+    while len(buf) < 13 or len(buf) < 13 + _LEN.unpack_from(buf, 9)[0]:
+        more = os.read(task_r, 1 << 16)
+        if not more:
+            os._exit(0)
+        buf += more
+    n = 13 + _LEN.unpack_from(buf, 9)[0]
+    kind, task, body = bytes(buf[:1]), int.from_bytes(buf[1:9], "big"), \
+        bytes(buf[13:n])
+    del buf[:n]
+    return kind, task, body
+
+
 def _child_task(task_r: int, fns: Dict[bytes, Any], spool: str,
-                sock: Optional[socket.socket]) -> None:
-    hdr = _read_exact(task_r, 9)
-    if hdr is None:
-        os._exit(0)
-    task = int.from_bytes(hdr[1:9], "big")
-    n = _LEN.unpack_from(_read_exact(task_r, 4) or b"\0\0\0\0", 0)[0]
-    body = _read_exact(task_r, n) or b""
-    if hdr[:1] == b"F":
+                sock: Optional[socket.socket], buf: bytearray) -> None:
+    hdr, task, body = _next_task(task_r, buf)
+    stream, hdr = hdr.islower(), hdr.upper()
+    if hdr in (b"F", b"G"):
         with open(body.decode(), "rb") as f:
+            if hdr == b"G":         # a streamed call's: this task's
+                os.unlink(body.decode())
             body = f.read()
     outcome = _execute(body, fns)
     del body
     hdr_out: Dict[str, Any] = {"task": task}
+    if len(outcome) > wire.INLINE_MAX and stream:
+        _stream_outcome(sock, task, outcome)
+        return
     if len(outcome) > wire.INLINE_MAX and not spool:
         outcome = wire.dump_outcome(False, ValueError(
             "the result is %d bytes, over the %d a remote host sends back"
@@ -163,6 +178,102 @@ def _child_task(task_r: int, fns: Dict[bytes, Any], spool: str,
     if sock is not None:
         try:
             sock.sendall(wire.frame(wire.DONE, hdr_out, outcome))
+        except OSError:
+            pass
+
+
+def _stream_outcome(sock: Optional[socket.socket], task: int,
+                    outcome: bytes) -> None:
+    """A result over a frame to a daemon whose spool this worker cannot
+    reach: U frames of its parts, then a D with its size."""
+    if sock is None:
+        return
+    view = memoryview(outcome)
+    try:
+        for off in range(0, len(outcome), wire.CHUNK):
+            sock.sendall(wire.frame(wire.UPLOAD, {"task": task},
+                                    view[off:off + wire.CHUNK]))
+        sock.sendall(wire.frame(wire.DONE, {"task": task,
+                                            "size": len(outcome)}))
+    except OSError:
+        pass
+
+
+def _zygote_main(zz: socket.socket, fns: Dict[bytes, Any], spool: str,
+                 sock: Optional[socket.socket], fresh: bool) -> None:
+    """Runs in the zygote: a child of the server that has run nothing and
+    forks the spares, so that a fork (milliseconds of page tables) is
+    never on the server's loop, where a lease would wait for it.  It
+    takes "N" (fork one: its pid and the server's ends of its pipes go
+    back, "S"), "F" + a function's pickle (unpickled here, so later spares
+    have it), and says "E" + pid + status when a spare it forked ended
+    (the server is not their parent).  It dies with the server."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if _prctl is not None:
+        _prctl(1, signal.SIGKILL)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sel = selectors.DefaultSelector()
+    sel.register(zz, selectors.EVENT_READ, "server")
+    sel.register(wake_r, selectors.EVENT_READ, "chld")
+    while True:
+        for key, _ in sel.select():
+            if key.data == "chld":
+                os.read(wake_r, 512)
+                _zygote_reap(zz)
+                continue
+            try:
+                msg = zz.recv(1 << 17)
+            except InterruptedError:
+                continue
+            if not msg:
+                os._exit(0)
+            if msg[:1] == b"N":
+                _zygote_fork(zz, wake_r, wake_w, fns, spool, sock, fresh)
+            elif msg[:1] == b"F" and msg[1:] not in fns:
+                try:
+                    fns[msg[1:]] = cloudpickle.loads(msg[1:])
+                except Exception:
+                    pass
+
+
+def _zygote_fork(zz: socket.socket, wake_r: int, wake_w: int,
+                 fns: Dict[bytes, Any], spool: str,
+                 sock: Optional[socket.socket], fresh: bool) -> None:
+    task_r, task_w = os.pipe()
+    out_r, out_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in (task_w, out_r, wake_r, wake_w):
+            os.close(fd)
+        zz.close()
+        _child_main(task_r, out_w, fns, spool, sock, fresh)
+    os.close(task_r)
+    os.close(out_w)
+    try:
+        socket.send_fds(zz, [b"S" + pid.to_bytes(4, "big")],
+                        [task_w, out_r])
+    except OSError:
+        pass
+    os.close(task_w)
+    os.close(out_r)
+
+
+def _zygote_reap(zz: socket.socket) -> None:
+    while True:
+        try:
+            pid, st = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        try:
+            zz.send(b"E" + pid.to_bytes(4, "big") +
+                    (st & 0xffffffff).to_bytes(4, "big"))
         except OSError:
             pass
 
@@ -182,11 +293,17 @@ class Server:
         self.reader = wire.Reader()
         self.spares: "list[Child]" = []     # forked, waiting for a task
         self.busy: Optional[Child] = None
+        self.watched: Optional[Child] = None    # whose pipe sel has
         self.kept: Optional[Child] = None   # not fresh: ran the last task
         self.fns: Dict[bytes, Any] = {}
         self.last = time.monotonic()
         self.zombies: "list[int]" = []
         self.backlog: Optional[tuple] = None
+        self.vin: Optional[tuple] = None    # (lease, fd, path, bytes)
+        self.zsock: Optional[socket.socket] = None     # the zygote
+        self.zpid = 0
+        self.asked = 0          # spares asked of the zygote, not come
+        self.zstat: Dict[int, int] = {}     # its children's statuses
 
     # -- the daemon's connection
 
@@ -216,7 +333,11 @@ class Server:
             self.sock = None
         if self.busy is not None:      # the new daemon leases it again
             self.kill(self.busy)
+        if self.kept is not None:      # it holds the old connection
+            self.kill(self.kept)
+            self.kept = None
         self.backlog = None
+        self.stream_drop()
 
     # -- children
 
@@ -238,24 +359,123 @@ class Server:
             os.kill(c.pid, signal.SIGKILL)
         except OSError:
             pass
-        self.reap(c)
+        self.reap(c, status=False)
 
-    def reap(self, c: Child) -> None:
+    def reap(self, c: Child, status: bool = True) -> None:
+        """Closes c's pipes and takes its exit status (from the zygote if
+        it forked c, waited for only where a status is wanted)."""
+        self.unwatch(c)
         if c is self.busy:
-            self.sel.unregister(c.out_r)
             self.busy = None
         for fd in (c.task_w, c.out_r):
             try:
                 os.close(fd)
             except OSError:
                 pass
+        if c.zyg:
+            if status:
+                c.status = self.zygote_status(c.pid)
+            return
         try:
             _, st = os.waitpid(c.pid, 0)
             c.status = st
         except ChildProcessError:
             pass
 
+    # -- the zygote (see _zygote_main)
+
+    def zygote_start(self) -> None:
+        """Forks the zygote; without one (a jail that refuses its socket,
+        or it died), this loop forks the spares itself."""
+        try:
+            zs, zz = socket.socketpair(socket.AF_UNIX,
+                                       socket.SOCK_SEQPACKET)
+        except OSError:
+            return
+        pid = os.fork()
+        if pid == 0:
+            zs.close()
+            _zygote_main(zz, self.fns, self.spool, self.sock, self.fresh)
+            os._exit(0)
+        zz.close()
+        zs.setblocking(False)      # events go stale: one may be read
+        self.zsock, self.zpid, self.asked = zs, pid, 0
+        self.sel.register(zs, selectors.EVENT_READ, "zygote")
+
+    def zygote_stop(self) -> None:
+        """The zygote goes (its spares with it): it died, or it holds a
+        connection that went."""
+        for c in self.spares:
+            self.kill(c)
+        self.spares = []
+        if self.zsock is None:
+            return
+        self.sel.unregister(self.zsock)
+        self.zsock.close()
+        self.zsock, self.asked = None, 0
+        try:
+            os.kill(self.zpid, signal.SIGKILL)
+            os.waitpid(self.zpid, 0)
+        except OSError:
+            pass
+
+    def zygote_readable(self) -> None:
+        assert self.zsock is not None
+        try:
+            msg, fds, _, _ = socket.recv_fds(self.zsock, 64, 2)
+        except BlockingIOError:
+            return                  # read already (zygote_status)
+        except OSError:
+            msg, fds = b"", []
+        if not msg:
+            for fd in fds:
+                os.close(fd)
+            return self.zygote_stop()        # direct forks from now
+        pid = int.from_bytes(msg[1:5], "big")
+        if msg[:1] == b"S" and len(fds) == 2:
+            c = Child(pid, fds[0], fds[1])
+            c.zyg = True
+            self.spares.append(c)
+            self.asked -= 1
+        elif msg[:1] == b"E" and len(msg) == 9:
+            if len(self.zstat) > 1024:
+                self.zstat.clear()
+            self.zstat[pid] = int.from_bytes(msg[5:9], "big")
+        else:
+            for fd in fds:
+                os.close(fd)
+
+    def zygote_status(self, pid: int) -> Optional[int]:
+        """The status of the zygote's child pid, which has ended (a few
+        seconds at most: the zygote reaps at once)."""
+        end = time.monotonic() + 5
+        while pid not in self.zstat and self.zsock is not None and \
+                time.monotonic() < end:
+            r = selectors.DefaultSelector()
+            r.register(self.zsock, selectors.EVENT_READ)
+            if r.select(timeout=max(0.0, end - time.monotonic())):
+                self.zygote_readable()
+            r.close()
+        return self.zstat.pop(pid, None)
+
+    def zygote_learn(self, fnb: bytes) -> None:
+        """A function the server unpickled: the zygote too, so that the
+        spares it forks from now have it."""
+        if self.zsock is not None and len(fnb) < 60000:
+            try:
+                self.zsock.send(b"F" + fnb)
+            except OSError:
+                pass
+
     def lease(self, hdr: dict, data: bytes) -> None:
+        if self.busy is not None and self.busy.pidfd >= 0:
+            # The daemon leases the next once the last one's outcome
+            # came, which the child sent: it is done with it (its byte
+            # may not be here yet; nothing waits for it).
+            c, self.busy = self.busy, None
+            if self.kept is not None:
+                self.reap_later(self.kept)
+            self.kept = c
         if self.busy is not None:
             # the child's outcome went straight to the daemon, which
             # leased the next before the child's byte came here
@@ -265,22 +485,69 @@ class Server:
         if fnb and fnb not in self.fns and len(self.fns) < 64:
             try:                             # later children have it
                 self.fns[fnb] = cloudpickle.loads(fnb)
+                self.zygote_learn(fnb)
             except Exception:
                 pass
         c = self.child_for(fnb)
         c.task, c.fn = hdr["task"], fnb
         if "file" in hdr:
             msg = hdr["file"].encode()
-            kind = b"F"
+            kind = b"G" if hdr.get("streamed") else b"F"
         else:
             msg, kind = data, b"I"
+        if hdr.get("stream"):
+            kind = kind.lower()         # its result streamed back
         try:
             _write_all(c.task_w, kind + c.task.to_bytes(8, "big") +
                        _LEN.pack(len(msg)) + msg)
         except OSError:
             pass                            # it died: the read says so
+        c.sent += 1
+        self.last = time.monotonic()
         self.busy = c
-        self.sel.register(c.out_r, selectors.EVENT_READ, "child")
+        self.watch(c)
+        if c.sent - c.done > 4096:
+            self.drain(c)                   # its pipe has room for more
+
+    def drain(self, c: Child) -> None:
+        """Takes the bytes c wrote since the last time, each task's "S"
+        and when it was done (a child watched by its pidfd)."""
+        while True:
+            try:
+                b = os.read(c.out_r, 9 * 512)
+            except (BlockingIOError, OSError):
+                return
+            if not b:
+                return
+            c.done += len(b) // 9
+            c.done_ns = int.from_bytes(b[-8:], "big")
+
+    def watch(self, c: Child) -> None:
+        """Watches c's pipe (its byte when a task is done, or its end),
+        once for all its tasks: no epoll_ctl per task."""
+        if self.watched is c:
+            return
+        if self.watched is not None:
+            self.unwatch(self.watched)
+        if not self.fresh and c.pidfd < 0 and _pidfd_open is not None:
+            # Not fresh: its end, not its byte per task, wakes this loop
+            # (the bytes are read when they matter: drain).
+            try:
+                c.pidfd = _pidfd_open(c.pid)
+                os.set_blocking(c.out_r, False)
+            except OSError:
+                c.pidfd = -1
+        self.sel.register(c.pidfd if c.pidfd >= 0 else c.out_r,
+                          selectors.EVENT_READ, c)
+        self.watched = c
+
+    def unwatch(self, c: Child) -> None:
+        if self.watched is c:
+            self.sel.unregister(c.pidfd if c.pidfd >= 0 else c.out_r)
+            self.watched = None
+        if c.pidfd >= 0:
+            os.close(c.pidfd)
+            c.pidfd = -1
 
     def child_for(self, fnb: bytes) -> Child:
         """The child for a task of function fnb: the kept one if its tasks
@@ -297,8 +564,7 @@ class Server:
         """The busy child said it sent its outcome, or died first."""
         c = self.busy
         assert c is not None
-        if os.read(c.out_r, 1):
-            self.sel.unregister(c.out_r)
+        if os.read(c.out_r, 9):
             self.busy = None
             self.last = time.monotonic()
             if self.fresh or not c.fn:
@@ -314,10 +580,44 @@ class Server:
         self.reap(c)
         self.send_done(task, lost=_how(c.status))
 
+    def child_event(self, c: Child) -> None:
+        """c's pipe is readable (the busy child's byte or end), or its
+        pidfd (it ended); or the kept one ended (killed while it
+        waited)."""
+        if c.pidfd >= 0:
+            self.drain(c)
+            if c is self.busy and c.done < c.sent:
+                task = c.task
+                self.reap(c)
+                return self.send_done(task, lost=_how(c.status))
+            if c is self.busy:
+                self.busy = None
+        if c is self.busy:
+            self.child_readable()
+        elif c is self.kept or c.pidfd >= 0:
+            if c is self.kept:
+                self.kept = None
+            self.reap(c, status=False)
+
+    def idle_now(self) -> bool:
+        """Whether no task has run for self.idle seconds; the busy child
+        watched by its pidfd may have finished meanwhile."""
+        c = self.busy
+        if c is not None and c.pidfd >= 0:
+            self.drain(c)
+            if c.done >= c.sent:
+                self.busy, self.kept = None, c
+                if self.last < c.done_ns / 1e9:
+                    self.last = c.done_ns / 1e9
+        return (self.busy is None and
+                time.monotonic() - self.last > self.idle)
+
     def reap_later(self, c: Child) -> None:
+        self.unwatch(c)
         for fd in (c.task_w, c.out_r):
             os.close(fd)
-        self.zombies.append(c.pid)
+        if not c.zyg:
+            self.zombies.append(c.pid)
 
     def send_done(self, task: Any, data: bytes = b"", lost: str = "",
                   file: str = "") -> None:
@@ -333,7 +633,41 @@ class Server:
             except OSError:
                 pass
 
+    # -- a call streamed to this worker (docs/tasks.md, "To a worker")
+
+    def stream_start(self, hdr: dict) -> None:
+        """A lease whose call comes in V frames: to a file here first."""
+        path = os.path.abspath(".gmux-call-%d" % hdr["task"])
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.vin = (hdr, fd, path, 0)
+        if hdr["size"] == 0:
+            self.stream_part(hdr, b"")
+
+    def stream_part(self, hdr: dict, body: bytes) -> None:
+        if self.vin is None or self.vin[0]["task"] != hdr.get("task"):
+            return
+        lease, fd, path, have = self.vin
+        _write_all(fd, body)
+        have += len(body)
+        self.vin = (lease, fd, path, have)
+        if have < lease["size"]:
+            return
+        os.close(fd)
+        self.vin = None
+        self.lease(dict(lease, file=path, streamed=True), b"")
+
+    def stream_drop(self) -> None:
+        if self.vin is not None:
+            os.close(self.vin[1])
+            try:
+                os.unlink(self.vin[2])
+            except OSError:
+                pass
+            self.vin = None
+
     def cancel(self, hdr: dict) -> None:
+        if self.vin is not None and self.vin[0]["task"] == hdr.get("task"):
+            self.stream_drop()
         c = self.busy
         if self.backlog is not None and \
                 self.backlog[0]["task"] == hdr.get("task"):
@@ -344,13 +678,17 @@ class Server:
     def daemon_readable(self) -> bool:
         assert self.sock is not None
         try:
-            data = self.sock.recv(1 << 20)
+            data = self.sock.recv(RECV)
         except OSError:
             data = b""
         if not data:
             return False
         for kind, hdr, body in self.reader.feed(data):
-            if kind == wire.LEASE:
+            if kind == wire.LEASE and "size" in hdr and "file" not in hdr:
+                self.stream_start(hdr)
+            elif kind == wire.VALUE:
+                self.stream_part(hdr, body)
+            elif kind == wire.LEASE:
                 self.lease(hdr, body)
             elif kind == wire.CANCEL:
                 self.cancel(hdr)
@@ -377,31 +715,44 @@ class Server:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         gc.collect()        # what the children share stays shared
         gc.freeze()
-        self.spares.append(self.fork())
+        self.zygote_start()
         while True:
-            # A fork only when nothing waits: a lease that comes while
-            # one forks waits for it.
+            # The zygote forks the spares, off this loop; without it, a
+            # fork here only when nothing waits (a lease that comes while
+            # one forks waits for it).
             short = self.spares_short()
+            while short and self.zsock is not None:
+                try:
+                    self.zsock.send(b"N")
+                except OSError:
+                    break
+                self.asked += 1
+                short = self.spares_short()
             events = self.sel.select(timeout=0 if short else 1.0)
             for key, _ in events:
                 if key.data == "daemon" and not self.daemon_readable():
                     self.disconnect()
                     if not self.connect(time.monotonic() + self.idle):
                         return self.exit()
-                elif key.data == "child" and self.busy is not None:
-                    self.child_readable()
+                    self.zygote_stop()  # it holds the old connection
+                    self.zygote_start()
+                elif isinstance(key.data, Child):
+                    self.child_event(key.data)
+                elif key.data == "zygote" and self.zsock is not None:
+                    self.zygote_readable()
             if short and not events:
                 self.spares.append(self.fork())
             self.reap_zombies()
-            if (self.busy is None and
-                    time.monotonic() - self.last > self.idle):
+            if time.monotonic() - self.last > self.idle and \
+                    self.idle_now():
                 return self.exit()
 
     def spares_short(self) -> bool:
         """Whether a child should be forked now: fresh, until SPARES wait;
         not fresh, until one does (for another function's task, or the
         next after a crash)."""
-        return len(self.spares) < (SPARES if self.fresh else 1)
+        return (len(self.spares) + self.asked <
+                (SPARES if self.fresh else 1))
 
     def reap_zombies(self) -> None:
         left = []
@@ -416,6 +767,8 @@ class Server:
     def exit(self) -> None:
         for c in self.spares + ([self.kept] if self.kept else []):
             self.kill(c)
+        self.spares = []
+        self.zygote_stop()
         if self.sock is not None:
             self.sock.close()
 

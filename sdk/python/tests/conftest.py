@@ -63,9 +63,10 @@ def daemon(home, monkeypatch):
 def make_daemon(monkeypatch):
     made = []
 
-    def make(*args, fake="1xH100:80G", tls=False):
+    def make(*args, fake="1xH100:80G", tls=False, env=None):
         h = tempfile.mkdtemp(prefix="gp", dir="/tmp")
         d = Daemon(h)
+        d.env.update(env or {})
         if tls:
             d.serve_tls(*args, fake=fake)
         else:

@@ -58,6 +58,29 @@ def test_big_values_go_by_file_both_ways(daemon):
     wait_for(lambda: os.listdir(spool) == [], 5, what="the spool emptied")
 
 
+def test_values_just_under_a_frame_go_inline_whole(daemon):
+    # Over what a socket takes at once: the daemon writes what it can
+    # and queues the rest, behind nothing and before what follows.
+    f = gmux.mesh(lambda b: b[::-1])
+    blob = os.urandom(900 * 1024)
+    assert f(blob) == blob[::-1]
+    blobs = [os.urandom(600 * 1024 + i) for i in range(12)]
+    assert f.map(blobs) == [b[::-1] for b in blobs]
+    spool = os.path.join(daemon.home, "tasks", "spool")
+    assert os.listdir(spool) == []                 # none went by file
+
+
+def test_the_journal_is_empty_once_every_result_is_acked(daemon):
+    journal = os.path.join(daemon.home, "tasks", "journal")
+    f = gmux.mesh(square)
+    assert [f(i) for i in range(5)] == [0, 1, 4, 9, 16]
+    wait_for(lambda: os.path.getsize(journal) == 0, 30,
+             what="the journal emptied")
+    assert f.map(range(50)) == [x * x for x in range(50)]
+    wait_for(lambda: os.path.getsize(journal) == 0, 30,
+             what="the journal emptied")
+
+
 def _available():
     """(bytes of memory available, bytes free where the spool is)."""
     with open("/proc/meminfo") as f:
@@ -197,7 +220,7 @@ def test_a_task_past_its_timeout_is_killed_and_failed(daemon):
     with pytest.raises(gmux.TaskTimeout, match="timed out after 500 ms"):
         f()
     assert time.monotonic() - t < 10
-    assert gmux.mesh(square, timeout=5)(3) == 9
+    assert gmux.mesh(square, timeout=60)(3) == 9
 
 
 def test_fence_and_memory_cap_apply_to_a_task(daemon):
@@ -488,3 +511,69 @@ def test_a_worker_that_cannot_start_fails_its_calls_with_its_reason(
         reset()
         d.stop()
         regress._check_sanitizers(d)
+
+
+def test_a_pool_with_no_room_takes_it_from_the_caller_s_idle_workers(
+        daemon):
+    # Two of f's workers fill the one card; g's first call must not wait
+    # for them to idle out (600 s here): an idle one goes for it.
+    f = gmux.mesh(square, share=0.5, idle=600)
+    g = gmux.mesh(square, share=0.5, idle=600, fresh=True)
+    assert f.map(range(8)) == [x * x for x in range(8)]
+    wait_for(lambda: len(daemon.json("workers", "--json")) == 2, 60,
+             what="f's two workers")
+    t = time.monotonic()
+    assert g(3) == 9
+    assert time.monotonic() - t < 60
+    pools = [w["pool"] for w in daemon.json("workers", "--json")]
+    assert len(set(pools)) == 2 and len(pools) == 2   # one of each
+    assert f(4) == 16                      # f still has its other one
+    assert g.map(range(6)) == [x * x for x in range(6)]
+
+
+def _nap(s):
+    time.sleep(s)
+    return os.getpid()
+
+
+def test_a_task_longer_than_idle_is_not_cut_short(daemon):
+    # Not fresh, the server hears nothing at a task's end: idle counts
+    # from there, never from the lease, and never while one runs.
+    f = gmux.mesh(_nap, idle=1.0)
+    pid = f(0)
+    assert f(3.0) == pid                        # past idle, same child
+    wait_for(lambda: daemon.json("workers", "--json") == [], 30,
+             what="the idle worker to exit")
+
+
+def _worker_procs(home):
+    """{pid: ppid} of this daemon's worker processes."""
+    out = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            env = open("/proc/%s/environ" % p, "rb").read()
+            stat = open("/proc/%s/stat" % p).read()
+        except OSError:
+            continue
+        if b"GMUX_WORKER_SOCK=" + home.encode() in env:
+            out[int(p)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return out
+
+
+def test_fresh_calls_go_on_when_the_zygote_dies(daemon):
+    f = gmux.mesh(_leave, fresh=True)
+    assert f(1)[0] is None
+
+    def zygotes():
+        # the server's children with children: the spares' parent
+        procs = _worker_procs(daemon.home)
+        server = [p for p, pp in procs.items() if pp not in procs]
+        return [p for p, pp in procs.items() if pp in server and
+                pp in procs.values() and p in procs.values()]
+    wait_for(lambda: len(zygotes()) == 1, 30, what="the zygote's spares")
+    os.kill(zygotes()[0], signal.SIGKILL)
+    out = [f(i) for i in range(5)]          # forked by the server now
+    assert [seen for seen, _ in out] == [None] * 5
+    assert len({pid for _, pid in out}) == 5
