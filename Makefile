@@ -44,6 +44,7 @@ endif
 # merges cleanly).
 # -- core
 SRCS = src/xmalloc.c src/log.c src/util.c src/paths.c src/clock.c
+SRCS += src/threads.c
 SRCS += src/frame.c src/jobreq.c src/proc.c src/db.c
 
 # -- client side

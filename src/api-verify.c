@@ -98,7 +98,6 @@ api_usage_verify(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {
 	struct verify	*v;
-	sigset_t	 all, old;
 	int		 e;
 
 	if (verify_running != NULL) {
@@ -116,12 +115,7 @@ api_usage_verify(struct evhttp_request *req, const char *id,
 		fatalx("%s: event_new", __func__);
 	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
 	    verify_closed, v);
-	/* Signals are the loop's (libevent's handlers): none for it. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&v->thread, NULL, verify_main, v);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e != 0) {
+	if ((e = thread_start(&v->thread, verify_main, v)) != 0) {
 		errno = e;
 		fatal("pthread_create");
 	}

@@ -67,8 +67,14 @@ void		 log_warnx(const char *, ...) printflike(1, 2);
 dead void	 fatal(const char *, ...) printflike(1, 2);
 dead void	 fatalx(const char *, ...) printflike(1, 2);
 
-/* util.c */
+/* threads.c: helper threads, and forks beside them */
+int		 thread_start(pthread_t *, void *(*)(void *), void *);
 int		 thread_start_detached(void *(*)(void *), void *);
+void		 thread_idle(void);
+void		 thread_busy(void);
+pid_t		 fork_quiet(void);
+
+/* util.c */
 int		 parse_size(const char *, uint64_t *, char **);
 int		 parse_share(const char *, u_int *, char **);
 int		 parse_duration(const char *, int64_t *, char **);
@@ -842,6 +848,7 @@ struct job {
 	size_t		 link_len;
 	struct event	*ctl_ev;
 	int		 stopping;	/* a stop was asked for */
+	int64_t		 stop_kill_at;	/* its keeper KILLs then; 0: none */
 	int		 unplaced;	/* lost its place at a restart */
 	int		 log_wd;	/* inotify watch on the log, or -1 */
 	/* what enforcement found wrong, or NULL */

@@ -557,6 +557,7 @@ job_stop(struct job *j, int64_t grace_ms, const char *why)
 {
 	enum job_state	 s;
 	char		*line;
+	int64_t		 now;
 	int		 rc;
 
 	if (job_ended(j))
@@ -576,11 +577,22 @@ job_stop(struct job *j, int64_t grace_ms, const char *why)
 		j->stopping = 1;	/* a user's stop: no requeue */
 	if (j->ctl_fd == -1)
 		return (-1);
+	/*
+	 * Its keeper sends one TERM and may only bring the KILL forward
+	 * (keeper.c): a stop that would not is not sent again (the cluster
+	 * asks on every tick until the job has ended).
+	 */
+	now = clock_mono_ms();
+	if (j->stop_kill_at != 0 && now + grace_ms >= j->stop_kill_at)
+		return (0);
 	xasprintf(&line, "stop %lld %s\n", (long long)grace_ms, why);
 	rc = keeper_send(j->ctl_fd, line);
 	free(line);
-	log_debug("%s: %s grace %lldms (%s)", __func__, j->name,
-	    (long long)grace_ms, why);
+	if (rc == 0)
+		j->stop_kill_at = now + grace_ms;
+	log_debug("%s: %s grace %lldms (%s)%s", __func__, j->name,
+	    (long long)grace_ms, why, rc == 0 ? "" : ": its keeper does not "
+	    "read its link");
 	return (rc);
 }
 
@@ -596,6 +608,7 @@ job_stop_cancel(struct job *j)
 	    j->ctl_fd == -1 || keeper_send(j->ctl_fd, "cancel\n") != 0)
 		return (-1);
 	j->stopping = 0;
+	j->stop_kill_at = 0;
 	log_debug("%s: %s", __func__, j->name);
 	return (0);
 }
@@ -728,6 +741,7 @@ job_requeue(struct job *j)
 	j->by = 0;
 	j->by_card = -1;
 	j->stopping = 0;
+	j->stop_kill_at = 0;
 	j->seats = j->req.seats;
 	j->mem = j->req.mem;
 	j->submit = clock_ms();

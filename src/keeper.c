@@ -1100,7 +1100,7 @@ keeper_spawn(const struct keeper_spec *s, int *link, char **cause)
 		close(lfd);
 		return (-1);
 	}
-	if ((pid = fork()) == -1) {
+	if ((pid = fork_quiet()) == -1) {
 		xasprintf(cause, "fork: %s", strerror(errno));
 		close(lfd);
 		close(sp[0]);
@@ -1158,10 +1158,21 @@ keeper_connect(u_int id)
 	return (fd);
 }
 
+/*
+ * Sends a request line on a keeper's link or control connection, never
+ * waiting: a keeper that does not read (wedged, or stopped) fills its link,
+ * and the daemon's loop must not wait on it.  -1 if it was not sent whole.
+ */
 int
 keeper_send(int fd, const char *line)
 {
-	return (write_all(fd, line, strlen(line)) == -1 ? -1 : 0);
+	size_t	len = strlen(line);
+	ssize_t	n;
+
+	do
+		n = send(fd, line, len, MSG_DONTWAIT|MSG_NOSIGNAL);
+	while (n == -1 && errno == EINTR);
+	return (n == (ssize_t)len ? 0 : -1);
 }
 
 /* Reads a finished job's status file; NULL if there is none. */

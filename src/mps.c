@@ -44,7 +44,7 @@ mps_run(u_int i, const char *arg, const char *input)
 
 	if (pipe2(p, O_CLOEXEC) == -1)
 		return (-1);
-	if ((pid = fork()) == -1) {
+	if ((pid = fork_quiet()) == -1) {
 		close(p[0]);
 		close(p[1]);
 		return (-1);

@@ -211,7 +211,7 @@ overlay_view(const char *lower, const char *upper, char **cause)
 		return (-1);
 	}
 	o = overlay_create(lower, upper, upper, upper);
-	if ((pid = fork()) == -1)
+	if ((pid = fork_quiet()) == -1)
 		fatal("fork");
 	if (pid == 0) {
 		close(sp[0]);
@@ -300,7 +300,7 @@ overlay_probe(const char *dir, char **cause)
 		xasprintf(cause, "%s: %s", dir, strerror(errno));
 		goto out;
 	}
-	if ((pid = fork()) == -1)
+	if ((pid = fork_quiet()) == -1)
 		fatal("fork");
 	if (pid == 0)
 		overlay_probe_child(o);

@@ -142,24 +142,29 @@ prepare_main(void *arg)
 	struct prepare	*p;
 	uint64_t	 one = 1;
 
-	pthread_mutex_lock(&prepare_lock);
 	for (;;) {
+		/* idle while it waits: a keeper may be forked (threads.c) */
+		thread_idle();
+		pthread_mutex_lock(&prepare_lock);
 		while (TAILQ_EMPTY(&prepare_todo) &&
 		    !atomic_load(&prepare_stop))
 			pthread_cond_wait(&prepare_cond, &prepare_lock);
-		if (atomic_load(&prepare_stop))
-			break;
-		p = TAILQ_FIRST(&prepare_todo);
-		TAILQ_REMOVE(&prepare_todo, p, entry);
+		p = atomic_load(&prepare_stop) ? NULL :
+		    TAILQ_FIRST(&prepare_todo);
+		if (p != NULL)
+			TAILQ_REMOVE(&prepare_todo, p, entry);
 		pthread_mutex_unlock(&prepare_lock);
+		thread_busy();
+		if (p == NULL)
+			break;
 		prepare_work(p);
 		pthread_mutex_lock(&prepare_lock);
 		TAILQ_INSERT_TAIL(&prepare_done, p, entry);
 		if (write(prepare_efd, &one, sizeof one) == -1 &&
 		    errno != EAGAIN)
 			fatal("eventfd");
+		pthread_mutex_unlock(&prepare_lock);
 	}
-	pthread_mutex_unlock(&prepare_lock);
 	return (NULL);
 }
 
@@ -257,7 +262,6 @@ prepare_done_cb(evutil_socket_t fd, short events, void *arg)
 static void
 prepare_init(void)
 {
-	sigset_t	 all, old;
 	int		 e;
 
 	if (prepare_started)
@@ -268,12 +272,7 @@ prepare_init(void)
 	    prepare_done_cb, NULL);
 	if (prepare_ev == NULL || event_add(prepare_ev, NULL) != 0)
 		fatalx("%s: event_new", __func__);
-	/* Signals are the loop's (libevent's handlers): none for it. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&prepare_thread, NULL, prepare_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e != 0) {
+	if ((e = thread_start(&prepare_thread, prepare_main, NULL)) != 0) {
 		errno = e;
 		fatal("pthread_create");
 	}

@@ -244,7 +244,7 @@ pa_spawn(char *const *argv, char **cause)
 		return (NULL);
 	}
 	p = xcalloc(1, sizeof *p);
-	if ((p->pid = fork()) == -1) {
+	if ((p->pid = fork_quiet()) == -1) {
 		xasprintf(cause, "%s: fork: %s", argv[0], strerror(errno));
 		close(fds[0]);
 		close(fds[1]);

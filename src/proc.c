@@ -61,7 +61,7 @@ proc_output(char *const *argv, int timeout_ms, int *status)
 	*status = -1;
 	if (pipe2(p, O_CLOEXEC) == -1)
 		return (NULL);
-	if ((pid = fork()) == -1) {
+	if ((pid = fork_quiet()) == -1) {
 		close(p[0]);
 		close(p[1]);
 		return (NULL);

@@ -61,7 +61,7 @@ tenant_kill_all(const struct tenant *t)
 
 	if (!t->has_uid || t->uid == 0 || t->uid == getuid())
 		return (0);
-	if ((pid = fork()) == -1)
+	if ((pid = fork_quiet()) == -1)
 		return (-1);
 	if (pid == 0) {
 		if (setgroups(0, NULL) != 0 || setresgid(t->gid, t->gid,

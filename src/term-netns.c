@@ -210,7 +210,7 @@ term_netns_start(pid_t keeper, u_int port, char **cause)
 		xasprintf(cause, "socketpair: %s", strerror(errno));
 		return (-1);
 	}
-	if ((child = fork()) == -1) {
+	if ((child = fork_quiet()) == -1) {
 		xasprintf(cause, "fork: %s", strerror(errno));
 		close(sv[0]);
 		close(sv[1]);

@@ -256,7 +256,7 @@ relay_spawn(struct relay *r, char **cause)
 		xasprintf(cause, "openpty: %s", strerror(errno));
 		return (-1);
 	}
-	if ((r->pid = fork()) == -1) {
+	if ((r->pid = fork_quiet()) == -1) {
 		xasprintf(cause, "fork: %s", strerror(errno));
 		close(master);
 		close(slave);

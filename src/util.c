@@ -8,9 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <pthread.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -678,26 +676,4 @@ have_program(const char *name)
 		return (0);
 	free(full);
 	return (1);
-}
-
-/*
- * Starts fn(arg) in a detached thread that takes no signal (they are the
- * loop's: libevent's handlers).  0, or the error pthread_create gave.
- */
-int
-thread_start_detached(void *(*fn)(void *), void *arg)
-{
-	pthread_attr_t	 attr;
-	pthread_t	 th;
-	sigset_t	 all, old;
-	int		 e;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&th, &attr, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	return (e);
 }

@@ -52,6 +52,18 @@ def wait_for(pred, timeout=10.0, step=0.02, what="condition"):
         time.sleep(step)
 
 
+def stacks(pid):
+    """Every thread's stack of process pid, as gdb prints them: what a
+    daemon that does not answer or does not stop was doing."""
+    if shutil.which("gdb") is None:
+        return "(no gdb to show them)"
+    r = subprocess.run(["gdb", "-batch", "-p", str(pid), "-ex",
+                        "thread apply all bt"], capture_output=True,
+                       timeout=60)
+    return "\n".join(ln for ln in r.stdout.decode(errors="replace")
+                     .splitlines() if ln.startswith(("#", "Thread")))
+
+
 def _gone(pid):
     """Has process pid exited (gone, or a zombie whose threads have all
     exited)?  A killed process's first thread is a zombie while its other
@@ -145,8 +157,12 @@ class Daemon:
             return
         assert os.path.exists("/proc/%d" % pid), "the daemon died"
         os.kill(pid, signal.SIGTERM)
-        wait_for(lambda: not os.path.exists(self.socket), 10,
-                 what="daemon to stop")
+        try:
+            wait_for(lambda: not os.path.exists(self.socket), 10,
+                     what="daemon to stop")
+        except AssertionError as e:
+            raise AssertionError("%s; its threads:\n%s" %
+                                 (e, stacks(pid))) from None
         # the socket goes first: a new daemon started before the old one
         # has exited would find it still serving
         self._wait_gone(pid)
