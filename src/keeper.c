@@ -43,6 +43,7 @@
 #include "gmux.h"
 
 #define KEEPER_MAX_CONNS	8
+#define KEEPER_LINE_MAX		256	/* a request's longest line */
 #define KEEPER_DRAIN_MS		200
 /* a dying CUDA process may take seconds */
 #define KEEPER_REAP_MS		10000
@@ -56,6 +57,10 @@ struct keeper {
 	int		 sig_fd;
 	int		 listen_fd;
 	int		 conns[KEEPER_MAX_CONNS];
+	/* each connection's line so far (a read may end within one) */
+	char		 in[KEEPER_MAX_CONNS][KEEPER_LINE_MAX];
+	size_t		 in_len[KEEPER_MAX_CONNS];
+	int		 in_over[KEEPER_MAX_CONNS];	/* in a long line */
 	pid_t		 pid;		/* the job, leader of its group */
 	int		 wstatus;
 	int		 exited;
@@ -496,22 +501,42 @@ keeper_command(struct keeper *k, int fd, char *line)
 	write_all(fd, "error\n", 6);
 }
 
-/* Reads one connection's requests; returns -1 when it is closed. */
+/*
+ * Reads connection i's requests, a line at a time however the reads cut
+ * them; a line longer than KEEPER_LINE_MAX is answered "error" once and
+ * skipped.  Returns -1 when it is closed.
+ */
 static int
-keeper_read_conn(struct keeper *k, int fd)
+keeper_read_conn(struct keeper *k, int i)
 {
-	char	 buf[256], *line, *nl;
+	char	 buf[4096], *p, *nl, *end;
 	ssize_t	 n;
+	size_t	 len;
 
-	n = read(fd, buf, sizeof buf - 1);
+	n = read(k->conns[i], buf, sizeof buf);
 	if (n == -1 && (errno == EINTR || errno == EAGAIN))
 		return (0);
 	if (n <= 0)
 		return (-1);
-	buf[n] = '\0';
-	for (line = buf; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
-		*nl = '\0';
-		keeper_command(k, fd, line);
+	for (p = buf, end = buf + n; p < end; p = nl + 1) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		len = (size_t)(nl - p);
+		if (!k->in_over[i] && k->in_len[i] + len < KEEPER_LINE_MAX) {
+			memcpy(k->in[i] + k->in_len[i], p, len);
+			k->in_len[i] += len;
+		} else if (!k->in_over[i]) {
+			k->in_over[i] = 1;
+			write_all(k->conns[i], "error\n", 6);
+		}
+		if (nl == end)
+			break;
+		if (!k->in_over[i]) {
+			k->in[i][k->in_len[i]] = '\0';
+			keeper_command(k, k->conns[i], k->in[i]);
+		}
+		k->in_len[i] = 0;
+		k->in_over[i] = 0;
 	}
 	return (0);
 }
@@ -667,6 +692,8 @@ keeper_closed(struct keeper *k, int i)
 {
 	close(k->conns[i]);
 	k->conns[i] = -1;
+	k->in_len[i] = 0;
+	k->in_over[i] = 0;
 	for (i = 0; i < KEEPER_MAX_CONNS; i++) {
 		if (k->conns[i] != -1)
 			return;
@@ -782,7 +809,7 @@ keeper_loop(struct keeper *k)
 		for (i = 0; i < KEEPER_MAX_CONNS; i++) {
 			if (pfd[4 + i].revents == 0)
 				continue;
-			if (keeper_read_conn(k, k->conns[i]) == -1)
+			if (keeper_read_conn(k, i) == -1)
 				keeper_closed(k, i);
 		}
 	}

@@ -205,3 +205,48 @@ def test_a_daemon_stopped_as_a_keeper_starts_loses_nothing(daemon):
     j = daemon.wait_state("j1", ("exited", "failed"))
     assert (j["state"], j["exit_code"]) == ("exited", 7), j
     assert "ran" in log(daemon, "j1")
+
+
+def _ctl(d, jid):
+    """A connection to jid's keeper, as a daemon that comes back has."""
+    import socket
+    jobdir = os.path.join(d.home, "jobs", jid)
+    wait_for(lambda: os.path.exists(os.path.join(jobdir, "ctl")),
+             what="%s's keeper's socket" % jid)
+    dfd = os.open(jobdir, os.O_PATH | os.O_DIRECTORY)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect("/proc/self/fd/%d/ctl" % dfd)
+    os.close(dfd)
+    return s
+
+
+def _answers(s, n):
+    got = b""
+    while got.count(b"\n") < n:
+        chunk = s.recv(4096)
+        assert chunk, got
+        got += chunk
+    return got.decode().split("\n")[:n]
+
+
+def test_a_keeper_takes_a_request_cut_across_reads(daemon):
+    """The keeper read 255 bytes at a time and took each read's lines: a
+    request cut between two reads was two wrong requests ("error" twice),
+    and a long line was taken as several."""
+    daemon.start()
+    jid = daemon.gmux("run", "-d", "--", "sleep", "60").stdout.decode() \
+        .strip()
+    wait_for(lambda: daemon.job(jid).get("pid"), what="%s's pid" % jid)
+    s = _ctl(daemon, jid)
+    s.recv(4096)                        # its "pid ..." line
+    s.sendall(b"pi")
+    time.sleep(0.3)                     # the keeper reads "pi" alone
+    s.sendall(b"ng\n")
+    assert _answers(s, 1) == ["pong"]
+    s.sendall(b"p" * 300 + b"\nping\n")     # too long: one error, skipped
+    assert _answers(s, 2) == ["error", "pong"]
+    s.sendall(b"ping\n" * 100)          # more than one read's worth
+    assert _answers(s, 100) == ["pong"] * 100
+    s.close()
+    daemon.gmux("stop", "--grace", "0", jid, check=0)
