@@ -163,12 +163,12 @@ thread_busy(void)
 static void
 fork_wait_quiet(void)
 {
-	struct timespec	 end, step;
-	int64_t		 left;
+	struct timespec	 end;
+	int64_t		 until;
 
-	left = FORK_QUIET_MS;
+	until = clock_mono_ms() + FORK_QUIET_MS;
 	while (FORK_WAITS && (threads_busy > 0 || threads_reap() > 0)) {
-		if (left <= 0) {
+		if (clock_mono_ms() >= until) {
 			log_debug("%s: forking with %u helper threads busy, "
 			    "%u exiting", __func__, threads_busy,
 			    threads_nexiting);
@@ -176,15 +176,12 @@ fork_wait_quiet(void)
 		}
 		/* exiting threads say nothing when they are gone: polled */
 		clock_gettime(CLOCK_REALTIME, &end);
-		step.tv_sec = 0;
-		step.tv_nsec = 2 * 1000 * 1000;
-		end.tv_nsec += step.tv_nsec;
+		end.tv_nsec += 2 * 1000 * 1000;
 		if (end.tv_nsec >= 1000000000L) {
 			end.tv_sec++;
 			end.tv_nsec -= 1000000000L;
 		}
 		pthread_cond_timedwait(&threads_cond, &threads_lock, &end);
-		left -= 2;
 	}
 }
 
