@@ -21,6 +21,7 @@
 
 #define PEER_TIMEOUT_S	30	/* a call that is not a stream */
 #define PEER_OWNER_MAX	256
+#define PEER_RELAY_HIGH	(1024 * 1024)	/* unsent to a relay's client */
 
 static struct mirror	*peer_m;
 
@@ -38,6 +39,7 @@ struct peer_call {
 	int			 sent;		/* a chunk went out */
 	int			 ending;	/* the end waits for it */
 	int			 turn;		/* the end waits for a turn */
+	int			 paused;	/* the member is not read */
 };
 
 /* A member record, parsed once: the mirror's cache of it. */
@@ -249,8 +251,9 @@ peer_relay_end_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * A chunk has gone out to the client.  The end waits for it: libevent 2.1
- * loses what an end follows while a chunk is being written (follow.c).
+ * What was sent has gone out to the client.  The end waits for it:
+ * libevent 2.1 loses what an end follows while a chunk is being written
+ * (follow.c).  A member no longer read (peer_chunk) is read again.
  */
 static void
 peer_written(struct evhttp_connection *c, void *arg)
@@ -258,6 +261,10 @@ peer_written(struct evhttp_connection *c, void *arg)
 	struct peer_call	*pc = arg;
 
 	pc->busy = 0;
+	if (pc->paused && pc->req != NULL)
+		bufferevent_enable(evhttp_connection_get_bufferevent(
+		    pc->evcon), EV_READ);
+	pc->paused = 0;
 	if (pc->ending)
 		peer_relay_end(pc);
 }
@@ -308,12 +315,18 @@ peer_error(enum evhttp_request_error e, void *arg)
 	pc->failed = 1;
 }
 
-/* A call's reply, kept whole (a buffered call). */
+/*
+ * A call's reply, kept whole (a buffered call), or passed on to the
+ * relay's client.  A client that reads less than the member sends holds
+ * the member back, not this daemon's memory: past PEER_RELAY_HIGH unsent,
+ * the member's connection is not read until what waits has gone out.
+ */
 static void
 peer_chunk(struct evhttp_request *req, void *arg)
 {
 	struct peer_call	*pc = arg;
 	struct evbuffer		*in = evhttp_request_get_input_buffer(req);
+	struct bufferevent	*out;
 
 	if (pc->client == NULL) {
 		evbuffer_add_buffer(pc->body, in);
@@ -323,6 +336,14 @@ peer_chunk(struct evhttp_request *req, void *arg)
 		pc->busy = pc->sent = 1;
 		evhttp_send_reply_chunk_with_cb(pc->client, in, peer_written,
 		    pc);
+		out = evhttp_connection_get_bufferevent(
+		    evhttp_request_get_connection(pc->client));
+		if (evbuffer_get_length(bufferevent_get_output(out)) >
+		    PEER_RELAY_HIGH) {
+			bufferevent_disable(evhttp_connection_get_bufferevent(
+			    pc->evcon), EV_READ);
+			pc->paused = 1;
+		}
 	}
 	evbuffer_drain(in, evbuffer_get_length(in));
 }

@@ -337,3 +337,43 @@ def test_a_members_new_key_is_taken_and_its_old_one_refused(peers, tmp):
     st, body = _as(a, "alice", cert=(os.path.join(tmp, "old.pem"),
                                       os.path.join(tmp, "old.key")))
     assert st == 403, body
+
+
+def test_a_slow_reader_of_a_relayed_log_holds_back_its_member(peers, tmp):
+    """A log relayed from b through a to a client that stops reading: a
+    stops reading b (a took all of b's 64 MiB into its memory before)."""
+    import socket
+    import time
+    from test_cluster_shell import _rss
+    a, b = peers("a", "p6"), peers("b", "p6")
+    joined(a, 2)
+    joined(b, 2)
+    r = submit(a, tmp, "sh", "-c", "head -c 67108864 /dev/urandom",
+               flags=("--share", "0.25", "--server", "b"))
+    assert r.returncode == 0, r.stderr
+    jid = r.stdout.decode().strip()
+    wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") ==
+             "exited", 60, 0.1, what="%s to end" % jid)
+    c = socket.socket(socket.AF_UNIX)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    c.settimeout(60)
+    c.connect(a.socket)
+    c.sendall(("GET /v1/cluster/jobs/%s/log?from=0 HTTP/1.1\r\nHost: "
+               "gmux\r\nConnection: close\r\n\r\n" % jid).encode())
+    got = b""
+    while len(got) < 1 << 20:
+        got += c.recv(65536)
+    assert got.startswith(b"HTTP/1.1 200 "), got[:200]
+    got = len(got)
+    rss = _rss(a)
+    end = time.monotonic() + 3
+    while time.monotonic() < end:       # no reading: a must not take it
+        assert _rss(a) < rss + (16 << 20), (rss, _rss(a))
+        time.sleep(0.1)
+    while True:
+        n = len(c.recv(1 << 20))
+        if n == 0:
+            break
+        got += n
+    c.close()
+    assert got > 64 << 20, got          # all of it, once read
