@@ -26,6 +26,7 @@ static const char *config_keys[] = {
 	"REMOTE_LOOPBACK",
 	"REMOTE_OVERLAY",	/* remote jobs' trees (worktree.c) */
 	"REMOTE_WORK_RETENTION",
+	"KEEPER_START_TIMEOUT",	/* a keeper that never starts its job */
 	"AUTH_TIMEOUT",
 	"TCP_CONNECTIONS_MAX",
 	"TCP_ANON_PER_SOURCE",

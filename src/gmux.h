@@ -844,6 +844,7 @@ struct job {
 	pid_t		 keeper_pid;
 	pid_t		 pgid;
 	int		 ctl_fd;	/* link to the keeper, -1 if none */
+	int64_t		 linked;	/* mono ms its link opened; 0 */
 	char		*link_buf;	/* an unfinished line from the keeper */
 	size_t		 link_len;
 	struct event	*ctl_ev;
@@ -867,6 +868,7 @@ int		 job_start(struct job *, char **);
 int		 job_stop(struct job *, int64_t, const char *);
 int		 job_stop_cancel(struct job *);
 void		 job_adopt(struct job *);
+void		 job_start_tick(void);
 void		 job_account(struct job *, int64_t);
 void		 job_set_terms(struct job *, u_int, u_int, uint64_t);
 void		 job_requeue(struct job *);

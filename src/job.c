@@ -330,6 +330,7 @@ job_account_end(struct job *j, int64_t t)
 static void
 job_watch_link(struct job *j)
 {
+	j->linked = clock_mono_ms();
 	j->ctl_ev = event_new(server_base, j->ctl_fd, EV_READ|EV_PERSIST,
 	    job_link_cb, j);
 	event_add(j->ctl_ev, NULL);
@@ -627,6 +628,7 @@ job_close_link(struct job *j)
 	free(j->link_buf);
 	j->link_buf = NULL;
 	j->link_len = 0;
+	j->linked = 0;
 }
 
 /*
@@ -635,7 +637,7 @@ job_close_link(struct job *j)
  * up to the books' last tick, not to now (the daemon may have been down).
  */
 static void
-job_lost(struct job *j)
+job_lost(struct job *j, const char *why)
 {
 	char	 env[48];
 	int64_t	 last;
@@ -645,7 +647,7 @@ job_lost(struct job *j)
 		log_warnx("%s: keeper lost; its processes killed", j->name);
 	j->exit_code = -1;
 	free(j->reason);
-	j->reason = xstrdup("its keeper was lost");
+	j->reason = xstrdup(why != NULL ? why : "its keeper was lost");
 	if (server_ledger != NULL &&
 	    (last = ledger_last_tick(server_ledger)) > j->started)
 		j->ended = last;
@@ -656,7 +658,7 @@ job_lost(struct job *j)
  * returns the state it ends in.
  */
 static enum job_state
-job_end_state(struct job *j, json_t *st)
+job_end_state(struct job *j, json_t *st, const char *lost)
 {
 	enum job_state	 s = JOB_FAILED;
 	const char	*state;
@@ -676,7 +678,7 @@ job_end_state(struct job *j, json_t *st)
 			    json_object_get(st, "error")));
 		}
 	} else
-		job_lost(j);
+		job_lost(j, lost);
 	if (j->unplaced)
 		s = JOB_FAILED;	/* stopped for want of a place */
 	if (j->ended == 0)
@@ -684,16 +686,19 @@ job_end_state(struct job *j, json_t *st)
 	return (s);
 }
 
-/* Records how the job ended, from its exit status (NULL: it is unknown). */
+/*
+ * Records how the job ended, from its exit status (NULL: it is unknown,
+ * and lost says why, or NULL: its keeper was lost).
+ */
 static void
-job_record_end(struct job *j, json_t *st)
+job_record_end(struct job *j, json_t *st, const char *lost)
 {
 	struct sched_out	 out;
 	enum job_state		 s;
 
 	if (j->state != JOB_RUNNING)
 		return;
-	s = job_end_state(j, st);
+	s = job_end_state(j, st, lost);
 	if (j->cards != 0)
 		enforce_forget(j->id);
 	if (j->req.confined && j->req.spec.container_env != NULL)
@@ -767,7 +772,7 @@ job_finish(struct job *j)
 	if (j->state != JOB_RUNNING)
 		return;
 	st = keeper_status(j->id);
-	job_record_end(j, st);
+	job_record_end(j, st, NULL);
 	json_decref(st);
 }
 
@@ -788,7 +793,7 @@ job_link_line(struct job *j, const char *line)
 		if ((st = json_loads(line + 5, 0, NULL)) != NULL) {
 			/* The keeper has said all it will: let it go. */
 			job_close_link(j);
-			job_record_end(j, st);
+			job_record_end(j, st, NULL);
 			json_decref(st);
 			return (1);
 		}
@@ -846,6 +851,42 @@ job_adopt(struct job *j)
 	job_watch_link(j);
 	if (server_ledger != NULL && j->card >= 0)
 		ledger_adopt(server_ledger, j->id);
+}
+
+/*
+ * Once a second: a keeper that has not said its job runs (no "pid" line)
+ * KEEPER_START_TIMEOUT seconds after its link opened (its fork, or this
+ * daemon's adoption) is wedged (a filesystem that does not answer, a
+ * lock it will never get): it and what it started are killed, and the
+ * job fails saying so, its room freed.  The bound is long by default:
+ * a container job's keeper may be loading its image into an account's
+ * store before it starts it.
+ */
+void
+job_start_tick(void)
+{
+	struct job	*j, *next;
+	int64_t		 now = clock_mono_ms(), bound;
+	char		*why;
+
+	bound = (int64_t)config_uint("KEEPER_START_TIMEOUT", 600, 1,
+	    86400) * 1000;
+	TAILQ_FOREACH_SAFE(j, &all_jobs, entry, next) {
+		if (j->state != JOB_RUNNING || j->pgid != 0 ||
+		    j->ctl_fd == -1 || j->linked == 0 ||
+		    now - j->linked < bound)
+			continue;
+		xasprintf(&why, "its keeper did not start it in %llds "
+		    "(KEEPER_START_TIMEOUT): killed",
+		    (long long)(bound / 1000));
+		log_warnx("%s: %s", j->name, why);
+		/* alive: its link is open (job_lost kills what it started) */
+		if (j->keeper_pid > 1)
+			kill(j->keeper_pid, SIGKILL);
+		job_close_link(j);
+		job_record_end(j, NULL, why);
+		free(why);
+	}
 }
 
 /*

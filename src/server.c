@@ -231,6 +231,7 @@ server_tick(void)
 	server_tick_usage();
 	server_sched_tick();
 	jobspec_host_tick();
+	job_start_tick();
 	follow_heartbeat(clock_mono_ms());
 	if (server_ledger != NULL &&
 	    ledger_tick(server_ledger, clock_ms(), &cause) != 0) {

@@ -250,3 +250,41 @@ def test_a_keeper_takes_a_request_cut_across_reads(daemon):
     assert _answers(s, 100) == ["pong"] * 100
     s.close()
     daemon.gmux("stop", "--grace", "0", jid, check=0)
+
+
+def test_a_keeper_that_never_starts_its_job_is_killed(daemon):
+    """A keeper wedged before its job runs (here held 30 s) kept its job
+    "running", and its room, for as long as it was wedged: past
+    KEEPER_START_TIMEOUT it is killed, and the job fails saying so."""
+    daemon.env["GMUX_TEST_KEEPER_PAUSE_MS"] = "30000"
+    daemon.env["GMUX_KEEPER_START_TIMEOUT"] = "2"
+    daemon.start()
+    t0 = time.monotonic()
+    daemon.gmux("run", "-d", "--share", "1", "--", "sh", "-c",
+                "echo ran", check=0)
+    keeper = wait_for(lambda: _keeper_pid(daemon), what="j1's keeper")
+    j = daemon.wait_state("j1", "failed", timeout=20)
+    assert 2 <= time.monotonic() - t0 < 10, time.monotonic() - t0
+    assert "did not start it in 2s (KEEPER_START_TIMEOUT)" in \
+        j["reason"], j
+    wait_for(lambda: not os.path.exists("/proc/%d" % keeper) or
+             open("/proc/%d/stat" % keeper).read().rpartition(")")[2]
+             .split()[0] == "Z", what="the keeper to be killed")
+    assert "ran" not in log(daemon, "j1")
+    daemon.stop()
+    # without the hold, a job that runs longer than the bound is left be
+    del daemon.env["GMUX_TEST_KEEPER_PAUSE_MS"]
+    daemon.start()
+    daemon.gmux("run", "-d", "--share", "1", "--", "sh", "-c",
+                "sleep 3; exit 4", check=0)
+    assert daemon.wait_state("j2", ("exited", "failed"))["exit_code"] == 4
+
+
+def _keeper_pid(d):
+    """The daemon's child that leads its own session: a keeper."""
+    with open("/proc/%d/task/%d/children" % (d.pid(), d.pid())) as f:
+        for pid in f.read().split():
+            with open("/proc/%s/stat" % pid) as g:
+                if int(g.read().rpartition(")")[2].split()[3]) == int(pid):
+                    return int(pid)
+    return None
