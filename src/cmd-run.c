@@ -74,7 +74,10 @@ const struct cmd_entry cmd_run_entry = {
 	    "\nThe job runs in this directory with this environment; its "
 	    "output streams\nback and gmux exits with its exit code (128+N "
 	    "if killed by signal N;\n125 if gmux itself failed). Ctrl-C stops "
-	    "the job; a second Ctrl-C\ndetaches and leaves it running.\n",
+	    "the job; a second Ctrl-C\ndetaches and leaves it running.  To "
+	    "a cluster's member, --gpus MODEL:N,\n--server, --nodes or "
+	    "--partition make it the cluster's job, placed on any\nmember "
+	    "and followed through this one (docs/cluster.md).\n",
 	.exec = cmd_run_exec,
 };
 
