@@ -177,7 +177,8 @@ SRCS += src/statcache.c src/sync.c src/tree.c src/batch.c src/progress.c
 SRCS += src/remote.c src/remote-host.c src/remote-local.c src/remotes.c
 SRCS += src/conn.c src/hosts.c src/server-tls.c src/api-remote.c
 SRCS += src/api-token.c src/cmd-remote.c src/cmd-token.c
-SRCS += src/remote-net.c src/run-remote.c src/prepare.c src/server-guard.c
+SRCS += src/remote-net.c src/run-remote.c src/run-cluster.c
+SRCS += src/prepare.c src/server-guard.c
 
 # -- seams
 SRCS += src/job-state.c

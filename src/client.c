@@ -754,6 +754,19 @@ client_catch_interrupts(void)
 }
 
 /*
+ * Takes one Ctrl-C that no stream has seen (a plain request abandoned
+ * for it leaves it in the pipe): 1 if there was one.
+ */
+int
+client_take_interrupt(void)
+{
+	char	 c;
+
+	return (client_sig_pipe[0] != -1 &&
+	    read(client_sig_pipe[0], &c, 1) == 1);
+}
+
+/*
  * A request to target t whose 200 reply is a frame stream; each frame goes
  * to cbs->frame.  Returns 0 when the stream ended, 1 if a callback ended it
  * (detach), -1 with r->error if the connection failed or broke.  A non-200

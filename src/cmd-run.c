@@ -74,7 +74,10 @@ const struct cmd_entry cmd_run_entry = {
 	    "\nThe job runs in this directory with this environment; its "
 	    "output streams\nback and gmux exits with its exit code (128+N "
 	    "if killed by signal N;\n125 if gmux itself failed). Ctrl-C stops "
-	    "the job; a second Ctrl-C\ndetaches and leaves it running.\n",
+	    "the job; a second Ctrl-C\ndetaches and leaves it running.  To "
+	    "a cluster's member, --gpus MODEL:N,\n--server, --nodes or "
+	    "--partition make it the cluster's job, placed on any\nmember "
+	    "and followed through this one (docs/cluster.md).\n",
 	.exec = cmd_run_exec,
 };
 
@@ -272,27 +275,44 @@ run_refused(long status)
 	return (status == 400 ? EXIT_USAGE : RUN_FAILED);
 }
 
-static int
-run_detached(json_t *req, const char *path)
+/*
+ * POSTs the submission req to path: the job's id (allocated; "?" if the
+ * reply had none), or NULL with *rc, the exit code, having said why.
+ */
+char *
+run_post(json_t *req, const char *path, int *rc)
 {
 	struct client_reply	 r;
 	const char		*id;
-	int			 rc;
+	char			*s = NULL;
 
 	/* Why, said without -v: a request that got no reply too. */
-	rc = client_call("POST", path, req, &r);
-	if (rc != 0 && run_retry(path, &r))
-		rc = client_call("POST", path, req, &r);
-	if (client_ok(&r, "run") != 0 || rc != 0) {
-		if (rc != 0 && r.error == NULL)
+	*rc = client_call("POST", path, req, &r);
+	if (*rc != 0 && run_retry(path, &r))
+		*rc = client_call("POST", path, req, &r);
+	if (client_ok(&r, "run") != 0 || *rc != 0) {
+		if (*rc != 0 && r.error == NULL)
 			fprintf(stderr, "gmux run: the request failed\n");
-		rc = run_refused(r.status);
-		client_reply_clear(&r);
-		return (rc);
+		*rc = run_refused(r.status);
+	} else {
+		id = json_string_value(json_object_get(r.body, "id"));
+		s = xstrdup(id != NULL ? id : "?");
 	}
-	id = json_string_value(json_object_get(r.body, "id"));
-	printf("%s\n", id ? id : "?");
 	client_reply_clear(&r);
+	return (s);
+}
+
+/* -d: the job's id on stdout; the exit code. */
+int
+run_detached(json_t *req, const char *path)
+{
+	char	*id;
+	int	 rc;
+
+	if ((id = run_post(req, path, &rc)) == NULL)
+		return (rc);
+	printf("%s\n", id);
+	free(id);
 	return (0);
 }
 
@@ -333,7 +353,11 @@ cmd_run_exec(int argc, char **argv)
 	key = run_take_key(req);
 	if (hosts_remote()) {	/* a remote submission is never sent twice */
 		free(key);
-		rc = run_remote(req, flags, pulls);
+		/* Placed across a cluster's members (docs/cluster.md). */
+		if (run_cluster_wanted(req))
+			rc = run_cluster(req, flags, pulls);
+		else
+			rc = run_remote(req, flags, pulls);
 		json_decref(req);
 		strv_free(pulls);
 		return (rc);

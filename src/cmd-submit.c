@@ -43,10 +43,10 @@ const struct cmd_entry cmd_submit_entry = {
 	    "each bad one\nis an error naming its line.  The script is "
 	    "copied when it is submitted (to a\nremote host it goes with "
 	    "this directory, as gmux run sends it; --wait is\nfor this "
-	    "machine's daemon; an array to a remote cluster member is the\n"
-	    "cluster's, in the tree sent).  Prints the job's id; an array's "
-	    "elements are\nID_N.  Exit code 2 for a bad file, 1 "
-	    "if a waited element failed.\n",
+	    "machine's daemon; to a remote cluster member, the job or the "
+	    "array\nis the cluster's, in the tree sent; --server NAME pins a "
+	    "member).  Prints\nthe job's id; an array's elements are ID_N.  "
+	    "Exit code 2 for a bad file, 1\nif a waited element failed.\n",
 	.exec = cmd_submit_exec,
 };
 
@@ -182,12 +182,14 @@ submit_remote_argv(const char *path, const char *text, json_t *o)
 	return (v);
 }
 
-/* Does the remote asked serve a cluster (an array is then the cluster's)? */
+/*
+ * Does the remote asked serve a cluster (the job, or the array, is then
+ * the cluster's)?  --payloads stay the host's.
+ */
 static int
 submit_to_cluster(json_t *o)
 {
-	return (hosts_remote() && json_object_get(o, "array") != NULL &&
-	    json_object_get(o, "payloads") == NULL &&
+	return (hosts_remote() && json_object_get(o, "payloads") == NULL &&
 	    cmd_cluster_member(&cmd_submit_entry));
 }
 
@@ -311,8 +313,8 @@ submit_remote(json_t *req, const char *path, int wait)
 }
 
 /*
- * An array for the cluster the remote serves: one record, elements ID_N,
- * each in this directory's tree (synced as gmux cluster submit does).
+ * A job for the cluster the remote serves (an array: one record, elements
+ * ID_N), in this directory's tree (synced as gmux cluster submit does).
  */
 static int
 submit_cluster(json_t *req)
@@ -342,8 +344,8 @@ cmd_submit_exec(int argc, char **argv)
 		submit_check(req, path);
 		if (wait)
 			cmd_usage_error(&cmd_submit_entry, "--wait is for this "
-			    "machine's daemon; follow an element with gmux "
-			    "logs -f ID_N");
+			    "machine's daemon; follow a cluster job with gmux "
+			    "logs -f ID (an element: ID_N)");
 		return (submit_cluster(req));
 	}
 	submit_check(req, path);

@@ -2122,6 +2122,7 @@ void		 client_req_init(struct client_req *, const struct target *,
 void		 client_multi(struct client_req *, u_int, int);
 int		 client_request(struct client_req *);
 void		 client_catch_interrupts(void);
+int		 client_take_interrupt(void);
 int		 client_ok(struct client_reply *, const char *);
 dead void	 client_die(struct client_reply *, const char *);
 
@@ -2142,8 +2143,10 @@ struct stream {
 	int		 stop_pending;	/* Ctrl-C came before the job's id */
 	int		 write_failed;	/* errno of a failed write of output */
 	long		 refused;	/* the HTTP status that refused it */
+	int		 cluster;	/* a cluster job: /v1/cluster/jobs */
 };
 void		 stream_init(struct stream *, const char *, int);
+int		 stream_interrupt(void *);
 int		 stream_run(struct stream *, const char *, const char *,
 		     json_t *, int);
 
@@ -2201,11 +2204,17 @@ int		 run_remote_start(const struct remote *, json_t *, const char *,
 int		 run_remote_sync(const struct remote *, const char *, int,
 		     const char *, char *);
 
+/* run-cluster.c: gmux run from a client, as a cluster job */
+int		 run_cluster_wanted(json_t *);
+int		 run_cluster(json_t *, int, char **);
+
 /* run-image.c: images that travel, the client's side */
 int		 run_image(const struct remote *, json_t *);
 void		 run_why(const struct stream *);	/* cmd-run.c */
 int		 run_retry(const char *, struct client_reply *); /* cmd-run.c */
 int		 run_refused(long);			/* cmd-run.c */
+char		*run_post(json_t *, const char *, int *); /* cmd-run.c */
+int		 run_detached(json_t *, const char *);	/* cmd-run.c */
 json_t		*run_request(int, char **, int *, char ***); /* cmd-run.c */
 
 /* ---- Commands ------------------------------------------------------------ */

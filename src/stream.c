@@ -14,8 +14,7 @@
 #include "gmux.h"
 
 #define STREAM_RETRY_MS	(120 * 1000)	/* how long to wait for a daemon */
-
-static int	stream_interrupt(void *);
+#define STREAM_START_MS	200		/* between asks for a job to start */
 
 void
 stream_init(struct stream *s, const char *job, int mode)
@@ -25,6 +24,13 @@ stream_init(struct stream *s, const char *job, int mode)
 		snprintf(s->job, sizeof s->job, "%s", job);
 	s->mode = mode;
 	s->exit_code = -1;
+}
+
+/* Where the job's routes are: a cluster job's are asked of any member. */
+static const char *
+stream_jobs(const struct stream *s)
+{
+	return (s->cluster ? "/v1/cluster/jobs" : "/v1/jobs");
 }
 
 /* The command whose errors these are. */
@@ -142,7 +148,7 @@ stream_cancel_stop(struct stream *s)
 	json_t			*body;
 	char			*path;
 
-	xasprintf(&path, "/v1/jobs/%s/stop", s->job);
+	xasprintf(&path, "%s/%s/stop", stream_jobs(s), s->job);
 	body = json_pack("{s:b}", "cancel", 1);
 	client_call("POST", path, body, &r);
 	if (r.status != 200 && r.status != 409)
@@ -152,8 +158,11 @@ stream_cancel_stop(struct stream *s)
 	free(path);
 }
 
-/* Ctrl-C: in run, the first stops the job and the second detaches. */
-static int
+/*
+ * Ctrl-C: in run, the first stops the job and the second detaches (a
+ * cluster job's stop goes on: its member is not asked to withdraw it).
+ */
+int
 stream_interrupt(void *arg)
 {
 	struct stream		*s = arg;
@@ -169,27 +178,33 @@ stream_interrupt(void *arg)
 		return (0);
 	}
 	if (s->mode == STREAM_RUN && s->interrupts == 1) {
-		xasprintf(&path, "/v1/jobs/%s/stop", s->job);
+		xasprintf(&path, "%s/%s/stop", stream_jobs(s), s->job);
 		client_call("POST", path, NULL, &r);
 		free(path);
 		client_ok(&r, "run");
 		client_reply_clear(&r);
-		fprintf(stderr, "\ngmux: stopping %s (Ctrl-C again to detach "
-		    "and leave it running)\n", s->job);
+		fprintf(stderr, "\ngmux: stopping %s (Ctrl-C again to detach%s)"
+		    "\n", s->job, s->cluster ? "" : " and leave it running");
 		return (0);
 	}
-	if (s->mode == STREAM_RUN && !s->stop_pending)
-		stream_cancel_stop(s);
-	fprintf(stderr, "\ngmux: detached from %s; it keeps running "
-	    "(gmux attach %s)\n", s->job, s->job);
+	if (s->mode == STREAM_RUN && s->cluster)
+		fprintf(stderr, "\ngmux: detached from %s; it is stopping "
+		    "(gmux logs -f %s)\n", s->job, s->job);
+	else {
+		if (s->mode == STREAM_RUN && !s->stop_pending)
+			stream_cancel_stop(s);
+		fprintf(stderr, "\ngmux: detached from %s; it keeps running "
+		    "(gmux attach %s)\n", s->job, s->job);
+	}
 	s->detached = 1;
 	return (1);
 }
 
 /*
- * Is the job still queued or running (its last exit frame was not its
- * end)?  If the daemon cannot say now, the answer is yes: the stream goes
- * on, and resumes from the log, which ends with the job's last exit frame.
+ * Is the job still queued (a cluster job's: or assigned) or running (its
+ * last exit frame was not its end)?  If the daemon cannot say now, the
+ * answer is yes: the stream goes on, and resumes from the log, which ends
+ * with the job's last exit frame.
  */
 static int
 stream_job_goes_on(struct stream *s)
@@ -199,10 +214,11 @@ stream_job_goes_on(struct stream *s)
 	char			*path;
 	int			 on = 1;
 
-	xasprintf(&path, "/v1/jobs/%s", s->job);
+	xasprintf(&path, "%s/%s", stream_jobs(s), s->job);
 	if (client_call("GET", path, NULL, &r) == 0 && r.status == 200) {
 		state = json_string_value(json_object_get(r.body, "state"));
 		on = state != NULL && (strcmp(state, "queued") == 0 ||
+		    strcmp(state, "assigned") == 0 ||
 		    strcmp(state, "running") == 0);
 	}
 	client_reply_clear(&r);
@@ -219,6 +235,25 @@ stream_sleep(int ms)
 }
 
 /*
+ * A cluster job's log answers 409 while its member has claimed it but not
+ * started it yet: asked again every STREAM_START_MS, up to STREAM_RETRY_MS,
+ * while the job goes on.  Is it worth asking again (it slept)?
+ */
+static int
+stream_wait_start(struct stream *s, struct client_reply *r,
+    int64_t *deadline)
+{
+	if (!s->cluster || r->status != 409 || s->job[0] == '\0')
+		return (0);
+	if (*deadline == 0)
+		*deadline = clock_mono_ms() + STREAM_RETRY_MS;
+	if (clock_mono_ms() > *deadline)
+		return (0);
+	stream_sleep(STREAM_START_MS);
+	return (stream_job_goes_on(s));
+}
+
+/*
  * Streams from a first request (method, path, body), then, if follow and
  * the stream breaks before the job's end, from the job's log at our
  * offset.  Returns 0 when the stream is over, 1 if detached, -1 on error
@@ -231,7 +266,7 @@ stream_run(struct stream *s, const char *method, const char *path,
 	struct client_stream_cbs cbs = { stream_frame, NULL, s };
 	struct client_reply	 r;
 	char			*next = NULL;
-	int64_t			 deadline = 0;
+	int64_t			 deadline = 0, started = 0;
 	int			 rc, told = 0, retried = 0;
 
 	if (s->mode != STREAM_LOGS) {
@@ -240,6 +275,16 @@ stream_run(struct stream *s, const char *method, const char *path,
 	}
 	for (;;) {
 		rc = client_stream(method, path, body, &cbs, &r);
+		if (rc == 0 && r.status == 409 && s->cluster) {
+			if (stream_wait_start(s, &r, &started)) {
+				client_reply_clear(&r);
+				continue;
+			}
+			if (!stream_job_goes_on(s)) {	/* it never ran */
+				client_reply_clear(&r);
+				break;
+			}
+		}
 		if (rc == 0 && r.status >= 400) {
 			s->refused = r.status;
 			client_ok(&r, stream_command(s));
@@ -281,8 +326,8 @@ stream_run(struct stream *s, const char *method, const char *path,
 			    "gmux: connection lost; reconnecting\n");
 		stream_sleep(rc == 0 ? 0 : 200);
 		free(next);
-		xasprintf(&next, "/v1/jobs/%s/log?from=%llu&follow=1", s->job,
-		    (unsigned long long)s->offset);
+		xasprintf(&next, "%s/%s/log?from=%llu&follow=1",
+		    stream_jobs(s), s->job, (unsigned long long)s->offset);
 		method = "GET";
 		path = next;
 		body = NULL;

@@ -151,6 +151,16 @@ def https_json(d, method, path, token, body=None):
         return st, data
 
 
+def client_of(d, make_client, owner="alice"):
+    """A machine without a daemon whose remote lab is member d, with a
+    token of owner's (as gmux remote add gets one): (client, token)."""
+    token = d.token_for(owner)
+    c = make_client()
+    r = c.add("lab", token + "@" + d.target.split("@", 1)[1])
+    assert r.returncode == 0, r.stderr
+    return c, token
+
+
 def leader(d):
     r = d.gmux("cluster", "leader", "--json")
     if r.returncode != 0:

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import wait_for
-from clusterlib import https_json, joined
+from clusterlib import client_of, https_json, joined
 from clusterlib import members, tmp  # noqa
 from remotelib import https
 
@@ -154,10 +154,7 @@ def test_gmux_submit_of_an_array_from_a_client(members, make_client, tmp):
     a, b = members("a", "y3", tls=True), members("b", "y3", tls=True)
     joined(a, 2)
     joined(b, 2)
-    c = make_client()
-    alice = a.token_for("alice")
-    r = c.add("lab", alice + "@" + a.target.split("@", 1)[1])
-    assert r.returncode == 0, r.stderr
+    c, alice = client_of(a, make_client)
     job = os.path.join(c.work, "job.gmux")
     with open(job, "w") as f:
         f.write("#!/bin/sh\n#GMUX --array 0-3%2 --share 0.25\n"

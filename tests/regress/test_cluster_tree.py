@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from conftest import wait_for
-from clusterlib import https_json, joined, jobs
+from clusterlib import client_of, https_json, joined, jobs
 from clusterlib import members, tmp  # noqa
 from remotelib import https, manifest, sha
 
@@ -29,10 +29,7 @@ def test_a_clients_tree_runs_on_another_member(members, make_client):
     a, b = members("a", "tr1", tls=True), members("b", "tr1", tls=True)
     joined(a, 2)
     joined(b, 2)
-    alice = a.token_for("alice")
-    c = make_client()
-    r = c.add("lab", alice + "@" + a.target.split("@", 1)[1])
-    assert r.returncode == 0, r.stderr
+    c, alice = client_of(a, make_client)
     os.makedirs(os.path.join(c.work, "sub"))
     with open(os.path.join(c.work, "data.txt"), "w") as f:
         f.write("hello\n")

@@ -1,0 +1,238 @@
+"""Cluster jobs from gmux submit and gmux run on a client whose remote is a
+cluster member (docs/cluster.md, "Jobs from other machines"): a job file
+is the cluster's, run in the client's tree; gmux run with a placement
+directive is a cluster job followed to its end through the member asked,
+Ctrl-C stopping it wherever it is; without one it stays the host's."""
+
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+
+import pytest
+
+from conftest import wait_for
+from clusterlib import client_of, joined
+from clusterlib import members, tmp  # noqa
+
+pytestmark = pytest.mark.skipif(shutil.which("etcd") is None,
+                                reason="etcd-server is not installed")
+
+B_FAKE = "1xRTX4090:24G"
+
+
+def _cluster(members, make_client, cid):
+    """Members a (an H100) and b (an RTX 4090), and a client of a's with
+    alice's token, its remote named lab."""
+    a = members("a", cid, tls=True)
+    b = members("b", cid, B_FAKE, tls=True)
+    joined(a, 2)
+    joined(b, 2)
+    return a, b, client_of(a, make_client)[0]
+
+
+def _end(etcd, cid, jid, timeout=60):
+    """The job's end record, /gmux/CID/e/ID, once it is there."""
+    key = "/gmux/%s/e/%s" % (cid, jid)
+    return json.loads(wait_for(lambda: etcd.get_prefix(key).get(key),
+                               timeout, 0.1, what="%s to end" % jid))
+
+
+def _cluster_id(r):
+    assert r.returncode == 0, r.stderr
+    jid = r.stdout.decode().strip()
+    assert jid.startswith("a.") and ":" not in jid, jid
+    return jid
+
+
+class _Run:
+    """gmux run in the background, its stderr read as it comes."""
+
+    def __init__(self, c, *args):
+        self.p = c.popen("run", *args, stdout=-1, stderr=-1)
+        self.err = b""
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        for line in iter(self.p.stderr.readline, b""):
+            self.err += line
+
+    def said(self, what, timeout=60):
+        wait_for(lambda: what.encode() in self.err, timeout, 0.05,
+                 what="gmux run to say %r (said %r)" % (what, self.err))
+
+    def id(self):
+        self.said("queued in the cluster")
+        return self.err.split(b"gmux: ", 1)[1].split()[0].decode()
+
+    def wait(self, timeout=60):
+        out = self.p.stdout.read()
+        rc = self.p.wait(timeout)
+        self.t.join(10)
+        return rc, out
+
+
+def test_a_job_file_from_a_client_is_the_clusters(members, make_client,
+                                                   etcd):
+    """gmux submit FILE (no --array) to a member: the cluster's job, run
+    in the client's tree as its #! line says with its ARGS, placed by its
+    directives (it was the host's: lab:jN, on a, which has no RTX 4090)."""
+    cid = "cs1"
+    a, b, c = _cluster(members, make_client, cid)
+    with open(os.path.join(c.work, "job.sh"), "w") as f:
+        f.write("#!/bin/sh\n#SBATCH --job-name=train\n"
+                "#SBATCH --gres=gpu:rtx4090:1\n"
+                'echo "$1 $(cat seed.txt)"\nexit 3\n')
+    with open(os.path.join(c.work, "seed.txt"), "w") as f:
+        f.write("s7\n")
+    jid = _cluster_id(c.gmux("submit", "job.sh", "arg1"))
+    rec = _end(etcd, cid, jid)
+    assert rec["state"] == "exited" and rec["exit_code"] == 3, rec
+    assert rec["member"] == "b" and rec["owner"] == "alice", rec
+    assert rec["req"]["name"] == "train", rec
+    r = c.gmux("logs", jid)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"arg1 s7\n", r.stdout
+    # --server pins a member
+    with open(os.path.join(c.work, "any.sh"), "w") as f:
+        f.write("#!/bin/sh\necho here\n")
+    jid = _cluster_id(c.gmux("submit", "--server", "a", "any.sh"))
+    rec = _end(etcd, cid, jid)
+    assert rec["member"] == "a" and rec["exit_code"] == 0, rec
+    # --wait is this machine's daemon's: refused, naming what follows one
+    r = c.gmux("submit", "--wait", "any.sh")
+    assert r.returncode == 2 and b"gmux logs -f ID" in r.stderr, r.stderr
+
+
+def test_run_with_a_placement_directive_is_a_cluster_job(members,
+                                                          make_client, etcd):
+    """gmux run --gpus rtx4090:1 from the client: placed on b, its stdout,
+    stderr and exit code back through a; -d prints the cluster's id; a
+    plain gmux run stays the host's (lab:jN)."""
+    cid = "cs2"
+    a, b, c = _cluster(members, make_client, cid)
+    r = c.gmux("run", "--gpus", "rtx4090:1", "--", "sh", "-c",
+               "echo out; echo err >&2; exit 7")
+    assert r.returncode == 7, r.stderr
+    assert r.stdout == b"out\n", r.stdout
+    err = r.stderr.decode()
+    assert "err\n" in err and " queued in the cluster" in err, err
+    jid = err.split("gmux: ", 1)[1].split()[0]
+    assert "gmux: %s on b\n" % jid in err, err
+    rec = _end(etcd, cid, jid)
+    assert (rec["member"], rec["exit_code"], rec["owner"]) == \
+        ("b", 7, "alice"), rec
+    jid = _cluster_id(c.gmux("run", "-d", "--server", "b", "--", "true"))
+    assert _end(etcd, cid, jid)["member"] == "b"
+    r = c.gmux("run", "-d", "--", "true")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().startswith("lab:j"), r.stdout
+    r = c.gmux("run", "--", "echo", "host")
+    assert (r.returncode, r.stdout) == (0, b"host\n"), r.stderr
+    assert b"cluster" not in r.stderr, r.stderr
+
+
+def test_what_a_cluster_run_cannot_do_is_refused(members, make_client,
+                                                 etcd):
+    """--nodes without -d and --pull: exit 2, one line saying why; what
+    no member could hold: exit 125 with the reason; nothing is queued."""
+    cid = "cs3"
+    a, b, c = _cluster(members, make_client, cid)
+    r = c.gmux("run", "--nodes", "2", "--", "true")
+    assert r.returncode == 2, r.stderr
+    assert b"use -d, then gmux logs -f ID-K" in r.stderr, r.stderr
+    assert r.stderr.count(b"\n") == 1, r.stderr
+    r = c.gmux("run", "--server", "b", "--pull", "*.txt", "--", "true")
+    assert r.returncode == 2, r.stderr
+    assert b"--pull is not for cluster jobs" in r.stderr, r.stderr
+    assert r.stderr.count(b"\n") == 1, r.stderr
+    r = c.gmux("run", "--gpus", "h100:2", "--", "true")
+    assert r.returncode == 125, r.stderr
+    assert b"no member has 2 GPUs" in r.stderr, r.stderr
+    assert etcd.get_prefix("/gmux/%s/q/" % cid) == {}
+    assert etcd.get_prefix("/gmux/%s/e/" % cid) == {}
+
+
+def test_ctrl_c_stops_a_running_cluster_job(members, make_client, etcd):
+    """One Ctrl-C while it runs on b: b stops it, gmux run exits 143."""
+    cid = "cs4"
+    a, b, c = _cluster(members, make_client, cid)
+    run = _Run(c, "--server", "b", "--", "sh", "-c",
+               "echo started >&2; exec sleep 60")
+    jid = run.id()
+    run.said("started")
+    run.p.send_signal(signal.SIGINT)
+    rc, _ = run.wait()
+    assert rc == 143, (rc, run.err)
+    rec = _end(etcd, cid, jid)
+    assert rec["state"] == "stopped" and rec["member"] == "b", rec
+
+
+def test_ctrl_c_stops_a_queued_cluster_job(members, make_client, etcd):
+    """One Ctrl-C while it waits for b's card: it ends stopped, never
+    placed, and gmux run exits 130."""
+    cid = "cs5"
+    a, b, c = _cluster(members, make_client, cid)
+    hold = _cluster_id(c.gmux("run", "-d", "--gpus", "rtx4090:1", "--",
+                              "sleep", "60"))
+    wait_for(lambda: etcd.get_prefix("/gmux/%s/r/b/%s" % (cid, hold)), 30,
+             0.1, what="the first job to run on b")
+    run = _Run(c, "--gpus", "rtx4090:1", "--", "true")
+    jid = run.id()
+    key = "/gmux/%s/q/%s" % (cid, jid)
+    wait_for(lambda: etcd.get_prefix(key), 30, 0.1, what="it to queue")
+    time.sleep(0.5)     # a few polls of its record: still queued
+    run.p.send_signal(signal.SIGINT)
+    rc, _ = run.wait()
+    assert rc == 130, (rc, run.err)
+    rec = _end(etcd, cid, jid)
+    assert rec["state"] == "stopped" and "member" not in rec, rec
+    assert b"stopped" in run.err, run.err
+    c.gmux("stop", hold)
+
+
+def _catches_sigint(pid):
+    """Has pid installed a SIGINT handler (SigCgt in /proc/PID/status)?"""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return int(line.split()[1], 16) & (1 << (2 - 1))
+    except OSError:
+        pass
+    return 0
+
+
+def _job_made(etcd, cid, seen):
+    """Has a job not in seen a key in etcd yet (queued, placed, ended)?"""
+    return [k for k in etcd.get_prefix("/gmux/%s/" % cid)
+            if k.split("/")[3] in "qre" and k.split("/")[-1] not in seen]
+
+
+def test_ctrl_c_at_once_still_stops_the_job(members, make_client, etcd):
+    """A Ctrl-C as soon as gmux run catches it (during its sync, before
+    its POST can have returned), or as soon as the job exists (its reply
+    on the way): the job is stopped once its id is known, and gmux run
+    exits 130 or 143, never killed by the signal (it died of SIGINT under
+    ASan when the handler came after the POST)."""
+    cid = "cs6"
+    a, b, c = _cluster(members, make_client, cid)
+    seen = set()
+    for i in range(6):
+        p = c.popen("run", "--server", "b", "--", "sleep", "60",
+                    stdout=-1, stderr=-1)
+        if i % 2 == 0:
+            wait_for(lambda: _catches_sigint(p.pid) or p.poll() is not None,
+                     30, 0.001, what="gmux run to catch SIGINT")
+        else:
+            wait_for(lambda: _job_made(etcd, cid, seen) or
+                     p.poll() is not None, 30, 0.001, what="the job")
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode in (130, 143), (i, p.returncode, err)
+        jid = err.split(b"gmux: ", 1)[1].split()[0].decode()
+        assert _end(etcd, cid, jid)["state"] == "stopped", err
+        seen.add(jid)
