@@ -347,14 +347,16 @@ cmd_run_exec(int argc, char **argv)
 	struct stream	 s;
 	json_t		*req;
 	char		**pulls = NULL, *key, *path;
-	int		 flags = 0, rc;
+	int		 flags = 0, rc, cluster;
 
 	req = run_request(argc, argv, &flags, &pulls);
 	key = run_take_key(req);
-	if (hosts_remote()) {	/* a remote submission is never sent twice */
+	/* Placed across a cluster's members (docs/cluster.md); a remote
+	 * submission is never sent twice. */
+	cluster = run_cluster_wanted(req);
+	if (hosts_remote() || cluster) {
 		free(key);
-		/* Placed across a cluster's members (docs/cluster.md). */
-		if (run_cluster_wanted(req))
+		if (cluster)
 			rc = run_cluster(req, flags, pulls);
 		else
 			rc = run_remote(req, flags, pulls);

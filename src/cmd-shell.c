@@ -43,8 +43,10 @@ const struct cmd_entry cmd_shell_entry = {
 	    "as it was. Exits 0 when detached, with the command's status when "
 	    "it ended.\ngmux shell WORKSPACE is a terminal inside that "
 	    "workspace's container (its\nsh -l): the first starts it, the "
-	    "next attach to it; it ends with the workspace.\nA cluster "
-	    "job's terminal (NAME.T) is attached through any member.\n",
+	    "next attach to it; it ends with the workspace.\nTo a cluster's "
+	    "member, --gpus MODEL:N, --server or --partition make it the\n"
+	    "cluster's job; a cluster job's terminal (NAME.T) is attached "
+	    "through any\nmember.\n",
 	.exec = cmd_shell_exec,
 };
 
@@ -92,16 +94,19 @@ shell_request(int argc, char **argv, const struct target *t)
 	return (o);
 }
 
-/* Starts the terminal job req asks for; its id (the caller frees it). */
+/*
+ * Starts the terminal job req asks for (POSTed to path: a host's jobs or
+ * a cluster's); its id (the caller frees it).
+ */
 static char *
-shell_post(json_t *req, const struct target *t)
+shell_post(json_t *req, const struct target *t, const char *path)
 {
 	struct client_reply	 r;
 	const char		*id;
 	char			*job;
 	int			 rc;
 
-	rc = client_call_at(t, "POST", "/v1/jobs", req, &r);
+	rc = client_call_at(t, "POST", path, req, &r);
 	if (client_ok(&r, "shell") != 0 || rc != 0) {
 		if (rc != 0 && r.error == NULL)
 			fprintf(stderr, "gmux shell: the request failed\n");
@@ -113,10 +118,23 @@ shell_post(json_t *req, const struct target *t)
 	return (job);
 }
 
+/*
+ * The terminal req asks for: the cluster's job where the daemon asked is
+ * a member and a placement directive says where (--gpus MODEL:N,
+ * --server, --partition), as gmux run's; else the host's.
+ */
 static char *
 shell_start(json_t *req, const struct target *t)
 {
-	char	*job = shell_post(req, t);
+	char	*job;
+
+	if (!run_cluster_wanted(req))
+		job = shell_post(req, t, "/v1/jobs");
+	else if (json_integer_value(json_object_get(req, "nodes")) > 1)
+		cmd_usage_error(&cmd_shell_entry, "--nodes: a terminal is "
+		    "one job");
+	else
+		job = shell_post(req, t, "/v1/cluster/jobs");
 
 	fprintf(stderr, "gmux: shell %s (detach: C-b d; attach again: gmux "
 	    "shell %s)\n", job, job);
@@ -135,7 +153,7 @@ shell_in_workspace(const char *name, const struct target *t)
 
 	req = json_pack("{s:b,s:s,s:[ss]}", "terminal", 1, "in_workspace",
 	    name, "argv", "/bin/sh", "-l");
-	job = shell_post(req, t);
+	job = shell_post(req, t, "/v1/jobs");
 	json_decref(req);
 	fprintf(stderr, "gmux: shell %s in workspace %s (detach: C-b d; "
 	    "attach again: gmux shell %s)\n", job, name, name);
@@ -181,7 +199,9 @@ shell_attach(const char *job, const struct target *t)
 	path = shell_path(job);
 	while ((c = term_upgrade(t, path, TERM_UPGRADE, &status,
 	    &cause)) == NULL) {
-		if (status == 409 && strstr(cause, " is queued") != NULL) {
+		/* queued, or claimed by its member and not started yet */
+		if (status == 409 && (strstr(cause, " is queued") != NULL ||
+		    strstr(cause, " has not started on ") != NULL)) {
 			if (!said++)
 				fprintf(stderr, "gmux: %s\n", cause);
 			free(cause);

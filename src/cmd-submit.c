@@ -43,10 +43,12 @@ const struct cmd_entry cmd_submit_entry = {
 	    "each bad one\nis an error naming its line.  The script is "
 	    "copied when it is submitted (to a\nremote host it goes with "
 	    "this directory, as gmux run sends it; --wait is\nfor this "
-	    "machine's daemon; to a remote cluster member, the job or the "
-	    "array\nis the cluster's, in the tree sent; --server NAME pins a "
-	    "member).  Prints\nthe job's id; an array's elements are ID_N.  "
-	    "Exit code 2 for a bad file, 1\nif a waited element failed.\n",
+	    "machine's daemon).  To a cluster's member the job or the array "
+	    "is\nthe cluster's (--server NAME pins a member): from a remote "
+	    "in the tree sent,\non a member in this directory and the file "
+	    "where it is (shared storage).\nPrints the job's id; an array's "
+	    "elements are ID_N.  Exit code 2 for a bad\nfile, 1 if a waited "
+	    "element failed.\n",
 	.exec = cmd_submit_exec,
 };
 
@@ -145,12 +147,14 @@ submit_own_late(int argc, char **argv, const char **payloads, int *wait)
 }
 
 /*
- * For a remote host: the job file as it will be in the synced tree (under
- * the job's directory, which is the tree), run as its #! line says.  The
- * tree is sent at submission, so this is the copy too.  Allocated.
+ * The job file as its job runs it, as its #! line says: for a remote host,
+ * in the synced tree (under the job's directory, which is the tree; sent
+ * at submission, so this is the copy too); for the cluster of this host,
+ * where it is, on the storage the members share (a member's jobs run in
+ * their directory there).  Allocated.
  */
 static char **
-submit_remote_argv(const char *path, const char *text, json_t *o)
+submit_file_argv(const char *path, const char *text, json_t *o, int tree)
 {
 	const char	*cwd = json_string_value(json_object_get(o, "cwd"));
 	char		**v = NULL, *file, *line, *p, *q, *rel;
@@ -160,7 +164,8 @@ submit_remote_argv(const char *path, const char *text, json_t *o)
 		cmd_usage_error(&cmd_submit_entry, "%s: %s", path,
 		    strerror(errno));
 	n = cwd != NULL ? strlen(cwd) : 0;
-	if (cwd == NULL || strncmp(file, cwd, n) != 0 || file[n] != '/')
+	if (tree && (cwd == NULL || strncmp(file, cwd, n) != 0 ||
+	    file[n] != '/'))
 		cmd_usage_error(&cmd_submit_entry, "%s: for a remote host the "
 		    "job file must be under the directory that is sent (%s)",
 		    path, cwd != NULL ? cwd : "?");
@@ -175,21 +180,25 @@ submit_remote_argv(const char *path, const char *text, json_t *o)
 	if (*p != '\0' && *(q = strtrim(q)) != '\0')
 		strv_add(&v, q);
 	free(line);
-	xasprintf(&rel, "./%s", file + n + 1);
-	strv_add(&v, rel);
-	free(rel);
+	if (tree) {
+		xasprintf(&rel, "./%s", file + n + 1);
+		strv_add(&v, rel);
+		free(rel);
+	} else
+		strv_add(&v, file);
 	free(file);
 	return (v);
 }
 
 /*
- * Does the remote asked serve a cluster (the job, or the array, is then
- * the cluster's)?  --payloads stay the host's.
+ * Is the daemon asked (this host's, or the remote's) a cluster's member
+ * (the job, or the array, is then the cluster's)?  --payloads stay the
+ * host's.
  */
 static int
 submit_to_cluster(json_t *o)
 {
-	return (hosts_remote() && json_object_get(o, "payloads") == NULL &&
+	return (json_object_get(o, "payloads") == NULL &&
 	    cmd_cluster_member(&cmd_submit_entry));
 }
 
@@ -203,7 +212,7 @@ submit_request(int argc, char **argv, int *wait, const char **path)
 	const char		*payloads = NULL, *k;
 	char			*text, *cause = NULL, *base, **cmd;
 	size_t			 len;
-	int			 ch, i;
+	int			 ch, i, cluster;
 
 	cli = json_object();
 	while ((ch = cmd_getopt(c, argc, argv, "h", submit_opts())) != -1) {
@@ -254,10 +263,11 @@ submit_request(int argc, char **argv, int *wait, const char **path)
 	 * the tree sent (cwd is known once run_request_here has run).
 	 */
 	run_request_here(c, o, 0, NULL);
-	if (submit_to_cluster(o))
+	cluster = submit_to_cluster(o);
+	if (cluster)
 		json_object_set_new(o, "cluster", json_true());
-	if (hosts_remote())	/* the file in the tree sent */
-		cmd = submit_remote_argv(*path, text, o);
+	if (hosts_remote() || cluster)
+		cmd = submit_file_argv(*path, text, o, hosts_remote());
 	else {
 		cmd = xcalloc(2, sizeof *cmd);
 		cmd[0] = submit_copy(text, len);
@@ -313,15 +323,16 @@ submit_remote(json_t *req, const char *path, int wait)
 }
 
 /*
- * A job for the cluster the remote serves (an array: one record, elements
- * ID_N), in this directory's tree (synced as gmux cluster submit does).
+ * A job for the cluster (an array: one record, elements ID_N): from a
+ * client, in this directory's tree (synced as gmux cluster submit does).
  */
 static int
 submit_cluster(json_t *req)
 {
 	json_t	*o;
 
-	cmd_cluster_tree(req);
+	if (hosts_remote())	/* on a member: in this directory there */
+		cmd_cluster_tree(req);
 	o = cmd_call(&cmd_submit_entry, "POST", "/v1/cluster/jobs", req);
 	printf("%s\n", json_string_value(json_object_get(o, "id")) != NULL ?
 	    json_string_value(json_object_get(o, "id")) : "?");

@@ -1,8 +1,8 @@
 /*
- * run-cluster.c: gmux run from a client whose remote is a cluster member,
- * with a placement directive: a cluster job in this directory's tree, its
- * output followed through the member asked (docs/cluster.md, "Jobs from
- * other machines").
+ * run-cluster.c: gmux run with a placement directive, on a cluster's
+ * member or from a client whose remote is one: a cluster job (from a
+ * client in this directory's tree), its output followed through the
+ * member asked (docs/cluster.md, "Jobs from other machines").
  */
 
 #include <signal.h>
@@ -38,12 +38,27 @@ run_cluster_directive(json_t *req)
 	    json_object_get(req, "partition") != NULL);
 }
 
-/* Is req, for the remote asked, the job of the cluster it is a member of? */
+/*
+ * Is req the job of the cluster the daemon asked (this host's, or the
+ * remote's) is a member of?
+ */
 int
 run_cluster_wanted(json_t *req)
 {
-	return (hosts_remote() && run_cluster_directive(req) &&
+	return (run_cluster_directive(req) &&
 	    cmd_cluster_member(&cmd_run_entry));
+}
+
+/*
+ * From another machine the job runs in this directory's tree, synced to
+ * the member asked; on a member, in this directory on its member (the
+ * shared storage a cluster's hosts have: docs/cluster.md).
+ */
+static void
+run_cluster_tree(json_t *req)
+{
+	if (hosts_remote())
+		cmd_cluster_tree(req);
 }
 
 /* What a cluster job cannot do from here: said in one line (exit 2). */
@@ -83,7 +98,7 @@ run_cluster_submit(json_t *req, int *rc)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, &old);
-	cmd_cluster_tree(req);
+	run_cluster_tree(req);
 	id = run_post(req, "/v1/cluster/jobs", rc);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return (id);
@@ -215,7 +230,7 @@ run_cluster(json_t *req, int flags, char **pulls)
 	if (run_cluster_refused(req, flags, pulls))
 		return (EXIT_USAGE);
 	if (flags & RUN_DETACH) {
-		cmd_cluster_tree(req);
+		run_cluster_tree(req);
 		return (run_detached(req, "/v1/cluster/jobs"));
 	}
 	if ((id = run_cluster_submit(req, &rc)) == NULL)

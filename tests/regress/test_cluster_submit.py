@@ -236,3 +236,74 @@ def test_ctrl_c_at_once_still_stops_the_job(members, make_client, etcd):
         jid = err.split(b"gmux: ", 1)[1].split()[0].decode()
         assert _end(etcd, cid, jid)["state"] == "stopped", err
         seen.add(jid)
+
+
+def _on(d, cwd, *args):
+    """The CLI on d's own Unix socket, in cwd, as a member's user runs it."""
+    import subprocess
+    from conftest import GMUX
+    return subprocess.run([GMUX] + list(args), env=d.env, cwd=cwd,
+                          capture_output=True, timeout=60)
+
+
+def test_on_a_member_submit_and_run_are_the_clusters(members, etcd, tmp):
+    """On a member's own socket (no client, no token), gmux submit FILE
+    and gmux run with a placement directive are the cluster's jobs, run
+    in this directory on their member (the storage members share: here
+    one machine's); they were a's own jobs (a has no RTX 4090)."""
+    cid = "cs5"
+    a = members("a", cid, tls=True)
+    joined(members("b", cid, B_FAKE, tls=True), 2)
+    joined(a, 2)
+    work = os.path.join(tmp, "work")
+    os.makedirs(work)
+    with open(os.path.join(work, "job.sh"), "w") as f:
+        f.write("#!/bin/sh\n#SBATCH --job-name=sweep\n"
+                "#GMUX --gpus rtx4090:1\n"
+                'echo "$1 $(pwd)" > out.txt\nexit 3\n')
+    r = _on(a, work, "submit", "job.sh", "arg1")
+    jid = _cluster_id(r)
+    rec = _end(etcd, cid, jid)
+    assert (rec["member"], rec["exit_code"], rec["req"]["name"]) == \
+        ("b", 3, "sweep"), rec
+    with open(os.path.join(work, "out.txt")) as f:
+        assert f.read() == "arg1 %s\n" % os.path.realpath(work)
+    with open(os.path.join(work, "any.sh"), "w") as f:
+        f.write("#!/bin/sh\ntrue\n")
+    jid = _cluster_id(_on(a, work, "submit", "--server", "a", "any.sh"))
+    assert _end(etcd, cid, jid)["member"] == "a"
+    r = _on(a, work, "run", "--gpus", "rtx4090:1", "--", "sh", "-c",
+            "echo out; echo err >&2; exit 7")
+    assert r.returncode == 7, r.stderr
+    assert r.stdout == b"out\n", r.stdout
+    err = r.stderr.decode()
+    assert "err\n" in err and " on b\n" in err, err
+    jid = err.split("gmux: ", 1)[1].split()[0]
+    assert _end(etcd, cid, jid)["member"] == "b"
+    # without a directive, gmux run is still this host's job
+    r = _on(a, work, "run", "-d", "--", "true")
+    assert r.returncode == 0 and r.stdout.startswith(b"j"), r
+
+
+def test_gmux_shell_with_a_placement_directive_is_a_cluster_terminal(
+        members, etcd, tmp):
+    """gmux shell --gpus rtx4090:1 on a member: a terminal placed by the
+    cluster (on b, which has the card), attached through a; it was a's
+    own job, refused for want of the card."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    cid = "cs6"
+    a = members("a", cid, tls=True)
+    joined(members("b", cid, B_FAKE, tls=True), 2)
+    joined(a, 2)
+    r = _on(a, tmp, "shell", "--gpus", "rtx4090:1", "--", "sh", "-c",
+            "echo hello-there; sleep 0.5; exit 5")
+    err = r.stderr.decode()
+    assert r.returncode == 5, err
+    assert b"hello-there" in r.stdout, r.stdout
+    jid = err.split("gmux: shell ", 1)[1].split()[0]
+    assert jid.startswith("a."), err
+    assert _end(etcd, cid, jid)["member"] == "b"
+    r = _on(a, tmp, "shell", "--nodes", "2", "--server", "b")
+    assert r.returncode == 2 and b"--nodes: a terminal is one job" in \
+        r.stderr, r.stderr
