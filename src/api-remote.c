@@ -468,6 +468,23 @@ api_remote_take_blob(const char *owner, const char *digest, const void *body,
 	return (remote_host_blob_put(c, owner, digest, body, len, cause));
 }
 
+/*
+ * A blob of owner's that this host fetches itself, in parts (a member
+ * fetching a cluster job's tree): begun with PUT /v1/blobs' checks, into a
+ * writer of its own (remote_host_take_begin); 0, 200 if it is here
+ * already, else the status with *cause.
+ */
+int
+api_remote_take_begin(const char *owner, const char *digest, uint64_t size,
+    struct cas_writer **w, char **cause)
+{
+	struct cas	*c;
+
+	if ((c = api_remote_store(cause)) == NULL)
+		return (500);
+	return (remote_host_take_begin(c, owner, digest, size, w, cause));
+}
+
 /* Is the tree of manifest mdigest whole here?  0, or 412 with *reply. */
 int
 api_remote_have_tree(const char *mdigest, json_t **reply, char **cause)

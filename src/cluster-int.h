@@ -327,6 +327,11 @@ int		 cluster_peer_split(const char *, const char *, char **,
 		     u_int *);
 int		 cluster_peer_call(const char *, const char *,
 		     const struct api_who *, peer_cb, void *, char **);
+typedef int	(*peer_sink)(void *, uint64_t, uint64_t, const void *, size_t,
+		     char **);
+int		 cluster_peer_fetch(const char *, const char *,
+		     const struct api_who *, peer_sink, peer_cb, void *,
+		     char **);
 void		 cluster_peer_relay(const char *, const char *,
 		     const struct api_who *, struct evhttp_request *);
 typedef void	(*peer_take_cb)(const char *, int, struct evbuffer *,

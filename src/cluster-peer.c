@@ -40,6 +40,10 @@ struct peer_call {
 	int			 ending;	/* the end waits for it */
 	int			 turn;		/* the end waits for a turn */
 	int			 paused;	/* the member is not read */
+	peer_sink		 sink;		/* a fetch's bytes go there */
+	uint64_t		 size;		/* its Content-Length; 0 */
+	uint64_t		 got;
+	char			*sink_err;	/* why the sink refused */
 };
 
 /* A member record, parsed once: the mirror's cache of it. */
@@ -196,6 +200,7 @@ peer_free(struct peer_call *pc)
 		evhttp_connection_free(pc->evcon);
 	if (pc->body != NULL)
 		evbuffer_free(pc->body);
+	free(pc->sink_err);
 	free(pc->member);
 	free(pc);
 }
@@ -315,11 +320,47 @@ peer_error(enum evhttp_request_error e, void *arg)
 	pc->failed = 1;
 }
 
+/* A fetch's sink refused: its answer is the sink's reason, then it goes. */
+static void
+peer_sink_end_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct peer_call	*pc = arg;
+
+	pc->cb(0, pc->body, pc->sink_err, pc->arg);
+	peer_free(pc);
+}
+
 /*
- * A call's reply, kept whole (a buffered call), or passed on to the
- * relay's client.  A client that reads less than the member sends holds
- * the member back, not this daemon's memory: past PEER_RELAY_HIGH unsent,
- * the member's connection is not read until what waits has gone out.
+ * A fetch's part (cluster_peer_fetch) to its sink; one it refuses ends the
+ * call at once (the rest is not read), its answer on the loop's next turn.
+ */
+static void
+peer_sink_part(struct peer_call *pc, struct evbuffer *in)
+{
+	struct timeval	 tv = { 0, 0 };
+	size_t		 len = evbuffer_get_length(in);
+
+	if (pc->sink_err != NULL || len == 0)
+		return;
+	if (pc->sink(pc->arg, pc->size, pc->got, evbuffer_pullup(in, -1),
+	    len, &pc->sink_err) == 0) {
+		pc->got += len;
+		return;
+	}
+	if (pc->sink_err == NULL)
+		pc->sink_err = xstrdup("refused");
+	evhttp_cancel_request(pc->req);	/* peer_done is not called */
+	pc->req = NULL;
+	event_base_once(cluster->base, -1, EV_TIMEOUT, peer_sink_end_cb, pc,
+	    &tv);
+}
+
+/*
+ * A call's reply, kept whole (a buffered call), given part by part to a
+ * fetch's sink, or passed on to the relay's client.  A client that reads
+ * less than the member sends holds the member back, not this daemon's
+ * memory: past PEER_RELAY_HIGH unsent, the member's connection is not
+ * read until what waits has gone out.
  */
 static void
 peer_chunk(struct evhttp_request *req, void *arg)
@@ -328,6 +369,11 @@ peer_chunk(struct evhttp_request *req, void *arg)
 	struct evbuffer		*in = evhttp_request_get_input_buffer(req);
 	struct bufferevent	*out;
 
+	if (pc->client == NULL && pc->sink != NULL && pc->size > 0 &&
+	    evhttp_request_get_response_code(req) == 200) {
+		peer_sink_part(pc, in);
+		return;
+	}
 	if (pc->client == NULL) {
 		evbuffer_add_buffer(pc->body, in);
 		return;
@@ -353,9 +399,12 @@ static int
 peer_head(struct evhttp_request *req, void *arg)
 {
 	struct peer_call	*pc = arg;
-	const char		*ct;
+	const char		*ct, *cl;
 	int			 code = evhttp_request_get_response_code(req);
 
+	if (pc->sink != NULL && code == 200 && (cl = evhttp_find_header(
+	    evhttp_request_get_input_headers(req), "Content-Length")) != NULL)
+		pc->size = strtoull(cl, NULL, 10);
 	if (pc->client == NULL || code == 0)
 		return (0);
 	ct = evhttp_find_header(evhttp_request_get_input_headers(req),
@@ -492,6 +541,30 @@ cluster_peer_call(const char *member, const char *uri,
 	if ((pc = peer_open(member, EVHTTP_REQ_GET, uri, who, 0,
 	    cause)) == NULL)
 		return (-1);
+	pc->cb = cb;
+	pc->arg = arg;
+	return (0);
+}
+
+/*
+ * As cluster_peer_call, for a reply too large to hold: a 200's body with a
+ * Content-Length goes to sink as it comes, part by part (its size, the
+ * offset of the part, the part), and cb gets the status and what was not
+ * given to sink (an error's body; a body without a length, or empty).  A
+ * part sink refuses (-1 with its *cause) ends the call: cb gets status 0
+ * and that cause.
+ */
+int
+cluster_peer_fetch(const char *member, const char *uri,
+    const struct api_who *who, peer_sink sink, peer_cb cb, void *arg,
+    char **cause)
+{
+	struct peer_call	*pc;
+
+	if ((pc = peer_open(member, EVHTTP_REQ_GET, uri, who, 0,
+	    cause)) == NULL)
+		return (-1);
+	pc->sink = sink;
 	pc->cb = cb;
 	pc->arg = arg;
 	return (0);

@@ -21,6 +21,8 @@ struct ct {
 	char		*owner;
 	json_t		*missing;	/* digests to fetch */
 	size_t		 next;
+	int		 stored;	/* the blob fetched came in parts */
+	struct cas_writer *w;		/* it, as it comes */
 	cluster_tree_cb	 cb;
 	void		*arg;
 };
@@ -52,6 +54,7 @@ ct_done(struct ct *t, const char *fmt, ...)
 		xvasprintf(&err, fmt, ap);
 		va_end(ap);
 	}
+	cas_writer_abort(t->w);		/* cut off midway */
 	t->cb(t->arg, err);
 	free(err);
 	free(t->member);
@@ -62,7 +65,7 @@ ct_done(struct ct *t, const char *fmt, ...)
 }
 
 static void
-ct_call(struct ct *t, const char *digest, peer_cb cb)
+ct_call(struct ct *t, const char *digest, peer_cb cb, peer_sink sink)
 {
 	struct api_who	 who;
 	char		*uri, *cause = NULL;
@@ -72,11 +75,53 @@ ct_call(struct ct *t, const char *digest, peer_cb cb)
 	who.owner = t->owner;
 	who.confined = 1;
 	xasprintf(&uri, "/v1/blobs/%s", digest);
-	if (cluster_peer_call(t->member, uri, &who, cb, t, &cause) != 0) {
+	if ((sink != NULL ? cluster_peer_fetch(t->member, uri, &who, sink, cb,
+	    t, &cause) : cluster_peer_call(t->member, uri, &who, cb, t,
+	    &cause)) != 0) {
 		ct_done(t, "its tree: %s", cause);
 		free(cause);
 	}
 	free(uri);
+}
+
+/*
+ * A part of the blob being fetched, stored as it comes with PUT
+ * /v1/blobs' checks and limits (remote_host_take_begin), so a blob is
+ * never held whole in memory here.
+ */
+static int
+ct_blob_part(void *arg, uint64_t size, uint64_t offset, const void *data,
+    size_t len, char **cause)
+{
+	struct ct	*t = arg;
+	const char	*digest;
+	char		*why = NULL;
+	int		 code = 0;
+
+	digest = json_string_value(json_array_get(t->missing, t->next));
+	if (offset == 0) {
+		code = api_remote_take_begin(t->owner, digest, size, &t->w,
+		    &why);
+		if (code == 200)	/* it came meanwhile: the rest is not */
+			t->stored = 1;	/* needed */
+	}
+	if (code == 0 && t->w != NULL) {
+		if (cas_writer_write(t->w, data, len, &why) != 0)
+			code = 400;
+		else if (offset + len == size) {
+			code = remote_host_take_end(t->w, digest, &why);
+			t->w = NULL;
+			t->stored = code == 201;
+		}
+	}
+	if (code == 0 || code == 200 || code == 201)
+		return (0);
+	cas_writer_abort(t->w);
+	t->w = NULL;
+	xasprintf(cause, "its tree: blob %.16s: %s", digest, why != NULL ?
+	    why : "refused");
+	free(why);
+	return (-1);
 }
 
 static void
@@ -88,11 +133,22 @@ ct_blob_cb(int status, struct evbuffer *b, const char *err, void *arg)
 	int		 code;
 
 	digest = json_string_value(json_array_get(t->missing, t->next));
+	if (status == 0 && err != NULL && strncmp(err, "its tree: ", 10) == 0) {
+		ct_done(t, "%s", err);		/* a part was refused */
+		return;
+	}
 	if (status != 200) {
 		ct_done(t, "its tree: blob %.16s from %s: %s", digest,
 		    t->member, err != NULL ? err : "not there");
 		return;
 	}
+	if (t->stored) {		/* it came in parts */
+		t->stored = 0;
+		t->next++;
+		ct_next(t);
+		return;
+	}
+	/* an empty blob (no part came), or one sent without its length */
 	code = api_remote_take_blob(t->owner, digest, evbuffer_pullup(b, -1),
 	    evbuffer_get_length(b), &cause);
 	if (code != 200 && code != 201) {
@@ -120,7 +176,7 @@ ct_next(struct ct *t)
 		ct_done(t, "its tree: a malformed list of blobs");
 		return;
 	}
-	ct_call(t, digest, ct_blob_cb);
+	ct_call(t, digest, ct_blob_cb, ct_blob_part);
 }
 
 static void
@@ -178,5 +234,5 @@ cluster_tree_fetch(json_t *rec, cluster_tree_cb cb, void *arg)
 	t->arg = arg;
 	log_debug("%s: tree %.16s from %s for %s", __func__, t->mdigest,
 	    t->member, t->owner);
-	ct_call(t, t->mdigest, ct_manifest_cb);
+	ct_call(t, t->mdigest, ct_manifest_cb, NULL);
 }

@@ -1581,6 +1581,10 @@ int		 remote_host_blob_put(struct cas *, const char *, const char *,
 int		 remote_host_blob_part(struct cas *, const char *,
 		     const char *, uint64_t, uint64_t, const void *, size_t,
 		     json_t **, char **);
+int		 remote_host_take_begin(struct cas *, const char *,
+		     const char *, uint64_t, struct cas_writer **, char **);
+int		 remote_host_take_end(struct cas_writer *, const char *,
+		     char **);
 int		 remote_host_batch(struct cas *, const char *, const void *,
 		     size_t, json_t **, char **);
 int		 remote_host_tree(struct cas *, const char *, struct manifest *,
@@ -2008,6 +2012,9 @@ int		 api_remote_take_manifest(const char *, const void *, size_t,
 		     json_t **, char **);
 int		 api_remote_take_blob(const char *, const char *, const void *,
 		     size_t, char **);
+struct cas_writer;
+int		 api_remote_take_begin(const char *, const char *, uint64_t,
+		     struct cas_writer **, char **);
 int		 api_remote_have_tree(const char *, json_t **, char **);
 void		 api_remote_job_undo(u_int);
 json_t		*api_remote_warnings(const struct jobreq *);

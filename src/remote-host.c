@@ -570,6 +570,45 @@ remote_host_blob_part(struct cas *c, const char *owner, const char *digest,
 	return (201);
 }
 
+/*
+ * A blob of owner's that this host fetches itself (a member taking a
+ * cluster job's tree from another), in parts, with PUT's checks: a writer
+ * of its own, not one of the slots clients' parts share, so fetches of one
+ * blob at once (an array's elements) do not take each other's place.
+ * Returns 0 with *w, 200 if the store has it, or 400/409/413/500.
+ */
+int
+remote_host_take_begin(struct cas *c, const char *owner, const char *digest,
+    uint64_t size, struct cas_writer **w, char **cause)
+{
+	int	 rc;
+
+	*w = NULL;
+	if ((rc = remote_blob_first(c, digest, size, cause)) != 0)
+		return (rc);
+	if (remote_want_check(owner, digest, size, cause) != 0)
+		return (409);
+	if ((rc = remote_room(c, owner, size, cause)) != 0)
+		return (rc);
+	if ((*w = cas_writer_create(c, digest, size, cause)) == NULL)
+		return (500);
+	return (0);
+}
+
+/* The fetched blob is whole: checked and stored (201), or 400/500. */
+int
+remote_host_take_end(struct cas_writer *w, const char *digest, char **cause)
+{
+	int	 rc;
+
+	if ((rc = cas_writer_finish(w, 0, NULL, cause)) == 0)
+		rc = cas_writer_commit(w, cause);
+	if (rc != 0)
+		return (rc == -2 ? 400 : 500);
+	remote_want_done(digest);
+	return (201);
+}
+
 struct remote_batch {
 	struct cas		 *cas;
 	const char		 *owner;

@@ -82,3 +82,61 @@ def test_a_tree_that_escapes_is_refused(members, tmp):
                         "manifest": sha(b"nothing")})
     assert st == 412 and o["missing"] == [sha(b"nothing")], o
     assert (jobs(a) or {}) == {}
+
+
+def _hwm(d):
+    with open("/proc/%d/status" % d.pid()) as f:
+        return [int(x.split()[1]) << 10 for x in f
+                if x.startswith("VmHWM:")][0]
+
+
+def test_a_large_file_of_a_tree_is_never_whole_in_a_members_memory(
+        members, make_client):
+    """The member that runs the job fetches a 64 MiB file of its tree from
+    the entry in parts, stored as they come: it held each blob whole in
+    memory (its peak grew by twice the file)."""
+    a, b = members("a", "tr5", tls=True), members("b", "tr5", tls=True)
+    joined(a, 2)
+    joined(b, 2)
+    c, alice = client_of(a, make_client)
+    data = os.urandom(1 << 20) * 64
+    with open(os.path.join(c.work, "big.bin"), "wb") as f:
+        f.write(data)
+    import hashlib
+    want = hashlib.sha256(data).hexdigest()
+    before = _hwm(b)
+    r = c.gmux("cluster", "submit", "--share", "0.25", "--server", "b",
+               "--", "sh", "-c", "sha256sum big.bin", timeout=120)
+    assert r.returncode == 0, r.stderr
+    jid = r.stdout.decode().strip()
+    rec = _ended(a, jid)
+    assert rec["state"] == "exited" and rec["member"] == "b", rec
+    out = c.gmux("cluster", "logs", jid).stdout.decode()
+    assert out.split()[0] == want, out
+    grew = _hwm(b) - before
+    print("b's peak RSS grew by %.1f MiB" % (grew / 1048576))
+    assert grew < 16 << 20, grew
+
+
+def test_a_tree_its_member_cannot_keep_fails_the_job_saying_why(
+        members, make_client):
+    """A tree larger than b's store is refused by b's own checks (those of
+    a client's upload), the job failed saying why; b goes on serving."""
+    a = members("a", "tr6", tls=True)
+    b = members("b", "tr6", tls=True, extra="BLOB_STORE_SIZE=32M\n")
+    joined(a, 2)
+    joined(b, 2)
+    c, alice = client_of(a, make_client)
+    with open(os.path.join(c.work, "big.bin"), "wb") as f:
+        f.write(os.urandom(1 << 20) * 48)
+    r = c.gmux("cluster", "submit", "--share", "0.25", "--server", "b",
+               "--", "true", timeout=120)
+    assert r.returncode == 0, r.stderr
+    jid = r.stdout.decode().strip()
+    rec = _ended(a, jid)
+    assert rec["state"] == "failed" and rec["member"] == "b", rec
+    assert rec["reason"] == (
+        "its tree: the directory holds 48M in 1 entries; this host keeps "
+        "at most 32M: add large paths to .gmuxignore"), rec
+    assert os.listdir(os.path.join(b.home, "blobs", "tmp")) == []
+    assert b.gmux("ps").returncode == 0
