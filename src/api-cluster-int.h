@@ -19,6 +19,7 @@ struct ac {				/* a request waiting for etcd */
 	json_t			*rest;	/* a stop's ops for its next Txns */
 	size_t			 rest_at; /* the first not sent */
 	const char		*proto;	/* a terminal's or port's upgrade */
+	u_int			 tries;	/* a stop's reads after a lost CAS */
 };
 
 /* api-cluster.c */

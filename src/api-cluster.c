@@ -12,6 +12,10 @@
 #include "cluster-int.h"
 #include "api-cluster-int.h"
 
+/* A stop's reads of the job when the job moves under its CAS each time. */
+#define AC_STOP_TRIES	8
+
+static void	ac_stop_cb(struct etcd_reply *, const char *, void *);
 
 static int
 ac_member(struct evhttp_request *req)
@@ -482,6 +486,16 @@ ac_stop_done(struct etcd_reply *r, const char *err, void *arg)
 	if (ac_failed(a, err))
 		return;
 	if (!r->succeeded) {
+		/* placed or ended between the read and the Txn: read again */
+		if (++a->tries < AC_STOP_TRIES) {
+			json_decref(a->out);
+			json_decref(a->rest);
+			a->out = a->rest = NULL;
+			a->rest_at = 0;
+			etcd_range(cluster->etcd, cluster->prefix, 1,
+			    ac_stop_cb, a);
+			return;
+		}
 		api_error(a->req, 409, "job %s moved meanwhile; try again",
 		    json_string_value(json_object_get(a->out, "id")));
 		ac_free(a);

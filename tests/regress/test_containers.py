@@ -96,6 +96,20 @@ def containers(d):
     return r.stdout.decode().split()
 
 
+def wait_containers(d, n, timeout=90):
+    """Waits until d has n containers; a timeout says what d's jobs are
+    and the end of its log (podman's errors land there)."""
+    try:
+        wait_for(lambda: len(containers(d)) == n, timeout=timeout,
+                 what="%d containers" % n)
+    except AssertionError:
+        with open(os.path.join(d.home, "gmux.log")) as f:
+            log = f.read()[-4000:]
+        raise AssertionError("%d containers, not %d: %s\njobs: %s\nlog: %s"
+                             % (len(containers(d)), n, containers(d),
+                                d.gmux("ps", "-a", "--json").stdout, log))
+
+
 @pytest.fixture
 def cdaemon(daemon, image):
     """A daemon with the fake driver; its containers and volumes (its
@@ -223,7 +237,7 @@ def test_kill9_of_the_daemon_loses_nothing_and_leaves_no_orphan(cdaemon):
     d = cdaemon.start()
     run(d, "-d", "--share", "0.25", "--", "sleep", "1000", check=0)
     run(d, "-d", "--share", "0.25", "--", "sleep", "1000", check=0)
-    wait_for(lambda: len(containers(d)) == 2, what="two containers")
+    wait_containers(d, 2)
     # j1's keeper and podman go with the daemon: its container is an orphan
     kill9_with_keeper(d, "j1")
     d.start()

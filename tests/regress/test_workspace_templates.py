@@ -10,7 +10,7 @@ import os
 
 from conftest import free_port, wait_for
 from test_containers import (_podman, cdaemon, containers,  # noqa: F401
-                             image)
+                             image, wait_containers)
 
 
 def workspaces(d):
@@ -39,8 +39,7 @@ def test_a_workspace_from_a_template(cdaemon):
                                          (d.image, "small", 0.5)], ws
     assert ws["dev"]["mem"] == 2 << 30 and ws["shut"]["fence"] == \
         "deny-net", ws
-    wait_for(lambda: len(containers(d)) == 3, timeout=90,
-             what="three containers")
+    wait_containers(d, 3)
     for n in ("dev", "big", "shut"):
         assert d.gmux("workspace", "rm", n).returncode == 0
     wait_for(lambda: containers(d) == [], timeout=90,
