@@ -353,6 +353,9 @@ ac_jobs_cb(struct etcd_reply *r, const char *err, void *arg)
 	for (i = 0; i < r->nkvs; i++) {
 		if ((o = ac_job(&r->kvs[i])) == NULL)
 			continue;
+		/* an array: its state as its elements' (GET of one too) */
+		if (r->kvs[i].key[strlen(cluster->prefix)] == 'y')
+			cluster_array_view(o, r);
 		if (ac_owned(a, o))
 			json_array_append(out, o);
 		json_decref(o);

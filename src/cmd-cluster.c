@@ -151,21 +151,36 @@ cluster_leader(int json)
 	return (0);
 }
 
+/* Has cluster job o (its record) ended? */
 static int
-cluster_ps(int json)
+cluster_ended(json_t *o)
+{
+	const char	*st = json_string_value(json_object_get(o, "state"));
+
+	return (st != NULL && (strcmp(st, "exited") == 0 ||
+	    strcmp(st, "failed") == 0 || strcmp(st, "stopped") == 0));
+}
+
+/*
+ * The cluster's jobs (all: ended ones too) as a table; heading: under
+ * gmux ps, said only if some job is shown.
+ */
+static void
+cluster_ps_table(json_t *a, int all, const char *heading)
 {
 	static const char *const hdr[] = { "ID", "STATE", "MEMBER", "OWNER",
-	    "EXIT", "COMMAND" };
+	    "EXIT", "AGE", "COMMAND" };
 	struct table	*t;
-	json_t		*a, *j, *argv, *x;
-	char		 code[16], *cmd;
+	json_t		*j, *argv, *x;
+	char		 code[16], *cmd, *age;
 	char		**v;
-	size_t		 i, k;
+	size_t		 i, k, shown = 0;
 
-	if ((a = cl_list("/v1/cluster/jobs", json)) == NULL)
-		return (0);
 	t = table_create(hdr, nitems(hdr));
 	json_array_foreach(a, i, j) {
+		if (!all && cluster_ended(j))
+			continue;
+		shown++;
 		argv = json_object_get(json_object_get(j, "req"), "argv");
 		v = xcalloc(json_array_size(argv) + 1, sizeof *v);
 		json_array_foreach(argv, k, x)
@@ -177,14 +192,59 @@ cluster_ps(int json)
 		if (json_is_integer(x) && json_integer_value(x) >= 0)
 			snprintf(code, sizeof code, "%lld",
 			    (long long)json_integer_value(x));
+		age = format_age(clock_ms() - json_integer_value(
+		    json_object_get(j, "submitted")));
 		table_add(t, cl_str(j, "id"), cl_str(j, "state"),
-		    cl_str(j, "member"), cl_str(j, "owner"), code, cmd);
+		    cl_str(j, "member"), cl_str(j, "owner"), code, age, cmd);
+		free(age);
 		free(cmd);
 	}
-	table_print(t, stdout);
+	if (heading == NULL || shown > 0) {
+		if (heading != NULL)
+			printf("\n%s\n", heading);
+		table_print(t, stdout);
+	}
 	table_free(t);
+}
+
+static int
+cluster_ps(int json)
+{
+	json_t	*a;
+
+	if ((a = cl_list("/v1/cluster/jobs", json)) == NULL)
+		return (0);
+	cluster_ps_table(a, 1, NULL);
 	json_decref(a);
 	return (0);
+}
+
+/*
+ * gmux ps, below the host's own jobs: where the daemon asked is a
+ * cluster's member, the cluster's live jobs (all: ended ones too)
+ * wherever they run, if there are any.  Quiet where the cluster cannot
+ * be read (not a member, a token without its grant, etcd down): gmux ps
+ * still shows the host's.
+ */
+void
+cmd_cluster_ps_below(int all)
+{
+	struct client_reply	 r;
+	const char		*mode;
+	char			*heading = NULL;
+
+	if (client_call("GET", "/v1/cluster", NULL, &r) == 0 &&
+	    r.status == 200 && (mode = json_string_value(json_object_get(
+	    r.body, "mode"))) != NULL && strcmp(mode, "member") == 0)
+		xasprintf(&heading, "cluster %s (gmux cluster ps):",
+		    cl_str(r.body, "cluster"));
+	client_reply_clear(&r);
+	if (heading != NULL && client_call("GET", "/v1/cluster/jobs", NULL,
+	    &r) == 0 && r.status == 200)
+		cluster_ps_table(r.body, all, heading);
+	if (heading != NULL)
+		client_reply_clear(&r);
+	free(heading);
 }
 
 /*

@@ -21,7 +21,11 @@ const struct cmd_entry cmd_ps_entry = {
 	    "                       confined: a remote job in its jail), "
 	    "ceilings, fence and\n"
 	    "                       refused connects\n"
-	    "  --json               a JSON array of job objects\n",
+	    "  --json               a JSON array of job objects\n"
+	    "\nAsked of a cluster's member (or of a client whose remote is "
+	    "one), the\ncluster's live jobs follow, wherever they run, as "
+	    "gmux cluster ps shows\nthem (with -a, ended ones too); --json "
+	    "is the host's jobs alone.\n",
 	.exec = cmd_ps_exec,
 };
 
@@ -274,5 +278,8 @@ cmd_ps_exec(int argc, char **argv)
 	table_free(t);
 	ps_reasons(a, clock_ms());
 	json_decref(a);
+	/* asked of a member (or a client's remote that is one): the
+	 * cluster's jobs too, as gmux cluster ps from here reads them */
+	cmd_cluster_ps_below(all);
 	return (0);
 }

@@ -2257,6 +2257,7 @@ json_t		*cmd_call_here(const struct cmd_entry *, const char *,
 int		 cmd_cluster_id(const char *);	/* cmd-cluster.c */
 int		 cmd_cluster_job_at(const struct target *, const char *);
 int		 cmd_cluster_member(const struct cmd_entry *);
+void		 cmd_cluster_ps_below(int);
 void		 cmd_cluster_tree(json_t *);
 
 /* cmd-*.c: one command each */

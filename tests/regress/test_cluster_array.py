@@ -64,6 +64,9 @@ def test_an_array_over_tcp_runs_its_elements_within_its_limit(members,
     assert rec["elements"] == {"count": 5, "queued": 0, "assigned": 0,
                                "running": 0, "ended": 5, "failed": 0}
     assert 1 <= most <= 2, most
+    # the listing (gmux ps, gmux cluster ps) says the array's state too
+    st, listing = https_json(a, "GET", "/v1/cluster/jobs", alice)
+    assert {j["id"]: j["state"] for j in listing}[aid] == "exited", listing
 
     # each element: its variables, its output; never more than 2 at once
     spans = []

@@ -307,3 +307,42 @@ def test_gmux_shell_with_a_placement_directive_is_a_cluster_terminal(
     r = _on(a, tmp, "shell", "--nodes", "2", "--server", "b")
     assert r.returncode == 2 and b"--nodes: a terminal is one job" in \
         r.stderr, r.stderr
+
+
+def _ps_rows(d, *args):
+    """gmux ps's cluster part: {id: (state, member)}, or None if absent."""
+    out = d.gmux("ps", *args).stdout.decode()
+    if "\ncluster " not in out:
+        return None
+    rows = out.split("\ncluster ", 1)[1].splitlines()[2:]
+    return {r.split()[0]: (r.split()[1], r.split()[2]) for r in rows}
+
+
+def test_gmux_ps_on_a_member_or_its_client_shows_the_clusters_jobs(
+        members, make_client, etcd):
+    """gmux ps on any member, or on a client whose remote is one, lists
+    the cluster's live jobs wherever they run, below the host's own (they
+    were only in gmux cluster ps); -a the ended ones too; another owner's
+    client sees none of them."""
+    cid = "cs8"
+    a, b, c = _cluster(members, make_client, cid)
+    assert _ps_rows(a) is None      # no cluster job: the host's alone
+    r = c.gmux("run", "-d", "--server", "b", "--", "sleep", "60")
+    jid = _cluster_id(r)
+    r = c.gmux("run", "-d", "--server", "a", "--", "true")
+    quick = _cluster_id(r)
+    _end(etcd, cid, quick)
+    for d in (a, b, c):
+        wait_for(lambda: (_ps_rows(d) or {}).get(jid) == ("running", "b"),
+                 30, 0.1, what="%s running on b in gmux ps" % jid)
+        assert quick not in _ps_rows(d), d.gmux("ps").stdout
+        assert (_ps_rows(d, "-a") or {}).get(quick) == ("exited", "a"), \
+            d.gmux("ps", "-a").stdout
+    assert b"cluster %s (gmux cluster ps):" % cid.encode() in \
+        a.gmux("ps").stdout
+    bob = client_of(a, make_client, "bob")[0]
+    assert _ps_rows(bob, "-a") is None, bob.gmux("ps", "-a").stdout
+    assert c.gmux("stop", jid).returncode == 0
+    wait_for(lambda: jid not in (_ps_rows(a) or {}), 30, 0.1,
+             what="%s gone from gmux ps" % jid)
+    assert _ps_rows(a, "-a")[jid] == ("stopped", "b")
