@@ -67,6 +67,7 @@ struct etcd_call *etcd_resign(struct etcd *, const char *,
 		     const struct etcd_kv *, etcd_cb, void *);
 struct etcd_call *etcd_watch(struct etcd *, const char *, int64_t, etcd_cb,
 		     void *);
+struct etcd_call *etcd_call_owns(struct etcd_call *, void (*)(void *));
 void		 etcd_cancel(struct etcd_call *);
 int		 etcd_wait(struct etcd *, const int *);
 

@@ -275,8 +275,9 @@ cj_end(struct cj *c, struct job *j)
 	if (gang)
 		fail = json_pack("[o]", etcd_op_delete(cluster_key("s/%s",
 		    c->id)));
-	etcd_txn(cluster->etcd, json_pack("[o]", etcd_cmp(from, "MOD",
-	    c->mod)), ops, fail, cj_end_cb, xstrdup(c->id));
+	etcd_call_owns(etcd_txn(cluster->etcd, json_pack("[o]",
+	    etcd_cmp(from, "MOD", c->mod)), ops, fail, cj_end_cb,
+	    xstrdup(c->id)), free);
 	free(from);
 	free(to);
 	free(text);

@@ -367,8 +367,8 @@ cluster_keepalive(int64_t now)
 	cluster->ka_busy = 1;
 	lease = xmalloc(sizeof *lease);
 	*lease = cluster->lease;
-	etcd_keepalive(cluster->etcd, cluster->lease, cluster_keepalive_cb,
-	    lease);
+	etcd_call_owns(etcd_keepalive(cluster->etcd, cluster->lease,
+	    cluster_keepalive_cb, lease), free);
 }
 
 /* ------------------------------------------------------------------ */
@@ -435,8 +435,9 @@ cluster_register(int64_t now)
 	cluster->reg_mod = 0;
 	alt = json_pack("[o]", etcd_op_range(key, 0));
 	cluster->busy = 1;
-	etcd_txn(cluster->etcd, cmp, json_pack("[o]", etcd_op_put(key, text,
-	    cluster->lease)), alt, cluster_register_cb, text);
+	etcd_call_owns(etcd_txn(cluster->etcd, cmp, json_pack("[o]",
+	    etcd_op_put(key, text, cluster->lease)), alt, cluster_register_cb,
+	    text), free);
 	cluster->reg_next = now + 1000;
 }
 

@@ -55,6 +55,7 @@ struct etcd_call {
 	struct etcd		*e;
 	etcd_cb			 cb;
 	void			*arg;
+	void			(*free_arg)(void *); /* if cb is never called */
 	struct evhttp_request	*req;
 	struct evhttp_connection *own;	/* a stream's or campaign's */
 	u_int			 ep;
@@ -157,8 +158,9 @@ static void	etcd_call_free(struct etcd_call *);
 /*
  * Frees the client.  Calls still waiting for a reply (a keepalive sent to
  * an etcd member that went silent, a muted call) are freed with it, their
- * callbacks never called: libevent frees a connection's requests without
- * telling them.
+ * callbacks never called (libevent frees a connection's requests without
+ * telling them, and a callback could only send again): an argument that
+ * was the callback's to free is freed here (etcd_call_owns).
  */
 void
 etcd_free(struct etcd *e)
@@ -178,6 +180,8 @@ etcd_free(struct etcd *e)
 	while ((c = LIST_FIRST(&e->calls_live)) != NULL) {
 		if (c->own == NULL)
 			c->req = NULL;	/* freed with its connection */
+		if (c->free_arg != NULL && !c->cancelled)
+			c->free_arg(c->arg);
 		etcd_call_free(c);
 	}
 	free(e->eps);
@@ -682,6 +686,17 @@ etcd_chunk(struct evhttp_request *req, void *arg)
 	struct etcd_call	*c = arg;
 
 	etcd_stream_lines(c, evhttp_request_get_input_buffer(req));
+}
+
+/*
+ * Call c's argument is its callback's to free: etcd_free frees it with
+ * free_arg if the callback was never called.  Returns c.
+ */
+struct etcd_call *
+etcd_call_owns(struct etcd_call *c, void (*free_arg)(void *))
+{
+	c->free_arg = free_arg;
+	return (c);
 }
 
 /* The call is no longer etcd_free's to free (or is freed). */

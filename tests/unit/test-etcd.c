@@ -361,11 +361,28 @@ loop_ms(u_int ms)
 	event_base_dispatch(base);
 }
 
+static u_int	 owned_freed;
+
+static void
+owned_free(void *arg)
+{
+	owned_freed++;
+	free(arg);
+}
+
+static void
+owned_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	CHECK(!"an owned call's callback is called");
+}
+
 /*
  * A client freed with a keepalive and a muted Txn waiting on an etcd that
  * went silent (a daemon stopping while etcd lost a member): both calls
  * are freed with it (LeakSanitizer, in the ASan+UBSan units, finds them
- * otherwise) and neither callback is called.
+ * otherwise) and neither callback is called; an argument the callback
+ * would have freed (etcd_call_owns) is freed once, a cancelled call's
+ * is its canceller's.
  */
 static void
 test_free_in_flight(void)
@@ -385,9 +402,15 @@ test_free_in_flight(void)
 	muted = etcd_txn(x, json_pack("[]"), json_pack("[o]",
 	    etcd_op_put("/t/muted", "x", 0)), NULL, got_cb, &h);
 	etcd_cancel(muted);
-	loop_ms(200);		/* both written; etcd answers neither */
+	etcd_call_owns(etcd_range(x, "/t/", 1, owned_cb, xstrdup("mine")),
+	    owned_free);
+	etcd_cancel(etcd_call_owns(etcd_range(x, "/t/", 1, owned_cb,
+	    (void *)"its canceller's"), owned_free));
+	loop_ms(200);		/* all written; etcd answers none */
 	CHECK(!g.done && !h.done);
+	owned_freed = 0;
 	etcd_free(x);
+	CHECK(owned_freed == 1);
 	loop_ms(50);
 	etcd_server_resume(&srv);
 	CHECK(!g.done && !h.done);
