@@ -77,7 +77,9 @@ const struct cmd_entry cmd_run_entry = {
 	    "the job; a second Ctrl-C\ndetaches and leaves it running.  To "
 	    "a cluster's member, --gpus MODEL:N,\n--server, --nodes or "
 	    "--partition make it the cluster's job, placed on any\nmember "
-	    "and followed through this one (docs/cluster.md).\n",
+	    "and followed through this one (docs/cluster.md); a gang "
+	    "(--nodes N)\nshows rank 0's output and exits with the first "
+	    "failure's exit code.\n",
 	.exec = cmd_run_exec,
 };
 

@@ -2151,6 +2151,8 @@ struct stream {
 	int		 write_failed;	/* errno of a failed write of output */
 	long		 refused;	/* the HTTP status that refused it */
 	int		 cluster;	/* a cluster job: /v1/cluster/jobs */
+	char		 gang[64];	/* job is this gang's part: a Ctrl-C
+					   stops the gang */
 };
 void		 stream_init(struct stream *, const char *, int);
 int		 stream_interrupt(void *);

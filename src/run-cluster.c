@@ -63,19 +63,11 @@ run_cluster_tree(json_t *req)
 
 /* What a cluster job cannot do from here: said in one line (exit 2). */
 static int
-run_cluster_refused(json_t *req, int flags, char **pulls)
+run_cluster_refused(char **pulls)
 {
-	json_t	*nodes = json_object_get(req, "nodes");
-
 	if (pulls != NULL) {
 		fprintf(stderr, "gmux run: --pull is not for cluster jobs (its "
 		    "files stay on the member that ran it)\n");
-		return (1);
-	}
-	if (json_integer_value(nodes) > 1 && !(flags & RUN_DETACH)) {
-		fprintf(stderr, "gmux run: --nodes makes a gang, whose parts "
-		    "are followed one by one: use -d, then gmux logs -f "
-		    "ID-K\n");
 		return (1);
 	}
 	return (0);
@@ -112,16 +104,64 @@ run_cluster_sleep(void)
 	nanosleep(&ts, NULL);	/* a Ctrl-C ends it early */
 }
 
+/* Is job record o's state one of the two given (the second may be NULL)? */
+static int
+run_cluster_state(json_t *o, const char *one, const char *other)
+{
+	const char	*st = json_string_value(json_object_get(o, "state"));
+
+	return (st != NULL && (strcmp(st, one) == 0 || (other != NULL &&
+	    strcmp(st, other) == 0)));
+}
+
+/* Does job record o wait to start (queued, or assigned)? */
+static int
+run_cluster_unstarted(json_t *o, const char *followed)
+{
+	return (run_cluster_state(o, "queued", "assigned"));
+}
+
+/* The id of gang record o's part of rank 0, or NULL. */
+static const char *
+run_gang_rank0(json_t *o)
+{
+	json_t	*p;
+	size_t	 i;
+
+	json_array_foreach(json_object_get(o, "parts"), i, p) {
+		if (json_integer_value(json_object_get(json_object_get(p,
+		    "gang"), "rank")) == 0)
+			return (json_string_value(json_object_get(p, "id")));
+	}
+	return (NULL);
+}
+
 /*
- * Waits while the job is queued or assigned, Ctrl-C stopping it (again:
- * detaching).  Returns 0 with its record in *o (the caller frees it) once
- * it is past those, 1 if detached, -1 if the member was lost (said).
+ * Is gang record o still to be waited for: queued, or running in the
+ * attempt whose rank 0 was followed (its other parts go on)?
  */
 static int
-run_cluster_wait(struct stream *s, json_t **o)
+run_gang_waits(json_t *o, const char *followed)
+{
+	const char	*part = run_gang_rank0(o);
+
+	if (run_cluster_state(o, "queued", NULL))
+		return (1);
+	return (run_cluster_state(o, "running", NULL) && (part == NULL ||
+	    strcmp(part, followed) == 0));
+}
+
+/*
+ * Waits while waits(record, followed) says so, Ctrl-C stopping the job
+ * (again: detaching).  Returns 0 with its record in *o (the caller frees
+ * it) once it is past that, 1 if detached, -1 if the member was lost
+ * (said).
+ */
+static int
+run_cluster_wait(struct stream *s, json_t **o,
+    int (*waits)(json_t *, const char *), const char *followed)
 {
 	struct client_reply	 r;
-	const char		*st;
 	char			*path;
 	int64_t			 lost = 0;
 	int			 rc = -1;
@@ -137,10 +177,7 @@ run_cluster_wait(struct stream *s, json_t **o)
 		if (client_call("GET", path, NULL, &r) == 0 &&
 		    r.status == 200) {
 			lost = 0;
-			st = json_string_value(json_object_get(r.body,
-			    "state"));
-			if (st == NULL || (strcmp(st, "queued") != 0 &&
-			    strcmp(st, "assigned") != 0)) {
+			if (!waits(r.body, followed)) {
 				*o = json_incref(r.body);
 				rc = 0;
 				goto out;
@@ -215,6 +252,139 @@ run_cluster_follow(struct stream *s)
 	return (s->exit_code);
 }
 
+/* Gang record o's members, by rank: "a,b" (allocated). */
+static char *
+run_gang_members(json_t *o)
+{
+	json_t		*p, *parts = json_object_get(o, "parts");
+	const char	**v;
+	char		*s;
+	size_t		 i, n = json_array_size(parts);
+	json_int_t	 rank;
+
+	v = xcalloc(n + 1, sizeof *v);
+	json_array_foreach(parts, i, p) {
+		rank = json_integer_value(json_object_get(json_object_get(p,
+		    "gang"), "rank"));
+		if (rank >= 0 && (size_t)rank < n)
+			v[rank] = json_string_value(json_object_get(p,
+			    "member"));
+	}
+	for (i = 0; i < n; i++) {
+		if (v[i] == NULL)
+			v[i] = "?";
+	}
+	s = strv_join((char **)v, ",");
+	free(v);
+	return (s);
+}
+
+/* Gang record o's part that failed first (ended, not exited 0), or NULL. */
+static json_t *
+run_gang_first(json_t *o)
+{
+	json_t		*p, *first = NULL;
+	size_t		 i;
+
+	json_array_foreach(json_object_get(o, "parts"), i, p) {
+		if (json_object_get(p, "ended") == NULL ||
+		    (run_cluster_state(p, "exited", NULL) &&
+		    json_integer_value(json_object_get(p, "exit_code")) == 0))
+			continue;
+		if (first == NULL || json_integer_value(json_object_get(p,
+		    "ended")) < json_integer_value(json_object_get(first,
+		    "ended")))
+			first = p;
+	}
+	return (first);
+}
+
+/*
+ * How a gang (record o, ended) ends gmux run: the exit code of its part
+ * that failed first, which is said (the output followed was rank 0's).
+ */
+static int
+run_gang_end(struct stream *g, json_t *o, int quiet)
+{
+	json_t		*f = run_gang_first(o);
+	json_t		*code = json_object_get(o, "exit_code");
+	const char	*why = json_string_value(json_object_get(o, "reason"));
+	json_int_t	 rc = json_integer_value(code);
+
+	if (f == NULL && json_is_integer(code) && rc == 0)
+		return (0);
+	if (!quiet && f != NULL && g->interrupts == 0)
+		fprintf(stderr, "gmux: %s (rank %lld of %s, on %s) %s first "
+		    "(exit %lld)%s%s\n", json_string_value(json_object_get(f,
+		    "id")), (long long)json_integer_value(json_object_get(
+		    json_object_get(f, "gang"), "rank")), g->job,
+		    json_string_value(json_object_get(f, "member")),
+		    json_string_value(json_object_get(f, "state")), (long long)
+		    json_integer_value(json_object_get(f, "exit_code")),
+		    why != NULL ? ": " : "", why != NULL ? why : "");
+	else if (f == NULL)
+		fprintf(stderr, "gmux run: gang %s %s%s%s\n", g->job,
+		    json_string_value(json_object_get(o, "state")),
+		    why != NULL ? ": " : " before it started", why != NULL ?
+		    why : "");
+	if (json_is_integer(code) && rc > 0 && rc < 256)
+		return ((int)rc);
+	return (g->interrupts > 0 ? 130 : RUN_FAILED);
+}
+
+/*
+ * A gang (--nodes N): once placed, its rank 0's output is followed as a
+ * job's (a Ctrl-C stops the whole gang), then the gang is waited for to
+ * its end, the first failure's exit code.  A requeued gang (--requeue,
+ * a member lost) is followed again in its next attempt.
+ */
+static int
+run_cluster_gang(struct stream *g, int quiet)
+{
+	struct stream	 s;
+	json_t		*o = NULL;
+	char		 followed[64] = "", *path, *who;
+	const char	*part, *attempt;
+	int		 rc;
+
+	for (;;) {
+		json_decref(o);
+		o = NULL;
+		if ((rc = run_cluster_wait(g, &o, run_gang_waits,
+		    followed)) != 0)
+			return (rc == 1 ? 130 : RUN_FAILED);
+		if ((part = run_gang_rank0(o)) == NULL ||
+		    !run_cluster_state(o, "running", NULL))
+			break;		/* it ended */
+		snprintf(followed, sizeof followed, "%s", part);
+		if (!quiet) {
+			who = run_gang_members(o);
+			attempt = strchr(part + strlen(g->job), '.');
+			fprintf(stderr, "gmux: %s on %s, rank 0's output "
+			    "follows (gmux logs -f %s-K%s for rank K)\n",
+			    g->job, who, g->job, attempt != NULL ? attempt :
+			    "");
+			free(who);
+		}
+		stream_init(&s, part, STREAM_RUN);
+		s.cluster = 1;
+		s.interrupts = g->interrupts;
+		snprintf(s.gang, sizeof s.gang, "%s", g->job);
+		xasprintf(&path, "/v1/cluster/jobs/%s/log?from=0&follow=1",
+		    part);
+		rc = stream_run(&s, "GET", path, NULL, 1);
+		free(path);
+		g->interrupts = s.interrupts;
+		if (rc != 0) {
+			json_decref(o);
+			return (rc == 1 ? 130 : RUN_FAILED);
+		}
+	}
+	rc = run_gang_end(g, o, quiet);
+	json_decref(o);
+	return (rc);
+}
+
 /*
  * gmux run as a cluster job (run_cluster_wanted said so): req as run
  * built it, with its cwd; pulls its --pull patterns.  The exit code.
@@ -227,7 +397,7 @@ run_cluster(json_t *req, int flags, char **pulls)
 	char		*id;
 	int		 rc, quiet = flags & RUN_QUIET;
 
-	if (run_cluster_refused(req, flags, pulls))
+	if (run_cluster_refused(pulls))
 		return (EXIT_USAGE);
 	if (flags & RUN_DETACH) {
 		run_cluster_tree(req);
@@ -240,7 +410,9 @@ run_cluster(json_t *req, int flags, char **pulls)
 	free(id);
 	if (!quiet)
 		fprintf(stderr, "gmux: %s queued in the cluster\n", s.job);
-	if ((rc = run_cluster_wait(&s, &o)) != 0)
+	if (json_integer_value(json_object_get(req, "nodes")) > 1)
+		return (run_cluster_gang(&s, quiet));
+	if ((rc = run_cluster_wait(&s, &o, run_cluster_unstarted, NULL)) != 0)
 		return (rc == 1 ? 130 : RUN_FAILED);
 	if (!run_cluster_ran(o))
 		rc = run_cluster_never(&s, o);

@@ -178,18 +178,21 @@ stream_interrupt(void *arg)
 		return (0);
 	}
 	if (s->mode == STREAM_RUN && s->interrupts == 1) {
-		xasprintf(&path, "%s/%s/stop", stream_jobs(s), s->job);
+		xasprintf(&path, "%s/%s/stop", stream_jobs(s), s->gang[0] ?
+		    s->gang : s->job);
 		client_call("POST", path, NULL, &r);
 		free(path);
 		client_ok(&r, "run");
 		client_reply_clear(&r);
 		fprintf(stderr, "\ngmux: stopping %s (Ctrl-C again to detach%s)"
-		    "\n", s->job, s->cluster ? "" : " and leave it running");
+		    "\n", s->gang[0] ? s->gang : s->job, s->cluster ? "" :
+		    " and leave it running");
 		return (0);
 	}
 	if (s->mode == STREAM_RUN && s->cluster)
 		fprintf(stderr, "\ngmux: detached from %s; it is stopping "
-		    "(gmux logs -f %s)\n", s->job, s->job);
+		    "(gmux logs -f %s)\n", s->gang[0] ? s->gang : s->job,
+		    s->job);
 	else {
 		if (s->mode == STREAM_RUN && !s->stop_pending)
 			stream_cancel_stop(s);
@@ -267,7 +270,7 @@ stream_run(struct stream *s, const char *method, const char *path,
 	struct client_reply	 r;
 	char			*next = NULL;
 	int64_t			 deadline = 0, started = 0;
-	int			 rc, told = 0, retried = 0;
+	int			 rc, told = 0, retried = 0, asked_ended = 0;
 
 	if (s->mode != STREAM_LOGS) {
 		client_catch_interrupts();
@@ -280,8 +283,14 @@ stream_run(struct stream *s, const char *method, const char *path,
 				client_reply_clear(&r);
 				continue;
 			}
-			if (!stream_job_goes_on(s)) {	/* it never ran */
+			/*
+			 * It ended meanwhile: its log once more (it may have
+			 * run and ended between two asks), then it never ran.
+			 */
+			if (!stream_job_goes_on(s)) {
 				client_reply_clear(&r);
+				if (!asked_ended++)
+					continue;
 				break;
 			}
 		}

@@ -137,14 +137,13 @@ def test_run_with_a_placement_directive_is_a_cluster_job(members,
 
 def test_what_a_cluster_run_cannot_do_is_refused(members, make_client,
                                                  etcd):
-    """--nodes without -d and --pull: exit 2, one line saying why; what
-    no member could hold: exit 125 with the reason; nothing is queued."""
+    """--pull: exit 2, one line saying why; what no member could hold:
+    exit 125 with the reason; nothing is queued."""
     cid = "cs3"
     a, b, c = _cluster(members, make_client, cid)
-    r = c.gmux("run", "--nodes", "2", "--", "true")
-    assert r.returncode == 2, r.stderr
-    assert b"use -d, then gmux logs -f ID-K" in r.stderr, r.stderr
-    assert r.stderr.count(b"\n") == 1, r.stderr
+    r = c.gmux("run", "--nodes", "3", "--", "true")
+    assert r.returncode == 125, r.stderr
+    assert b"a gang of 3 needs 3 members" in r.stderr, r.stderr
     r = c.gmux("run", "--server", "b", "--pull", "*.txt", "--", "true")
     assert r.returncode == 2, r.stderr
     assert b"--pull is not for cluster jobs" in r.stderr, r.stderr
@@ -346,3 +345,40 @@ def test_gmux_ps_on_a_member_or_its_client_shows_the_clusters_jobs(
     wait_for(lambda: jid not in (_ps_rows(a) or {}), 30, 0.1,
              what="%s gone from gmux ps" % jid)
     assert _ps_rows(a, "-a")[jid] == ("stopped", "b")
+
+
+def test_gmux_run_follows_a_gang(members, make_client, etcd):
+    """gmux run --nodes 2 (it was refused without -d): rank 0's output
+    here, the gang's exit code the first failure's, said with its rank and
+    member; one Ctrl-C stops every part, exit 130 or 143."""
+    cid = "cs9"
+    a, b, c = _cluster(members, make_client, cid)
+    r = c.gmux("run", "--nodes", "2", "--share", "0.25", "--", "sh", "-c",
+               "echo rank $RANK of $WORLD_SIZE; [ $RANK = 0 ] || "
+               "{ sleep 0.5; exit 3; }; sleep 30", timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 3, err
+    assert r.stdout == b"rank 0 of 2\n", (r.stdout, err)
+    gid = err.split("gmux: ", 1)[1].split()[0]
+    assert "gmux: %s on " % gid in err and "rank 0's output follows" in err
+    first = [x for x in err.splitlines() if " first (exit 3)" in x]
+    assert first and first[0].startswith("gmux: %s-1 (rank 1 of %s, on "
+                                         % (gid, gid)), err
+    for k in (0, 1):
+        assert _end(etcd, cid, "%s-%d" % (gid, k))["state"] in \
+            ("exited", "stopped"), k
+    r = c.gmux("run", "--nodes", "2", "--share", "0.25", "--", "sh", "-c",
+               "echo rank $RANK; exit 0", timeout=60)
+    assert (r.returncode, r.stdout) == (0, b"rank 0\n"), r.stderr
+    run = _Run(c, "--nodes", "2", "--share", "0.25", "--", "sh", "-c",
+               "echo up; sleep 60")
+    run.said("rank 0's output follows")
+    gid = run.id()
+    wait_for(lambda: len([k for k in etcd.get_prefix("/gmux/%s/r/" % cid)
+                          if k.startswith(gid + "-", k.rfind("/") + 1)])
+             == 2, 30, 0.05, what="both ranks to run")
+    run.p.send_signal(signal.SIGINT)
+    rc, out = run.wait()
+    assert rc in (130, 143), (rc, run.err)
+    for k in (0, 1):
+        assert _end(etcd, cid, "%s-%d" % (gid, k))["state"] == "stopped"
