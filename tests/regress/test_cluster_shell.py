@@ -66,6 +66,24 @@ def _rss(d):
                 if x.startswith("VmRSS:")][0]
 
 
+def read_held_back(d, c, got):
+    """A reader of socket c that stops for 3 s (got bytes read so far):
+    d's RSS must grow by less than 16 MiB meanwhile (d holds back what
+    it relays); then the rest is read.  The bytes read in all."""
+    rss = _rss(d)
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        assert _rss(d) < rss + (16 << 20), (rss, _rss(d))
+        time.sleep(0.1)
+    while True:
+        n = len(c.recv(1 << 20))
+        if n == 0:
+            break
+        got += n
+    c.close()
+    return got
+
+
 def _upgrade(d, jid, token):
     """The terminal's upgrade asked of d over TLS with token."""
     return https(d.port, "GET", "/v1/cluster/jobs/%s/terminal" % jid,
@@ -247,17 +265,7 @@ def test_a_published_port_on_b_through_a(members):
     got = 0
     while got < 1 << 20:
         got += len(c.recv(65536))
-    rss = _rss(a)
-    end = time.monotonic() + 3
-    while time.monotonic() < end:   # no reading: a must not take it all
-        assert _rss(a) < rss + (16 << 20), (rss, _rss(a))
-        time.sleep(0.1)
-    while True:
-        n = len(c.recv(1 << 20))
-        if n == 0:
-            break
-        got += n
-    c.close()
+    got = read_held_back(a, c, got)     # no reading: a must not take it
     assert got > 64 << 20, got          # the whole file and its head
     # a port it does not publish: said before listening
     r = a.gmux("port", jid, str(port + 1), timeout=T)
