@@ -359,6 +359,9 @@ $(O)/src/cluster-workers.o $(O)/fuzz/src/cluster-workers.o: src/cluster-int.h
 SRCS += src/cluster-stops.c
 $(O)/src/cluster-stops.o $(O)/fuzz/src/cluster-stops.o \
     $(O)/src/cluster-array.o $(O)/fuzz/src/cluster-array.o: src/cluster-int.h
+# -- the members that left, as gmux cluster ls -a lists them (issue 15)
+SRCS += src/cluster-gone.c
+$(O)/src/cluster-gone.o $(O)/fuzz/src/cluster-gone.o: src/cluster-int.h
 
 MAIN = src/gmux.c
 OBJS = $(SRCS:%.c=$(O)/%.o)

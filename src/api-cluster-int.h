@@ -20,6 +20,7 @@ struct ac {				/* a request waiting for etcd */
 	size_t			 rest_at; /* the first not sent */
 	const char		*proto;	/* a terminal's or port's upgrade */
 	u_int			 tries;	/* a stop's reads after a lost CAS */
+	int			 all;	/* members: those that left too */
 };
 
 /* api-cluster.c */

@@ -17,12 +17,22 @@
 
 static void	ac_stop_cb(struct etcd_reply *, const char *, void *);
 
+/*
+ * May req use the cluster through this daemon?  Not where it is no
+ * member, nor while its name is another live daemon's: that one is the
+ * member (its jobs would be this one's ids, its reads this one's).
+ */
 static int
 ac_member(struct evhttp_request *req)
 {
 	if (cluster == NULL) {
 		api_error(req, 409, "this daemon is not a cluster member "
 		    "(CLUSTER_MODE is not member)");
+		return (0);
+	}
+	if (cluster->taken) {
+		api_error(req, 503, "%s: this daemon stays out of cluster %s "
+		    "until the name is free", cluster->error, cluster->id);
 		return (0);
 	}
 	return (1);
@@ -138,6 +148,58 @@ api_cluster_get(struct evhttp_request *req, const char *id,
 	json_decref(o);
 }
 
+/* Is a member named name among the records in a? */
+static int
+ac_member_listed(json_t *a, const char *name)
+{
+	json_t	*m;
+	size_t	 i;
+
+	json_array_foreach(a, i, m) {
+		if (strcmp(json_string_value(json_object_get(m, "name")),
+		    name) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * ?all=1: the members that left (g/NAME, written by the leader), after
+ * the live ones, each "gone" with its last_seen; one back meanwhile is
+ * listed live only.
+ */
+static void
+ac_members_gone_cb(struct etcd_reply *r, const char *err, void *arg)
+{
+	struct ac	*a = arg;
+	json_t		*o;
+	const char	*name;
+	u_int		 i;
+
+	if (ac_failed(a, err))
+		return;
+	for (i = 0; i < r->nkvs; i++) {
+		o = json_loadb(r->kvs[i].value, r->kvs[i].vlen, 0, NULL);
+		name = json_string_value(json_object_get(o, "name"));
+		if (name == NULL || !json_is_integer(json_object_get(o,
+		    "last_seen"))) {
+			log_warnx("cluster: %s: not a member that left; "
+			    "skipped", r->kvs[i].key);
+			json_decref(o);
+			continue;
+		}
+		if (!ac_member_listed(a->out, name)) {
+			json_object_set_new(o, "gone", json_true());
+			json_object_set_new(o, "leader", json_false());
+			json_object_set_new(o, "jobs", json_integer(0));
+			json_array_append(a->out, o);
+		}
+		json_decref(o);
+	}
+	api_reply(a->req, 200, a->out);
+	ac_free(a);
+}
+
 static void
 ac_members_jobs_cb(struct etcd_reply *r, const char *err, void *arg)
 {
@@ -163,6 +225,11 @@ ac_members_jobs_cb(struct etcd_reply *r, const char *err, void *arg)
 				    "jobs")) + 1));
 		}
 		free(name);
+	}
+	if (a->all) {
+		etcd_range(cluster->etcd, cluster_key("g/"), 1,
+		    ac_members_gone_cb, a);
+		return;
 	}
 	api_reply(a->req, 200, a->out);
 	ac_free(a);
@@ -215,15 +282,21 @@ ac_members_cb(struct etcd_reply *r, const char *err, void *arg)
 	    a);
 }
 
-/* GET /v1/cluster/members: every live member's record. */
+/*
+ * GET /v1/cluster/members: every live member's record; ?all=1: those
+ * that left too.
+ */
 void
 api_cluster_members(struct evhttp_request *req, const char *id,
     const struct api_who *who)
 {
+	struct ac	*a;
+
 	if (!ac_member(req))
 		return;
-	etcd_range(cluster->etcd, cluster_key("m/"), 1, ac_members_cb,
-	    ac_new(req, who));
+	a = ac_new(req, who);
+	a->all = api_query_flag(req, "all");
+	etcd_range(cluster->etcd, cluster_key("m/"), 1, ac_members_cb, a);
 }
 
 static void

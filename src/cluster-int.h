@@ -143,6 +143,7 @@ struct cluster {
 	int		 busy;		/* a lease or record call in flight */
 	int		 ka_busy;
 	int		 registered;
+	int		 taken;		/* its name is another daemon's */
 	int64_t		 reg_next;	/* mono ms: the next try */
 	int64_t		 reg_mod;	/* our own older record's */
 	char		*record;	/* as last written */
@@ -297,6 +298,11 @@ int		 cluster_array_queue_row(json_t *, const struct etcd_reply *);
 void		 cluster_array_stop_txn(json_t *, const struct etcd_kv *,
 		     const struct etcd_reply *, json_t *, json_t *, json_t *,
 		     int *);
+
+/* cluster-gone.c: the leader's record of the members that left */
+void		 cluster_gone_start(void);
+void		 cluster_gone_stop(void);
+void		 cluster_gone_tick(struct mirror *);
 
 /* cluster-stops.c: the leader's sweep of stops no job is left to take */
 void		 cluster_stops_start(void);

@@ -991,6 +991,7 @@ cluster_sched_tick(int64_t now)
 	}
 	cs_members_load(now);
 	cs_seen_refresh(now);
+	cluster_gone_tick(cs.m);
 	cs.ngangs = cs.nports = 0;
 	cs_commit_load(cs.a, strlen(cluster_key("a/")));
 	cs_commit_load(cs.r, strlen(cluster_key("r/")));
@@ -1025,6 +1026,7 @@ cluster_sched_start(void)
 	    NULL);
 	cluster_array_start();
 	cluster_stops_start();
+	cluster_gone_start();
 }
 
 void
@@ -1043,6 +1045,7 @@ cluster_sched_stop(void)
 	cs.m = cs.q = cs.a = cs.r = NULL;
 	cluster_array_stop();
 	cluster_stops_stop();
+	cluster_gone_stop();
 	cs_members_clear();
 	free(cs.gangs);
 	free(cs.ports);

@@ -389,6 +389,7 @@ cluster_register_cb(struct etcd_reply *r, const char *err, void *arg)
 	}
 	if (r->succeeded) {
 		cluster->registered = 1;
+		cluster->taken = 0;
 		free(cluster->record);
 		cluster->record = text;
 		cluster->record_at = clock_mono_ms();
@@ -407,6 +408,7 @@ cluster_register_cb(struct etcd_reply *r, const char *err, void *arg)
 		json_decref(o);
 		return;
 	}
+	cluster->taken = 1;
 	cluster_set_error("member name %s is taken (by the daemon started "
 	    "at %lld)", cluster->name, (long long)json_integer_value(
 	    json_object_get(o, "started")));
@@ -423,21 +425,25 @@ cluster_register(int64_t now)
 {
 	const char	*key = cluster_key("m/%s", cluster->name);
 	char		*text;
-	json_t		*cmp, *alt;
+	json_t		*cmp, *alt, *ops;
 
 	if (cluster->busy || now < cluster->reg_next)
 		return;
 	text = cluster_record();
+	ops = json_pack("[o]", etcd_op_put(key, text, cluster->lease));
 	if (cluster->reg_mod != 0)
 		cmp = json_pack("[o]", etcd_cmp(key, "MOD", cluster->reg_mod));
-	else
+	else {
 		cmp = json_pack("[o]", etcd_cmp(key, "CREATE", 0));
+		/* back: no longer among the members that left */
+		json_array_append_new(ops, etcd_op_delete(cluster_key("g/%s",
+		    cluster->name)));
+	}
 	cluster->reg_mod = 0;
 	alt = json_pack("[o]", etcd_op_range(key, 0));
 	cluster->busy = 1;
-	etcd_call_owns(etcd_txn(cluster->etcd, cmp, json_pack("[o]",
-	    etcd_op_put(key, text, cluster->lease)), alt, cluster_register_cb,
-	    text), free);
+	etcd_call_owns(etcd_txn(cluster->etcd, cmp, ops, alt,
+	    cluster_register_cb, text), free);
 	cluster->reg_next = now + 1000;
 }
 

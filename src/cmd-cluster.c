@@ -13,11 +13,13 @@ static int	cmd_cluster_exec(int, char **);
 
 const struct cmd_entry cmd_cluster_entry = {
 	.name = "cluster",
-	.args = "ls [--json] | leader [--json] | ps [--json] | "
+	.args = "ls [-a] [--json] | leader [--json] | ps [--json] | "
 	    "queue [--json] | "
 	    "submit [RUN-FLAGS] -- COMMAND... | stop ID | logs [-f] ID",
 	.help = "the cluster this daemon is a member of",
 	.options =
+	    "  -a, --all            ls: the members that left too, with "
+	    "when last seen\n"
 	    "  --json               ls, leader, ps and queue as JSON\n"
 	    "  -f, --follow         logs: until the job ends\n"
 	    "\nls lists the live members: cards, CPUs, RAM, measured use, "
@@ -40,6 +42,7 @@ const struct cmd_entry cmd_cluster_entry = {
 enum { OPT_JSON = 256 };
 
 static const struct option cluster_opts[] = {
+	{ "all", no_argument, NULL, 'a' },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "follow", no_argument, NULL, 'f' },
 	{ "help", no_argument, NULL, 'h' },
@@ -93,34 +96,54 @@ cl_cards(json_t *cards)
 	return (s);
 }
 
+/* When member m was last seen: now if it is live, else how long ago. */
+static char *
+cl_seen(json_t *m)
+{
+	char	*age, *s;
+
+	if (!json_is_true(json_object_get(m, "gone")))
+		return (xstrdup("now"));
+	age = format_age(clock_ms() - json_integer_value(json_object_get(m,
+	    "last_seen")));
+	xasprintf(&s, "%s ago", age);
+	free(age);
+	return (s);
+}
+
 static int
-cluster_ls(int json)
+cluster_ls(int json, int all)
 {
 	static const char *const hdr[] = { "NAME", "CARDS", "CPUS", "RAM",
-	    "LOAD", "JOBS", "ADDR", "LEADER" };
+	    "LOAD", "JOBS", "ADDR", "SEEN", "LEADER" };
 	struct table	*t;
 	json_t		*a, *m;
-	char		*cards, *ram, cpus[16], load[16], jobs[16];
+	char		*cards, *ram, *seen, cpus[16], load[16], jobs[16];
 	size_t		 i;
+	int		 gone;
 
-	if ((a = cl_list("/v1/cluster/members", json)) == NULL)
+	if ((a = cl_list(all ? "/v1/cluster/members?all=1" :
+	    "/v1/cluster/members", json)) == NULL)
 		return (0);
 	t = table_create(hdr, nitems(hdr));
 	json_array_foreach(a, i, m) {
+		gone = json_is_true(json_object_get(m, "gone"));
 		cards = cl_cards(json_object_get(m, "cards"));
 		ram = format_size((uint64_t)json_integer_value(
 		    json_object_get(m, "ram")));
+		seen = cl_seen(m);
 		snprintf(cpus, sizeof cpus, "%lld", (long long)
 		    json_integer_value(json_object_get(m, "cpus")));
 		snprintf(load, sizeof load, "%.1f", json_number_value(
 		    json_object_get(json_object_get(m, "use"), "load")));
 		snprintf(jobs, sizeof jobs, "%lld", (long long)
 		    json_integer_value(json_object_get(m, "jobs")));
-		table_add(t, cl_str(m, "name"), cards, cpus, ram, load, jobs,
-		    cl_str(m, "addr"), json_is_true(json_object_get(m,
-		    "leader")) ? "*" : "");
+		table_add(t, cl_str(m, "name"), cards, cpus, ram, gone ? "-" :
+		    load, gone ? "-" : jobs, cl_str(m, "addr"), seen,
+		    json_is_true(json_object_get(m, "leader")) ? "*" : "");
 		free(cards);
 		free(ram);
+		free(seen);
 	}
 	table_print(t, stdout);
 	table_free(t);
@@ -422,7 +445,7 @@ static int
 cmd_cluster_exec(int argc, char **argv)
 {
 	const char	*sub;
-	int		 ch, json = 0, follow = 0;
+	int		 ch, json = 0, follow = 0, all = 0;
 
 	if (argc < 2 || argv[1][0] == '-') {
 		while ((ch = cmd_getopt(&cmd_cluster_entry, argc, argv, "h",
@@ -436,12 +459,14 @@ cmd_cluster_exec(int argc, char **argv)
 	argv++;
 	if (strcmp(sub, "submit") == 0)
 		return (cluster_submit(argc, argv));
-	while ((ch = cmd_getopt(&cmd_cluster_entry, argc, argv, "fh",
+	while ((ch = cmd_getopt(&cmd_cluster_entry, argc, argv, "afh",
 	    cluster_opts)) != -1) {
 		if (ch == OPT_JSON)
 			json = 1;
 		else if (ch == 'f')
 			follow = 1;
+		else if (ch == 'a')
+			all = 1;
 	}
 	if (strcmp(sub, "stop") == 0 && optind + 1 == argc)
 		return (cluster_stop(argv[optind]));
@@ -453,7 +478,7 @@ cmd_cluster_exec(int argc, char **argv)
 		cmd_usage_error(&cmd_cluster_entry, "%s: no argument expected",
 		    sub);
 	if (strcmp(sub, "ls") == 0)
-		return (cluster_ls(json));
+		return (cluster_ls(json, all));
 	if (strcmp(sub, "leader") == 0)
 		return (cluster_leader(json));
 	if (strcmp(sub, "ps") == 0)

@@ -94,6 +94,16 @@ def test_name_taken_and_local_jobs_served(members, tmp):
     assert not st["member"]
     r = b.gmux("run", "--", "echo", "local", check=0)
     assert b"local" in r.stdout
+    # the second stays out: it submits nothing (its ids would be the
+    # first's) and answers no listing, saying why (it queued and read)
+    for args in (("cluster", "submit", "--", "true"),
+                 ("run", "--server", "dup", "--", "true"),
+                 ("cluster", "ls"), ("cluster", "ps")):
+        r = b.gmux(*args)
+        assert r.returncode != 0, (args, r)
+        assert b"member name dup is taken" in r.stderr and \
+            b"stays out of cluster t4" in r.stderr, (args, r.stderr)
+    assert jobs(a) == {}
 
 
 def _status(d):
@@ -128,6 +138,41 @@ def test_corrupt_keys_are_skipped(members, tmp, etcd):
     jid = r.stdout.decode().strip()
     wait_for(lambda: (jobs(a) or {}).get(jid, {}).get("state") == "exited",
              20, 0.1, what="the job to end despite corrupt keys")
+
+
+def test_a_member_that_left_is_listed_with_when_it_was_last_seen(
+        members, etcd):
+    """gmux cluster ls -a: a member that stopped (its lease lapsed) is
+    listed gone, with when the leader last saw it (nothing said where it
+    went before); plain ls and its --json list only live members; back,
+    it is live again and g/NAME is gone; a corrupt g/ key is skipped."""
+    etcd.put("/gmux/t13/g/x", "not json")
+    a, b = members("a", "t13", "2xH100:80G"), members("b", "t13")
+    wait_for(lambda: len(cluster_state(a)) == 2 and leader(a) == "a", 15,
+             0.1, what="2 members, a leading")
+    left = time.time() * 1000
+    b.stop()
+    _kill_keepers(b.home)
+
+    def gone():
+        r = a.gmux("cluster", "ls", "-a", "--json", check=0)
+        return r.returncode == 0 and {m["name"]: m for m in json.loads(
+            r.stdout) if m.get("gone")}
+    g = wait_for(gone, 20, 0.1, what="b listed gone")
+    assert list(g) == ["b"], g
+    assert left - 1000 < g["b"]["last_seen"] <= time.time() * 1000, g
+    assert g["b"]["cards"][0]["model"] == "H100" and "use" not in g["b"]
+    assert [m["name"] for m in cluster_state(a)] == ["a"]
+    out = a.gmux("cluster", "ls", "-a").stdout.decode().splitlines()
+    row = [x.split() for x in out if x.startswith("b ")][0]
+    assert row[-1] == "ago" and row[4:6] == ["-", "-"], out
+    assert [x.split()[-2] for x in out if x.startswith("a ")] == ["now"]
+    b.start(*VERBOSE, fake=b.fake)
+    wait_for(lambda: not gone() and len(cluster_state(a)) == 2, 20, 0.1,
+             what="b live again")
+    assert list(etcd.get_prefix("/gmux/t13/g/")) == ["/gmux/t13/g/x"]
+    assert [m["name"] for m in json.loads(a.gmux(
+        "cluster", "ls", "-a", "--json").stdout)] == ["a", "b"]
 
 
 def test_not_a_member(daemon):
