@@ -30,5 +30,6 @@ struct ac	*ac_job_request(struct evhttp_request *, const char *,
 		     const struct api_who *);
 json_t		*ac_find(struct ac *, struct etcd_reply *, const char *,
 		     const struct etcd_kv **, int);
+json_t		*ac_rank0(json_t *);
 
 #endif

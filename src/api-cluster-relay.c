@@ -50,17 +50,27 @@ ac_log_cb(struct etcd_reply *r, const char *err, void *arg)
 	const char		*uri = evhttp_request_get_uri(a->req);
 	struct api_who		 who;
 	struct job		*j;
-	json_t			*o;
+	json_t			*o, *p;
 
 	if (ac_failed(a, err))
 		return;
-	if ((o = ac_find(a, r, id, &kv, 0)) == NULL) {
+	if ((o = ac_find(a, r, id, &kv, 1)) == NULL) {
 		ac_free(a);
 		return;
 	}
+	/* a gang's: its rank 0's (gmux run follows that one too) */
+	if (kv == NULL && (p = ac_rank0(o)) != NULL) {
+		json_incref(p);		/* o holds it */
+		json_decref(o);
+		o = p;
+		id = json_string_value(json_object_get(o, "id"));
+	}
 	ac_who(a, &who);
 	member = json_string_value(json_object_get(o, "member"));
-	if (member == NULL && a->proto != NULL)	/* gmux shell waits */
+	if (kv != NULL && kv->key[strlen(cluster->prefix)] == 'y')
+		api_error(a->req, 409, "%s is an array: the output is its "
+		    "elements' (%s_N)", id, id);
+	else if (member == NULL && a->proto != NULL)	/* gmux shell waits */
 		api_error(a->req, 409, "%s is queued: %s in the cluster", id,
 		    json_string_value(json_object_get(o, "state")));
 	else if (member == NULL)

@@ -693,6 +693,21 @@ ac_gang_parts(struct ac *a, struct etcd_reply *r, const char *want)
 	return (out);
 }
 
+/* Gang record g's part of rank 0 (g holds it), or NULL. */
+json_t *
+ac_rank0(json_t *g)
+{
+	json_t	*p;
+	size_t	 i;
+
+	json_array_foreach(json_object_get(g, "parts"), i, p) {
+		if (json_integer_value(json_object_get(json_object_get(p,
+		    "gang"), "rank")) == 0)
+			return (p);
+	}
+	return (NULL);
+}
+
 /*
  * A gang's record, made of its parts' (gang.id = want): ended when all
  * are, with the first failure's state, exit code and reason; NULL if none.
@@ -725,6 +740,8 @@ ac_gang(struct ac *a, struct etcd_reply *r, const char *want)
 	if (first != NULL && json_object_get(first, "reason") != NULL)
 		json_object_set(g, "reason", json_object_get(first, "reason"));
 	json_object_set_new(g, "parts", parts);
+	if ((o = ac_rank0(g)) != NULL)	/* whose output gmux run follows */
+		json_object_set(g, "rank0", json_object_get(o, "id"));
 	return (g);
 }
 

@@ -73,6 +73,7 @@ cg_record(json_t *rec, int64_t seen)
 	json_object_del(o, "use");	/* measured then, not now */
 	json_object_del(o, "ports_held");
 	json_object_del(o, "instance");
+	json_object_del(o, "origin");
 	json_object_set_new(o, "last_seen", json_integer(seen));
 	return (o);
 }

@@ -136,6 +136,7 @@ struct cluster {
 	char		*prefix;	/* "/gmux/ID/" */
 	char		*elect;		/* the election's name */
 	char		*instance;	/* this daemon's, in its record */
+	char		 origin[17];	/* its host and home's, in its record */
 	u_int		 ttl;		/* seconds */
 	int64_t		 lease;		/* 0: none */
 	int64_t		 last_ok;	/* mono ms of the last keepalive */

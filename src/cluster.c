@@ -294,6 +294,7 @@ cluster_record(void)
 	    sysconf(_SC_PAGESIZE), "use", cluster_use(),
 	    "started", (json_int_t)server_started, "version", GMUX_VERSION,
 	    "instance", cluster->instance, "tags", config_get("TAGS"));
+	json_object_set_new(o, "origin", json_string(cluster->origin));
 	if ((ports = cluster_ports_json()) != NULL)	/* cluster-ports.c */
 		json_object_set_new(o, "ports_held", ports);
 	text = json_dumps(o, JSON_COMPACT|JSON_SORT_KEYS);
@@ -374,6 +375,38 @@ cluster_keepalive(int64_t now)
 /* ------------------------------------------------------------------ */
 /* Registering and the record. */
 
+/*
+ * This daemon's origin: its host's name and its home's path, hashed.  One
+ * daemon runs on a home at a time, so a record of the same origin is
+ * this member's from an earlier run.
+ */
+static void
+cluster_origin(void)
+{
+	char	 host[256], *home, *s, hex[DIGEST_HEX];
+
+	if (gethostname(host, sizeof host) != 0)
+		host[0] = '\0';
+	host[sizeof host - 1] = '\0';
+	if ((home = realpath(path_home(), NULL)) == NULL)
+		home = xstrdup(path_home());
+	xasprintf(&s, "%s:%s", host, home);
+	digest_buf(s, strlen(s), hex);
+	memcpy(cluster->origin, hex, sizeof cluster->origin - 1);
+	cluster->origin[sizeof cluster->origin - 1] = '\0';
+	free(s);
+	free(home);
+}
+
+/* Does record o's field say v? */
+static int
+cluster_record_is(json_t *o, const char *field, const char *v)
+{
+	const char	*has = json_string_value(json_object_get(o, field));
+
+	return (has != NULL && strcmp(has, v) == 0);
+}
+
 static void
 cluster_register_cb(struct etcd_reply *r, const char *err, void *arg)
 {
@@ -400,10 +433,15 @@ cluster_register_cb(struct etcd_reply *r, const char *err, void *arg)
 	free(text);
 	kv = etcd_reply_find(r, cluster_key("m/%s", cluster->name));
 	o = kv != NULL ? json_loads(kv->value, 0, NULL) : NULL;
-	if (kv != NULL && o != NULL && strcmp(cluster->instance,
-	    json_string_value(json_object_get(o, "instance")) != NULL ?
-	    json_string_value(json_object_get(o, "instance")) : "") == 0) {
-		cluster->reg_mod = kv->mod_rev;	/* ours, an older lease */
+	if (kv != NULL && o != NULL && (cluster_record_is(o, "instance",
+	    cluster->instance) || cluster_record_is(o, "origin",
+	    cluster->origin))) {
+		/*
+		 * Ours under an older lease, or our previous run's (this
+		 * host and home, where one daemon runs at a time): taken over
+		 * at once, before the leader may think this member gone.
+		 */
+		cluster->reg_mod = kv->mod_rev;
 		cluster->reg_next = 0;
 		json_decref(o);
 		return;
@@ -743,6 +781,7 @@ cluster_init(struct event_base *base, char **cause)
 	random_bytes(r, sizeof r);
 	cluster->instance = xmalloc(2 * sizeof r + 1);
 	hex_encode(r, sizeof r, cluster->instance);
+	cluster_origin();
 	cluster_self();
 	cluster_job_start();
 	cluster_peer_start();

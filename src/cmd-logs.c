@@ -69,10 +69,10 @@ logs_common(const struct cmd_entry *c, int argc, char **argv, int attach)
 	stream_init(&s, argv[optind], attach ? STREAM_ATTACH : STREAM_LOGS);
 	s.offset = from;
 	/* A cluster job's, from any member: it follows it there. */
-	cluster = cmd_cluster_id(argv[optind]);
+	cluster = s.cluster = cmd_cluster_id(argv[optind]);
 	xasprintf(&path, "/v1/%sjobs/%s/log?from=%llu%s", cluster ?
 	    "cluster/" : "", argv[optind], from, follow ? "&follow=1" : "");
-	rc = stream_run(&s, "GET", path, NULL, follow && !cluster);
+	rc = stream_run(&s, "GET", path, NULL, follow);
 	free(path);
 	if (rc != 0)
 		return (rc == 1 ? 0 : 1);

@@ -121,19 +121,11 @@ run_cluster_unstarted(json_t *o, const char *followed)
 	return (run_cluster_state(o, "queued", "assigned"));
 }
 
-/* The id of gang record o's part of rank 0, or NULL. */
+/* The id of gang record o's part of rank 0 (its member said it), or NULL. */
 static const char *
 run_gang_rank0(json_t *o)
 {
-	json_t	*p;
-	size_t	 i;
-
-	json_array_foreach(json_object_get(o, "parts"), i, p) {
-		if (json_integer_value(json_object_get(json_object_get(p,
-		    "gang"), "rank")) == 0)
-			return (json_string_value(json_object_get(p, "id")));
-	}
-	return (NULL);
+	return (json_string_value(json_object_get(o, "rank0")));
 }
 
 /*

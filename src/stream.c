@@ -204,6 +204,27 @@ stream_interrupt(void *arg)
 }
 
 /*
+ * The job's state now, into st (of len bytes); "" if the daemon cannot
+ * say now.
+ */
+static void
+stream_job_state(struct stream *s, char *st, size_t len)
+{
+	struct client_reply	 r;
+	const char		*state;
+	char			*path;
+
+	*st = '\0';
+	xasprintf(&path, "%s/%s", stream_jobs(s), s->job);
+	if (client_call("GET", path, NULL, &r) == 0 && r.status == 200 &&
+	    (state = json_string_value(json_object_get(r.body, "state"))) !=
+	    NULL)
+		snprintf(st, len, "%s", state);
+	client_reply_clear(&r);
+	free(path);
+}
+
+/*
  * Is the job still queued (a cluster job's: or assigned) or running (its
  * last exit frame was not its end)?  If the daemon cannot say now, the
  * answer is yes: the stream goes on, and resumes from the log, which ends
@@ -212,21 +233,11 @@ stream_interrupt(void *arg)
 static int
 stream_job_goes_on(struct stream *s)
 {
-	struct client_reply	 r;
-	const char		*state;
-	char			*path;
-	int			 on = 1;
+	char	 st[32];
 
-	xasprintf(&path, "%s/%s", stream_jobs(s), s->job);
-	if (client_call("GET", path, NULL, &r) == 0 && r.status == 200) {
-		state = json_string_value(json_object_get(r.body, "state"));
-		on = state != NULL && (strcmp(state, "queued") == 0 ||
-		    strcmp(state, "assigned") == 0 ||
-		    strcmp(state, "running") == 0);
-	}
-	client_reply_clear(&r);
-	free(path);
-	return (on);
+	stream_job_state(s, st, sizeof st);
+	return (*st == '\0' || strcmp(st, "queued") == 0 ||
+	    strcmp(st, "assigned") == 0 || strcmp(st, "running") == 0);
 }
 
 static void
@@ -238,22 +249,38 @@ stream_sleep(int ms)
 }
 
 /*
- * A cluster job's log answers 409 while its member has claimed it but not
- * started it yet: asked again every STREAM_START_MS, up to STREAM_RETRY_MS,
- * while the job goes on.  Is it worth asking again (it slept)?
+ * A cluster job's log answers 409 while the job is queued, and while its
+ * member has claimed it but not started it yet: asked again every
+ * STREAM_START_MS, while queued for as long as it is when following
+ * (said once), else up to STREAM_RETRY_MS while the job goes on.  Is it
+ * worth asking again (it slept)?
  */
 static int
-stream_wait_start(struct stream *s, struct client_reply *r,
+stream_wait_start(struct stream *s, struct client_reply *r, int follow,
     int64_t *deadline)
 {
+	char	 st[32];
+
 	if (!s->cluster || r->status != 409 || s->job[0] == '\0')
 		return (0);
 	if (*deadline == 0)
 		*deadline = clock_mono_ms() + STREAM_RETRY_MS;
+	stream_sleep(STREAM_START_MS);
+	stream_job_state(s, st, sizeof st);
+	if (strcmp(st, "queued") == 0) {
+		if (!follow)
+			return (0);	/* no output yet: said so */
+		if (!s->waited && s->mode != STREAM_RUN)
+			fprintf(stderr, "gmux: %s is queued in the cluster; "
+			    "waiting for it to start\n", s->job);
+		s->waited = 1;
+		*deadline = 0;
+		return (1);
+	}
 	if (clock_mono_ms() > *deadline)
 		return (0);
-	stream_sleep(STREAM_START_MS);
-	return (stream_job_goes_on(s));
+	return (*st == '\0' || strcmp(st, "queued") == 0 ||
+	    strcmp(st, "assigned") == 0 || strcmp(st, "running") == 0);
 }
 
 /*
@@ -279,7 +306,7 @@ stream_run(struct stream *s, const char *method, const char *path,
 	for (;;) {
 		rc = client_stream(method, path, body, &cbs, &r);
 		if (rc == 0 && r.status == 409 && s->cluster) {
-			if (stream_wait_start(s, &r, &started)) {
+			if (stream_wait_start(s, &r, follow, &started)) {
 				client_reply_clear(&r);
 				continue;
 			}
@@ -287,12 +314,25 @@ stream_run(struct stream *s, const char *method, const char *path,
 			 * It ended meanwhile: its log once more (it may have
 			 * run and ended between two asks), then it never ran.
 			 */
-			if (!stream_job_goes_on(s)) {
+			if (!stream_job_goes_on(s) && !asked_ended++) {
 				client_reply_clear(&r);
-				if (!asked_ended++)
-					continue;
-				break;
+				continue;
 			}
+			if (asked_ended && s->mode == STREAM_RUN) {
+				client_reply_clear(&r);
+				break;	/* gmux run says how it ended */
+			}
+		}
+		/*
+		 * A cluster job's member (or etcd) did not answer: asked
+		 * again, as after a lost connection, until the deadline.
+		 */
+		if (rc == 0 && r.status >= 500 && s->cluster && follow &&
+		    s->job[0] != '\0') {
+			if (!told++)
+				fprintf(stderr, "gmux: %s; asking again\n",
+				    r.error != NULL ? r.error : "no answer");
+			rc = -1;
 		}
 		if (rc == 0 && r.status >= 400) {
 			s->refused = r.status;
@@ -325,8 +365,10 @@ stream_run(struct stream *s, const char *method, const char *path,
 		if (deadline == 0)
 			deadline = clock_mono_ms() + STREAM_RETRY_MS;
 		if (clock_mono_ms() > deadline) {
-			fprintf(stderr, "gmux: lost the daemon; %s may still "
-			    "run (gmux attach %s)\n", s->job, s->job);
+			fprintf(stderr, "gmux: lost %s; %s may still run (gmux "
+			    "%s %s)\n", s->cluster ? "its member" :
+			    "the daemon", s->job, s->cluster ? "logs -f" :
+			    "attach", s->job);
 			free(next);
 			return (-1);
 		}

@@ -382,3 +382,45 @@ def test_gmux_run_follows_a_gang(members, make_client, etcd):
     assert rc in (130, 143), (rc, run.err)
     for k in (0, 1):
         assert _end(etcd, cid, "%s-%d" % (gid, k))["state"] == "stopped"
+
+
+def test_logs_follow_a_queued_job_a_gang_and_say_what_an_array_is(
+        members, make_client, etcd):
+    """gmux logs -f of a queued cluster job waits for it to start, then
+    follows it (it exited at once: 'is queued: no output yet'); a gang's
+    own id is its rank 0's output (it was 'no cluster job'); an array's
+    says its output is its elements'."""
+    cid = "cs10"
+    a, b, c = _cluster(members, make_client, cid)
+    blocker = _cluster_id(c.gmux("run", "-d", "--gpus", "rtx4090:1",
+                                 "--share", "1", "--", "sleep", "60"))
+    wait_for(lambda: [k for k in etcd.get_prefix("/gmux/%s/r/" % cid)
+                      if k.endswith("/" + blocker)], 30, 0.05,
+             what="the card taken")
+    jid = _cluster_id(c.gmux("run", "-d", "--gpus", "rtx4090:1", "--share",
+                             "1", "--", "sh", "-c", "echo late; exit 4"))
+    for d in (c, a):
+        r = d.gmux("logs", jid)       # not following: said, not waited
+        assert r.returncode == 1 and b"is queued" in r.stderr, r
+    p = c.popen("logs", "-f", jid, stdout=-1, stderr=-1)
+    time.sleep(1.5)
+    assert p.poll() is None, p.communicate()    # waits while queued
+    assert c.gmux("stop", blocker).returncode == 0
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and out == b"late\n", (p.returncode, out, err)
+    assert b"is queued in the cluster; waiting for it to start" in err, err
+    gid = _cluster_id(c.gmux("run", "-d", "--nodes", "2", "--share",
+                             "0.25", "--", "sh", "-c", "echo rank $RANK"))
+    _end(etcd, cid, gid + "-0")
+    _end(etcd, cid, gid + "-1")
+    for d in (c, a, b):
+        r = d.gmux("logs", gid)
+        assert (r.returncode, r.stdout) == (0, b"rank 0\n"), r
+    r = c.gmux("cluster", "submit", "--array", "0-1", "--share", "0.25",
+               "--", "true")
+    aid = r.stdout.decode().strip()
+    r = c.gmux("logs", aid)
+    assert r.returncode == 1 and (b"%s is an array: the output is its "
+                                  b"elements' (%s_N)" % (aid.encode(),
+                                                         aid.encode())) \
+        in r.stderr, r
