@@ -153,7 +153,7 @@ char *
 cluster_refusal(const struct cluster_member *v, u_int n,
     const struct cluster_shape *s)
 {
-	u_int		 i, c, fit, typed, most = 0, mtyped = 0, could = 0;
+	u_int		 i, c, typed, most = 0, mtyped = 0, could = 0;
 	u_int		 hold = 0;
 	char		*why;
 
@@ -168,12 +168,10 @@ cluster_refusal(const struct cluster_member *v, u_int n,
 		if (!cluster_member_could(&v[i], s))
 			continue;
 		could++;
-		for (c = fit = typed = 0; c < v[i].ncards; c++) {
+		for (c = typed = 0; c < v[i].ncards; c++)
 			typed += s->type[0] == '\0' || jobspec_type_is(
 			    v[i].cards[c].vendor, v[i].cards[c].model, s->type);
-			fit += cluster_card_could(&v[i].cards[c], s);
-		}
-		if (s->ncards == 0 || s->seats == 0 || fit >= s->ncards) {
+		if (cluster_member_holds(&v[i], s)) {
 			if (++hold >= s->nodes)
 				return (NULL);
 			continue;

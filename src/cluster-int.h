@@ -277,6 +277,27 @@ cluster_member_could(const struct cluster_member *m,
 	return (1);
 }
 
+/* How many of member m's cards could ever hold a part of s. */
+static inline u_int
+cluster_cards_could(const struct cluster_member *m,
+    const struct cluster_shape *s)
+{
+	u_int	 c, fit = 0;
+
+	for (c = 0; c < m->ncards; c++)
+		fit += cluster_card_could(&m->cards[c], s);
+	return (fit);
+}
+
+/* Whether member m could ever hold s, its cards too. */
+static inline int
+cluster_member_holds(const struct cluster_member *m,
+    const struct cluster_shape *s)
+{
+	return (cluster_member_could(m, s) && (s->ncards == 0 ||
+	    s->seats == 0 || cluster_cards_could(m, s) >= s->ncards));
+}
+
 /* cluster-why.c: what each queued job waits for */
 void		 cluster_why(json_t **, u_int, const struct etcd_reply *);
 

@@ -180,7 +180,7 @@ cw_nearest(struct cw *w, const struct cluster_shape *s)
 	char	*why;
 
 	for (i = 0; i < w->n; i++) {
-		if (!cluster_member_could(&w->rooms[i].m, s))
+		if (!cluster_member_holds(&w->rooms[i].m, s))
 			continue;
 		if ((lack = cw_lacks(&w->rooms[i], s, buf, sizeof buf)) <
 		    blest) {

@@ -285,7 +285,13 @@ def test_queue_says_what_each_waits_for(members, tmp):
                                              "2")))
     cpus = _id(submit(a, tmp, "true", flags=("--share", "0", "--cpus", "1",
                                              "--server", "a")))
+    typed = _id(submit(a, tmp, "true", flags=("--share", "0.5", "--gpus",
+                                              "a10:1")))
     q = {x["id"]: x for x in json.loads(b.gmux("queue", "--json").stdout)}
+    # the nearest is one that could ever hold it: b's A10, not a's H100
+    assert q[typed]["waits_for"] == ("no member has room now; nearest: b, "
+                                     "which lacks room on 1 card (0 have "
+                                     "it)")
     assert q[card]["waits_for"] == ("no member has room now; nearest: a, "
                                     "which lacks room on 1 card (0 have it)")
     assert q[gang]["waits_for"] == ("a gang of 2 waits for 2 members with "
@@ -294,7 +300,7 @@ def test_queue_says_what_each_waits_for(members, tmp):
                                     "which lacks 1 CPUs (0 free)")
     text = b.gmux("queue").stdout.decode()
     assert "WAITS FOR" in text and "nearest: a" in text
-    for x in held + [cpu, card, gang, cpus]:
+    for x in held + [cpu, card, gang, cpus, typed]:
         a.gmux("cluster", "stop", x, check=0)
 
 
