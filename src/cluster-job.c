@@ -355,15 +355,12 @@ cj_run(struct cj *c, char **cause)
 	struct prepare	*prep = NULL;
 	struct job	*j;
 	const char	*owner;
-	char		*env;
 	int		 code, rc;
 
 	jobreq_init(&r);
 	if (jobreq_from_json(json_object_get(c->rec, "req"), &r, cause) != 0)
 		goto fail;
-	xasprintf(&env, "%s%s", CLUSTER_ENV, c->id);
-	strv_add(&r.env, env);
-	free(env);
+	job_env_set(&r.env, "%s%s", CLUSTER_ENV, c->id);
 	cj_gang_env(json_object_get(c->rec, "gang"), &r);
 	if (cj_gang_port_free(json_object_get(c->rec, "gang"), cause) != 0)
 		goto fail;
@@ -649,17 +646,11 @@ cluster_job_tick(int64_t now)
 int64_t
 cluster_job_orphan_ms(const struct job *j)
 {
-	char *const	*e;
-
 	if (cluster == NULL || !(j->req.flags & JOB_REQUEUE) ||
-	    j->req.env == NULL)
+	    jobreq_env(&j->req, "GMUX_CLUSTER_JOB") == NULL)
 		return (0);
-	for (e = j->req.env; *e != NULL; e++) {
-		if (strncmp(*e, CLUSTER_ENV, strlen(CLUSTER_ENV)) == 0)
-			return ((int64_t)cluster->ttl * 1000 +
-			    CLUSTER_GRACE_MS - CLUSTER_ORPHAN_MARGIN_MS);
-	}
-	return (0);
+	return ((int64_t)cluster->ttl * 1000 + CLUSTER_GRACE_MS -
+	    CLUSTER_ORPHAN_MARGIN_MS);
 }
 
 /*

@@ -206,6 +206,10 @@ run_request_here(const struct cmd_entry *c, json_t *o, int argc, char **argv)
 	json_object_set_new(o, "argv", a);
 	a = json_array();
 	for (i = 0; environ[i] != NULL; i++) {
+		/* this caller's own cluster job, if it runs in one: not the
+		 * new job's (its member sets that) */
+		if (strncmp(environ[i], "GMUX_CLUSTER_JOB=", 17) == 0)
+			continue;
 		if ((v = json_string(environ[i])) != NULL)
 			json_array_append_new(a, v);
 		else

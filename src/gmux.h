@@ -353,6 +353,7 @@ struct jobreq {
 #define JOBREQ_KEY_RULE	"1 to 64 letters, digits, '.', '_', ':' or '-'"
 void		 jobreq_init(struct jobreq *);
 void		 jobreq_clear(struct jobreq *);
+const char	*jobreq_env(const struct jobreq *, const char *);
 int		 jobreq_from_json(json_t *, struct jobreq *, char **);
 int		 jobreq_patch_from_json(json_t *, struct jobreq *, char **);
 json_t		*jobreq_to_json(const struct jobreq *);

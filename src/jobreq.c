@@ -27,6 +27,20 @@ jobreq_init(struct jobreq *r)
 	jobspec_init(&r->spec);
 }
 
+/* The value of variable name in r's environment, or NULL. */
+const char *
+jobreq_env(const struct jobreq *r, const char *name)
+{
+	char *const	*e;
+	size_t		 len = strlen(name);
+
+	for (e = r->env; e != NULL && *e != NULL; e++) {
+		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
+			return (*e + len + 1);
+	}
+	return (NULL);
+}
+
 void
 jobreq_clear(struct jobreq *r)
 {

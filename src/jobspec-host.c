@@ -265,15 +265,21 @@ jobspec_host_env(const struct job *j, char ***envp)
 /*
  * A --output or --error pattern made a path: %j the job ("j12_3"), %A its
  * array ("j12", or the job), %a its index, %x its name, %u its owner, %%
- * a percent sign; relative to the job's directory.  NULL with *cause if
- * a part is unknown.
+ * a percent sign; relative to the job's directory.  A cluster job's are
+ * the cluster's (its id, its array's, its element's index), not those of
+ * the local job that runs it: members sharing a directory would write
+ * one file.  NULL with *cause if a part is unknown.
  */
 static char *
 jobspec_expand(const struct job *j, const char *pat, char **cause)
 {
 	const struct jobspec	*s = &j->req.spec;
-	const char		*p, *dir;
-	char			*out, *t, part[64];
+	const char		*p, *dir, *cid, *cof = NULL, *idx;
+	char			*out, *t, part[80];
+
+	/* a cluster job's: its id, and its array's if an element */
+	if ((cid = jobreq_env(&j->req, "GMUX_CLUSTER_JOB")) != NULL)
+		cof = jobreq_env(&j->req, "GMUX_ARRAY_JOB_ID");
 
 	dir = j->req.cwd != NULL ? j->req.cwd : getenv("HOME");
 	xasprintf(&out, "%s", *pat == '/' || dir == NULL ? "" : dir);
@@ -291,14 +297,25 @@ jobspec_expand(const struct job *j, const char *pat, char **cause)
 		}
 		switch (*++p) {
 		case 'j':
-			snprintf(part, sizeof part, "%s", j->name);
+			snprintf(part, sizeof part, "%s", cid != NULL ? cid :
+			    j->name);
 			break;
 		case 'A':
-			snprintf(part, sizeof part, "j%u", s->array_of ?
-			    s->array_of : j->id);
+			if (cid != NULL)
+				snprintf(part, sizeof part, "%s", cof != NULL ?
+				    cof : cid);
+			else
+				snprintf(part, sizeof part, "j%u", s->array_of ?
+				    s->array_of : j->id);
 			break;
 		case 'a':
-			snprintf(part, sizeof part, "%u", s->array_index);
+			if (cid != NULL)
+				snprintf(part, sizeof part, "%s", cof != NULL &&
+				    (idx = jobreq_env(&j->req,
+				    "GMUX_ARRAY_INDEX")) != NULL ? idx : "0");
+			else
+				snprintf(part, sizeof part, "%u",
+				    s->array_index);
 			break;
 		case 'x':
 			snprintf(part, sizeof part, "%s", s->name ? s->name :

@@ -424,3 +424,37 @@ def test_logs_follow_a_queued_job_a_gang_and_say_what_an_array_is(
                                   b"elements' (%s_N)" % (aid.encode(),
                                                          aid.encode())) \
         in r.stderr, r
+
+
+def test_output_patterns_of_cluster_jobs_are_the_clusters(members, etcd,
+                                                         tmp):
+    """--output's %j, %A and %a in a cluster job are its cluster id, its
+    array's and its index, not the local job's jN: two members with the
+    same jN in a shared directory wrote one file (one job's output lost)."""
+    cid = "cs11"
+    a = members("a", cid, tls=True)
+    joined(members("b", cid, B_FAKE, tls=True), 2)
+    joined(a, 2)
+    work = os.path.join(tmp, "work")
+    os.makedirs(os.path.join(work, "outs"))
+    for m in ("a", "b"):
+        r = _on(a, work, "run", "-q", "--server", m, "--output",
+                "outs/slurm-%j.out", "--", "echo", "from-" + m)
+        assert r.returncode == 0, r.stderr
+    for m in ("a", "b"):
+        got = {f: open(os.path.join(work, "outs", f)).read()
+               for f in os.listdir(os.path.join(work, "outs"))
+               if ("from-" + m) in open(os.path.join(work, "outs",
+                                                     f)).read()}
+        assert len(got) == 1, got
+        name = list(got)[0]
+        assert name.startswith("slurm-a.") and name.endswith(".out"), got
+    with open(os.path.join(work, "arr.sh"), "w") as f:
+        f.write("#!/bin/sh\n#SBATCH --array=0-2 --output=outs/%A_%a.txt\n"
+                "echo element $SLURM_ARRAY_TASK_ID\n")
+    aid = _cluster_id(_on(a, work, "submit", "arr.sh"))
+    for i in range(3):
+        _end(etcd, cid, "%s_%d" % (aid, i))
+        path = os.path.join(work, "outs", "%s_%d.txt" % (aid, i))
+        with open(path) as f:
+            assert f.read() == "element %d\n" % i
