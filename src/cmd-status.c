@@ -26,7 +26,9 @@ const struct cmd_entry cmd_status_entry = {
 	    "  --json               the job or array as JSON, with its "
 	    "elements\n"
 	    "\nAn element's result is the last line it printed on stdout, "
-	    "read as JSON\n(null if it is not JSON).\n",
+	    "read as JSON\n(null if it is not JSON).  A cluster job's "
+	    "(NAME.T) is its elements' or its\ngang's parts' states, exit "
+	    "codes and members, without results.\n",
 	.exec = cmd_status_exec,
 };
 
@@ -155,6 +157,63 @@ status_wait(const char *id)
 	return (rc);
 }
 
+/* A cluster record's row: an element of the status. */
+static json_t *
+status_cluster_row(json_t *o)
+{
+	json_t	*code = json_object_get(o, "exit_code");
+
+	return (json_pack("{s:O,s:O,s:O,s:O,s:n}", "id", json_object_get(o,
+	    "id"), "state", json_object_get(o, "state"), "exit_code",
+	    json_is_integer(code) && json_integer_value(code) >= 0 ? code :
+	    json_null(), "host", json_object_get(o, "member") != NULL ?
+	    json_object_get(o, "member") : json_null(), "result"));
+}
+
+/*
+ * A cluster job's status (gmux status NAME.T), from its records: a job
+ * alone, an array's elements made so far, or a gang's parts; no result
+ * (the members keep the output: gmux logs ID).
+ */
+static json_t *
+status_cluster(const char *id)
+{
+	const struct cmd_entry	*c = &cmd_status_entry;
+	json_t			*o, *all, *j, *els, *el;
+	char			*path;
+	size_t			 i;
+
+	xasprintf(&path, "/v1/cluster/jobs/%s", id);
+	o = cmd_call(c, "GET", path, NULL);
+	free(path);
+	els = json_array();
+	if (json_object_get(o, "parts") != NULL) {
+		json_array_foreach(json_object_get(o, "parts"), i, j)
+			json_array_append_new(els, status_cluster_row(j));
+	} else if (json_object_get(o, "elements") != NULL) {
+		all = cmd_call(c, "GET", "/v1/cluster/jobs", NULL);
+		json_array_foreach(all, i, j) {
+			el = json_object_get(j, "element");
+			if (el != NULL && json_equal(json_object_get(el, "of"),
+			    json_object_get(o, "id")))
+				json_array_append_new(els,
+				    status_cluster_row(j));
+		}
+		json_decref(all);
+	} else
+		json_array_append_new(els, status_cluster_row(o));
+	j = json_pack("{s:O,s:O,s:I,s:o}", "id", json_object_get(o, "id"),
+	    "state", json_object_get(o, "state"), "count", (json_int_t)
+	    (json_object_get(o, "elements") != NULL ? json_integer_value(
+	    json_object_get(json_object_get(o, "elements"), "count")) :
+	    (json_int_t)json_array_size(els)), "elements", els);
+	if (json_object_get(o, "exit_code") != NULL)
+		json_object_set(j, "exit_code", json_object_get(o,
+		    "exit_code"));
+	json_decref(o);
+	return (j);
+}
+
 static int
 cmd_status_exec(int argc, char **argv)
 {
@@ -169,9 +228,13 @@ cmd_status_exec(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		cmd_usage_error(c, "one job or array id is needed");
-	xasprintf(&path, "/v1/jobs/%s/status", argv[optind]);
-	o = cmd_call(c, "GET", path, NULL);
-	free(path);
+	if (cmd_cluster_id(argv[optind]))
+		o = status_cluster(argv[optind]);
+	else {
+		xasprintf(&path, "/v1/jobs/%s/status", argv[optind]);
+		o = cmd_call(c, "GET", path, NULL);
+		free(path);
+	}
 	if (json)
 		json_print(o, stdout);
 	else

@@ -424,6 +424,24 @@ def test_logs_follow_a_queued_job_a_gang_and_say_what_an_array_is(
                                   b"elements' (%s_N)" % (aid.encode(),
                                                          aid.encode())) \
         in r.stderr, r
+    # gmux status of a cluster id: its elements, its parts, or itself
+    for k in (0, 1):
+        _end(etcd, cid, "%s_%d" % (aid, k))
+    st = c.json("status", "--json", aid)
+    assert (st["state"], st["count"]) == ("exited", 2), st
+    assert sorted((e["id"], e["state"], e["exit_code"]) for e in
+                  st["elements"]) == [(aid + "_0", "exited", 0),
+                                      (aid + "_1", "exited", 0)], st
+    st = c.json("status", "--json", gid)
+    assert sorted(e["id"] for e in st["elements"]) == [gid + "-0",
+                                                       gid + "-1"], st
+    assert {e["host"] for e in st["elements"]} == {"a", "b"}, st
+    st = c.json("status", "--json", jid)
+    assert (st["state"], st["exit_code"], [e["host"] for e in
+                                           st["elements"]]) == \
+        ("exited", 4, ["b"]), st
+    assert c.gmux("status", jid).stdout.startswith(
+        b"%s: exited, 1 element\n" % jid.encode())
 
 
 def test_output_patterns_of_cluster_jobs_are_the_clusters(members, etcd,
