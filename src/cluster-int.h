@@ -181,7 +181,7 @@ char		*cluster_stop_value(json_t *);
 char		*cluster_part_id(const char *, u_int, u_int);
 
 /* cluster-fit.c: what a job asks of a member, and why none could hold it */
-#define CLUSTER_GANG_MAX	32	/* a gang's members, at most */
+#define CLUSTER_GANG_MAX	JOBSPEC_NODES_MAX
 #define CLUSTER_WORD	64		/* a type's, a name's, a tag's room */
 #define CLUSTER_CARDS	64		/* a member's cards counted, at most */
 #define CLUSTER_ID_MAX	128		/* a job id's room */

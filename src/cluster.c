@@ -716,22 +716,30 @@ cluster_self(void)
 	free(text);
 }
 
+/*
+ * The member's settings, checked: CLUSTER_ID in *id, NAME (or the host's
+ * name) in name (of len bytes), ETCD's URLs well formed.  -1 with *cause
+ * naming the setting.
+ */
 static int
-cluster_config(char **cause)
+cluster_settings(const char **id, char *name, size_t len, char **cause)
 {
-	const char	*id = config_get("CLUSTER_ID"), *name;
-	char		 host[256];
+	struct etcd	*e;
+	const char	*v;
 
-	if (id == NULL || !cluster_name_ok(id, 64)) {
-		xasprintf(cause, "CLUSTER_ID: %s", id == NULL ? "missing" :
+	*id = config_get("CLUSTER_ID");
+	if (*id == NULL || !cluster_name_ok(*id, 64)) {
+		xasprintf(cause, "CLUSTER_ID: %s", *id == NULL ? "missing" :
 		    "not 1-64 of [A-Za-z0-9_-]");
 		return (-1);
 	}
-	if ((name = config_get("NAME")) == NULL) {
-		if (gethostname(host, sizeof host) != 0)
-			snprintf(host, sizeof host, "gmux");
-		host[strcspn(host, ".")] = '\0';
-		name = host;
+	if ((v = config_get("NAME")) != NULL)
+		snprintf(name, len, "%s", v);
+	else {
+		if (gethostname(name, len) != 0)
+			snprintf(name, len, "gmux");
+		name[len - 1] = '\0';
+		name[strcspn(name, ".")] = '\0';
 	}
 	if (!cluster_name_ok(name, 63)) {
 		xasprintf(cause, "NAME: '%s' is not 1-63 of [A-Za-z0-9_-]",
@@ -742,6 +750,41 @@ cluster_config(char **cause)
 		xasprintf(cause, "ETCD: missing (CLUSTER_MODE is member)");
 		return (-1);
 	}
+	if ((e = etcd_create(NULL, config_get("ETCD"), cause)) == NULL)
+		return (-1);
+	etcd_free(e);
+	return (0);
+}
+
+/*
+ * Whether this daemon's cluster settings will do, before it starts
+ * serving or says anything (an invite): 1 for a member, 0 standalone, -1
+ * with *cause for a bad one.
+ */
+int
+cluster_check(char **cause)
+{
+	const char	*mode = config_get("CLUSTER_MODE"), *id;
+	char		 name[256];
+
+	if (mode == NULL || *mode == '\0' || strcmp(mode, "standalone") == 0)
+		return (0);
+	if (strcmp(mode, "member") != 0) {
+		xasprintf(cause, "CLUSTER_MODE: '%s' is not member or "
+		    "standalone", mode);
+		return (-1);
+	}
+	return (cluster_settings(&id, name, sizeof name, cause) == 0 ? 1 : -1);
+}
+
+static int
+cluster_config(char **cause)
+{
+	const char	*id;
+	char		 name[256];
+
+	if (cluster_settings(&id, name, sizeof name, cause) != 0)
+		return (-1);
 	cluster->id = xstrdup(id);
 	cluster->name = xstrdup(name);
 	xasprintf(&cluster->prefix, "/gmux/%s/", id);
@@ -758,19 +801,14 @@ cluster_config(char **cause)
 int
 cluster_init(struct event_base *base, char **cause)
 {
-	const char	*mode = config_get("CLUSTER_MODE");
 	struct timeval	 tv;
 	u_char		 r[8];
 	const char	*e = getenv("GMUX_TEST_CLUSTER_TICK_MS");
 	long		 tick = CLUSTER_TICK_MS;
+	int		 rc;
 
-	if (mode == NULL || *mode == '\0' || strcmp(mode, "standalone") == 0)
-		return (0);
-	if (strcmp(mode, "member") != 0) {
-		xasprintf(cause, "CLUSTER_MODE: '%s' is not member or "
-		    "standalone", mode);
-		return (-1);
-	}
+	if ((rc = cluster_check(cause)) <= 0)
+		return (rc);
 	cluster = xcalloc(1, sizeof *cluster);
 	cluster->base = base;
 	if (cluster_config(cause) != 0 || (cluster->etcd = etcd_create(base,

@@ -258,6 +258,7 @@ int64_t		 array_position(const struct array_spec *, u_int);
 char		*array_format(const struct array_spec *, u_int);
 
 /* jobspec.c: a request's placement directives (docs/scheduling.md) */
+#define JOBSPEC_NODES_MAX 32		/* a gang's members, at most */
 enum jobspec_mode {
 	JOBSPEC_SHARED,			/* a guaranteed share, memory fits */
 	JOBSPEC_EXCLUSIVE,		/* whole cards */
@@ -1902,6 +1903,7 @@ void		 api_tenant_rm(struct evhttp_request *, const char *,
 
 /* cluster.c, api-cluster.c: a member of a cluster on etcd (cluster-int.h) */
 int		 cluster_init(struct event_base *, char **);
+int		 cluster_check(char **);
 void		 cluster_shutdown(void);
 void		 api_cluster_get(struct evhttp_request *, const char *,
 		     const struct api_who *);

@@ -82,7 +82,35 @@ jobfile_add(struct jobfile *f, u_int line, const char *name, const char *v)
 	f->v[f->n].line = line;
 	f->v[f->n].name = xstrdup(name);
 	f->v[f->n].value = v != NULL ? xstrdup(v) : NULL;
+	f->v[f->n].sbatch = NULL;
 	f->n++;
+}
+
+/*
+ * A directive's error, cause as gmux run's flag says it ("--ram: ..."),
+ * in the words of the line: an #SBATCH flag's own name, and the field
+ * not said twice ("--gpus: gpus: ...").
+ */
+static void
+jobfile_apply_error(struct jobfile *f, const struct jobfile_dir *d,
+    const char *cause)
+{
+	size_t	 len = strlen(d->name);
+
+	if (strncmp(cause, "--", 2) != 0 || strncmp(cause + 2, d->name,
+	    len) != 0 || strncmp(cause + 2 + len, ": ", 2) != 0) {
+		jobfile_error(f, d->line, "%s", cause);	/* as it is */
+		return;
+	}
+	cause += len + 4;
+	if (strncmp(cause, d->name, len) == 0 && strncmp(cause + len, ": ",
+	    2) == 0)
+		cause += len + 2;
+	if (d->sbatch != NULL)
+		jobfile_error(f, d->line, "#SBATCH --%s: %s", d->sbatch,
+		    cause);
+	else
+		jobfile_error(f, d->line, "--%s: %s", d->name, cause);
 }
 
 /*
@@ -195,6 +223,7 @@ jobfile_sbatch_one(struct jobfile *f, u_int line, const char *name,
 	if (strcmp(jobfile_sbatch[i].slurm, "mem") == 0)
 		v = tv = jobfile_mem(v);
 	jobfile_add(f, line, jobfile_sbatch[i].gmux, v);
+	f->v[f->n - 1].sbatch = jobfile_sbatch[i].slurm;
 	free(tv);
 }
 
@@ -371,7 +400,7 @@ jobfile_apply(struct jobfile *f, json_t *o)
 			jobfile_error(f, f->v[i].line, "--%s: not a flag of "
 			    "gmux run", f->v[i].name);
 		else if (runopt_apply(o, opt, f->v[i].value, &cause) != 0)
-			jobfile_error(f, f->v[i].line, "%s", cause);
+			jobfile_apply_error(f, &f->v[i], cause);
 		free(cause);
 	}
 	if (f->errors == NULL)

@@ -107,6 +107,7 @@ struct jobfile_dir {
 	u_int		 line;
 	char		*name;		/* gmux run's flag, without -- */
 	char		*value;		/* NULL: a flag without one */
+	const char	*sbatch;	/* the #SBATCH flag it came from */
 };
 struct jobfile {
 	struct jobfile_dir *v;

@@ -437,7 +437,8 @@ jobspec_field(const char *k, json_t *v, struct jobreq *r, char **cause)
 	if (strcmp(k, "python") == 0)	/* tenant-publish.c */
 		return (jobspec_string(v, k, 0, &s->python, cause));
 	if (strcmp(k, "nodes") == 0)
-		return (jobspec_uint(v, k, 1, 1024, &s->nodes, cause));
+		return (jobspec_uint(v, k, 1, JOBSPEC_NODES_MAX, &s->nodes,
+		    cause));
 	if (strcmp(k, "array") == 0)
 		return (jobspec_array_field(v, s, cause));
 	if (strcmp(k, "payloads") == 0)

@@ -84,7 +84,7 @@ static const struct runopt runopts[] = {
 	{ "chdir", 1, runopt_chdir, "cwd", 0, 0 },
 	{ "partition", 1, runopt_word, "partition", 0, 0 },
 	{ "python", 1, runopt_word, "python", 0, 0 },
-	{ "nodes", 1, runopt_uint, "nodes", 1, 1024 },
+	{ "nodes", 1, runopt_uint, "nodes", 1, JOBSPEC_NODES_MAX },
 	{ "array", 1, runopt_array, "array", 0, 0 },
 	{ "publish", 1, runopt_port, "publish", 1, 65535 },
 	{ "image", 1, runopt_word, "image", 0, 0 },

@@ -328,6 +328,9 @@ server_setup(const char *fake, char **cause)
 
 	if (config_load(cause) != 0)
 		return (-1);
+	/* a bad cluster setting is said before anything is served or said */
+	if (cluster_check(cause) < 0)
+		return (-1);
 	if (server_tls_addr == NULL)
 		server_tls_addr = config_get("ADDR");	/* docs/cluster.md */
 	if (cards_detect(&server_cards, fake, cause) != 0)

@@ -128,6 +128,30 @@ def test_etcd_unreachable_at_start(tmp):
         _kill_keepers(d.home)
 
 
+def test_bad_settings_are_said_before_an_invite(tmp):
+    """A member's bad setting (ETCD not http://HOST:PORT, CLUSTER_ID,
+    NAME, CLUSTER_MODE) fails gmux serve --addr naming it, before anything
+    is served or an invite printed (it said "serving ... over TLS" and the
+    invite, then failed)."""
+    from conftest import free_port
+    for i, (extra, want) in enumerate((
+            ("ETCD=https://127.0.0.1:1\n", "ETCD: https://127.0.0.1:1: "
+             "only http:// URLs are supported"),
+            ("ETCD=127.0.0.1:1\n", "ETCD: 127.0.0.1:1: only http://"),
+            ("CLUSTER_ID=a/b\n", "CLUSTER_ID: not 1-64 of [A-Za-z0-9_-]"),
+            ("NAME=no.dots\n", "NAME: 'no.dots' is not 1-63"),
+            ("CLUSTER_MODE=leader\n", "CLUSTER_MODE: 'leader' is not "
+             "member or standalone"))):
+        d = member(tmp, None, "bad%d" % i, "t14", extra=extra)
+        r = subprocess.run([GMUX, "serve", "-d", "--fake", "1xH100:80G",
+                            "--addr", "127.0.0.1:%d" % free_port()],
+                           env=d.env, capture_output=True, timeout=30)
+        assert r.returncode != 0, (extra, r)
+        assert want in r.stderr.decode(), (extra, r.stderr)
+        assert b"gmux remote add" not in r.stdout, (extra, r.stdout)
+        assert not os.path.exists(d.socket), extra
+
+
 def test_corrupt_keys_are_skipped(members, tmp, etcd):
     etcd.put("/gmux/t6/m/bogus", "not json")
     etcd.put("/gmux/t6/q/bad.1", "{\"req\": 3}")

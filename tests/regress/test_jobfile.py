@@ -282,7 +282,7 @@ def test_each_bad_directive_is_an_error_naming_its_line(daemon, tmp_path):
             "line 7: --array: ",
             "line 8: a quote is not closed",
             "line 9: --time: 'forever' is not a time limit",
-            "line 10: --nodes: '2-4'",
+            "line 10: #SBATCH --nodes: '2-4'",
             "line 12: #GMUX after the script's first command (line 11)"]
     assert len(err) == len(want), err
     for w in want:

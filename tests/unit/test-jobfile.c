@@ -283,6 +283,28 @@ test_jobfile_directives(void)
 	jobfile_free(&f);
 }
 
+/*
+ * An #SBATCH flag's error names that flag, not gmux's it stands for, and
+ * says a field once (it said "--ram: ..." for --mem, "--gpus: gpus: ...").
+ */
+static void
+test_jobfile_sbatch_errors(void)
+{
+	struct jobfile	 f;
+
+	CHECK(file_of("#!/bin/sh\n#SBATCH --mem=lots\n"
+	    "#SBATCH --gres=gpu:rtx4090:x\n#GMUX --gpus rtx:x\n", &f) ==
+	    NULL);
+	CHECK(strv_len(f.errors) == 3);
+	CHECK(strcmp(f.errors[0], "line 2: #SBATCH --mem: 'lots' is not a "
+	    "size (like 20G, 512M or 1.5T)") == 0);
+	CHECK(strncmp(f.errors[1], "line 3: #SBATCH --gres: 'rtx4090:x' is "
+	    "not [VENDOR|MODEL:]N", 50) == 0);
+	CHECK(strncmp(f.errors[2], "line 4: --gpus: 'rtx:x' is not", 30) ==
+	    0);
+	jobfile_free(&f);
+}
+
 /* Each bad line is its own error, naming the line; in line order. */
 static void
 test_jobfile_errors(void)
@@ -302,7 +324,7 @@ test_jobfile_errors(void)
 		"line 12: #GMUX without a flag",
 		"line 13: --time: ",
 		"line 14: --mode: ",
-		"line 15: --nodes: ",
+		"line 15: #SBATCH --nodes: '2-4' is not",
 		"line 17: #GMUX after the script's first command (line 16)",
 	};
 	struct jobfile	 f;
@@ -364,5 +386,6 @@ main(void)
 	RUN(test_jobspec_bad);
 	RUN(test_jobfile_directives);
 	RUN(test_jobfile_errors);
+	RUN(test_jobfile_sbatch_errors);
 	UNIT_EXIT();
 }
