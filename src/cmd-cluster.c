@@ -245,9 +245,10 @@ cluster_ps(int json)
 /*
  * gmux ps, below the host's own jobs: where the daemon asked is a
  * cluster's member, the cluster's live jobs (all: ended ones too)
- * wherever they run, if there are any.  Quiet where the cluster cannot
- * be read (not a member, a token without its grant, etcd down): gmux ps
- * still shows the host's.
+ * wherever they run, if there are any.  Quiet where the cluster is not
+ * the caller's (not a member, a token without its grant); a line on
+ * stderr where it cannot be read now (etcd away): gmux ps still shows
+ * the host's.
  */
 void
 cmd_cluster_ps_below(int all)
@@ -262,11 +263,15 @@ cmd_cluster_ps_below(int all)
 		xasprintf(&heading, "cluster %s (gmux cluster ps):",
 		    cl_str(r.body, "cluster"));
 	client_reply_clear(&r);
-	if (heading != NULL && client_call("GET", "/v1/cluster/jobs", NULL,
-	    &r) == 0 && r.status == 200)
+	if (heading == NULL)
+		return;
+	if (client_call("GET", "/v1/cluster/jobs", NULL, &r) == 0 &&
+	    r.status == 200)
 		cluster_ps_table(r.body, all, heading);
-	if (heading != NULL)
-		client_reply_clear(&r);
+	else if (r.status == 0 || r.status >= 500)	/* etcd away: said */
+		fprintf(stderr, "gmux ps: the cluster's jobs: %s\n",
+		    r.error != NULL ? r.error : "no answer");
+	client_reply_clear(&r);
 	free(heading);
 }
 

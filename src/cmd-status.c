@@ -81,82 +81,6 @@ status_print(json_t *st)
 	table_free(t);
 }
 
-/* How many of the array's (or the job's) elements are done. */
-static void
-status_count(json_t *o, json_int_t *done, json_int_t *all)
-{
-	json_t	*c = json_object_get(o, "counts");
-
-	if (c == NULL) {
-		*all = 1;
-		*done = json_is_null(json_object_get(o, "ended")) ? 0 : 1;
-		return;
-	}
-	*all = json_integer_value(json_object_get(o, "count"));
-	*done = json_integer_value(json_object_get(c, "ended")) +
-	    json_integer_value(json_object_get(c, "skipped"));
-}
-
-/* One progress report: a redrawn bar on a terminal, else a plain line. */
-static void
-status_progress(json_int_t done, json_int_t all, int64_t ms, int tty)
-{
-	char	 bar[STATUS_BAR + 1];
-	int	 i, fill = all > 0 ? (int)(done * STATUS_BAR / all) : 0;
-
-	for (i = 0; i < STATUS_BAR; i++)
-		bar[i] = i < fill ? '#' : '.';
-	bar[STATUS_BAR] = '\0';
-	if (tty)
-		printf("\r  %s %3d%%  %lld/%lld done  (%llds)", bar, all > 0 ?
-		    (int)(done * 100 / all) : 100, (long long)done,
-		    (long long)all, (long long)(ms / 1000));
-	else
-		printf("%lld/%lld done (%llds)\n", (long long)done,
-		    (long long)all, (long long)(ms / 1000));
-	fflush(stdout);
-}
-
-/*
- * Waits until every element of id has ended, showing progress, then
- * prints each one.  Returns 0 if all exited with 0, 1 if not.
- */
-int
-status_wait(const char *id)
-{
-	const struct cmd_entry	*c = &cmd_status_entry;
-	struct timespec		 ts = { 0, STATUS_POLL_MS * 1000000L };
-	json_t			*o;
-	json_int_t		 done, all, shown = -1;
-	char			*path;
-	int64_t			 t0 = clock_mono_ms();
-	int			 tty = isatty(STDOUT_FILENO), rc;
-
-	xasprintf(&path, "/v1/jobs/%s", id);
-	for (;;) {
-		o = cmd_call(c, "GET", path, NULL);
-		status_count(o, &done, &all);
-		json_decref(o);
-		if (done != shown || tty)
-			status_progress(done, all, clock_mono_ms() - t0, tty);
-		shown = done;
-		if (done >= all)
-			break;
-		nanosleep(&ts, NULL);
-	}
-	if (tty)
-		printf("\n");
-	free(path);
-	xasprintf(&path, "/v1/jobs/%s/status", id);
-	o = cmd_call(c, "GET", path, NULL);
-	free(path);
-	status_print(o);
-	rc = strcmp(str(o, "state"), "exited") == 0 &&
-	    json_integer_value(json_object_get(o, "exit_code")) == 0 ? 0 : 1;
-	json_decref(o);
-	return (rc);
-}
-
 /* A cluster record's row: an element of the status. */
 static json_t *
 status_cluster_row(json_t *o)
@@ -212,6 +136,118 @@ status_cluster(const char *id)
 		    "exit_code"));
 	json_decref(o);
 	return (j);
+}
+
+/* Has a cluster record (or status) in state st ended? */
+static int
+status_cluster_ended(json_t *o)
+{
+	const char	*st = json_string_value(json_object_get(o, "state"));
+
+	return (st != NULL && (strcmp(st, "exited") == 0 ||
+	    strcmp(st, "failed") == 0 || strcmp(st, "stopped") == 0));
+}
+
+/* How many of a cluster job's elements (its status st) are done. */
+static void
+status_cluster_count(json_t *st, json_int_t *done, json_int_t *all)
+{
+	json_t	*el;
+	size_t	 i;
+
+	*all = json_integer_value(json_object_get(st, "count"));
+	*done = 0;
+	json_array_foreach(json_object_get(st, "elements"), i, el)
+		*done += status_cluster_ended(el);
+	if (status_cluster_ended(st))	/* a stopped array: all it will */
+		*done = *all;
+}
+
+/* How many of the array's (or the job's) elements are done. */
+static void
+status_count(json_t *o, json_int_t *done, json_int_t *all)
+{
+	json_t	*c = json_object_get(o, "counts");
+
+	if (c == NULL) {
+		*all = 1;
+		*done = json_is_null(json_object_get(o, "ended")) ? 0 : 1;
+		return;
+	}
+	*all = json_integer_value(json_object_get(o, "count"));
+	*done = json_integer_value(json_object_get(c, "ended")) +
+	    json_integer_value(json_object_get(c, "skipped"));
+}
+
+/* One progress report: a redrawn bar on a terminal, else a plain line. */
+static void
+status_progress(json_int_t done, json_int_t all, int64_t ms, int tty)
+{
+	char	 bar[STATUS_BAR + 1];
+	int	 i, fill = all > 0 ? (int)(done * STATUS_BAR / all) : 0;
+
+	for (i = 0; i < STATUS_BAR; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[STATUS_BAR] = '\0';
+	if (tty)
+		printf("\r  %s %3d%%  %lld/%lld done  (%llds)", bar, all > 0 ?
+		    (int)(done * 100 / all) : 100, (long long)done,
+		    (long long)all, (long long)(ms / 1000));
+	else
+		printf("%lld/%lld done (%llds)\n", (long long)done,
+		    (long long)all, (long long)(ms / 1000));
+	fflush(stdout);
+}
+
+/*
+ * Waits until every element of id (a cluster job's too) has ended,
+ * showing progress, then prints each one.  Returns 0 if all exited with
+ * 0, 1 if not.
+ */
+int
+status_wait(const char *id)
+{
+	const struct cmd_entry	*c = &cmd_status_entry;
+	struct timespec		 ts = { 0, STATUS_POLL_MS * 1000000L };
+	json_t			*o;
+	json_int_t		 done, all, shown = -1;
+	char			*path;
+	int64_t			 t0 = clock_mono_ms();
+	int			 tty = isatty(STDOUT_FILENO), rc;
+	int			 cluster = cmd_cluster_id(id);
+
+	xasprintf(&path, "/v1/jobs/%s", id);
+	for (;;) {
+		if (cluster) {
+			o = status_cluster(id);
+			status_cluster_count(o, &done, &all);
+		} else {
+			o = cmd_call(c, "GET", path, NULL);
+			status_count(o, &done, &all);
+		}
+		json_decref(o);
+		if (done != shown || tty)
+			status_progress(done, all, clock_mono_ms() - t0, tty);
+		shown = done;
+		if (done >= all)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	if (tty)
+		printf("\n");
+	free(path);
+	if (cluster)
+		o = status_cluster(id);
+	else {
+		xasprintf(&path, "/v1/jobs/%s/status", id);
+		o = cmd_call(c, "GET", path, NULL);
+		free(path);
+	}
+	status_print(o);
+	rc = strcmp(str(o, "state"), "exited") == 0 &&
+	    json_integer_value(json_object_get(o, "exit_code")) == 0 ? 0 : 1;
+	json_decref(o);
+	return (rc);
 }
 
 static int

@@ -43,12 +43,12 @@ const struct cmd_entry cmd_submit_entry = {
 	    "each bad one\nis an error naming its line.  The script is "
 	    "copied when it is submitted (to a\nremote host it goes with "
 	    "this directory, as gmux run sends it; --wait is\nfor this "
-	    "machine's daemon).  To a cluster's member the job or the array "
-	    "is\nthe cluster's (--server NAME pins a member): from a remote "
-	    "in the tree sent,\non a member in this directory and the file "
-	    "where it is (shared storage).\nPrints the job's id; an array's "
-	    "elements are ID_N.  Exit code 2 for a bad\nfile, 1 if a waited "
-	    "element failed.\n",
+	    "machine's daemon and a cluster).  To a cluster's member the "
+	    "job or the\narray is the cluster's (--server NAME pins a "
+	    "member): from a remote in the tree\nsent, on a member in this "
+	    "directory and the file where it is (shared storage).\nPrints "
+	    "the job's id; an array's elements are ID_N.  Exit code 2 for a "
+	    "bad\nfile, 1 if a waited element failed.\n",
 	.exec = cmd_submit_exec,
 };
 
@@ -327,18 +327,23 @@ submit_remote(json_t *req, const char *path, int wait)
  * client, in this directory's tree (synced as gmux cluster submit does).
  */
 static int
-submit_cluster(json_t *req)
+submit_cluster(json_t *req, int wait)
 {
-	json_t	*o;
+	json_t		*o;
+	const char	*id;
+	int		 rc = 0;
 
 	if (hosts_remote())	/* on a member: in this directory there */
 		cmd_cluster_tree(req);
 	o = cmd_call(&cmd_submit_entry, "POST", "/v1/cluster/jobs", req);
-	printf("%s\n", json_string_value(json_object_get(o, "id")) != NULL ?
-	    json_string_value(json_object_get(o, "id")) : "?");
+	id = json_string_value(json_object_get(o, "id"));
+	printf("%s\n", id != NULL ? id : "?");
+	fflush(stdout);
+	if (wait && id != NULL)
+		rc = status_wait(id);
 	json_decref(o);
 	json_decref(req);
-	return (0);
+	return (rc);
 }
 
 static int
@@ -353,11 +358,7 @@ cmd_submit_exec(int argc, char **argv)
 	if (json_is_true(json_object_get(req, "cluster"))) {
 		json_object_del(req, "cluster");
 		submit_check(req, path);
-		if (wait)
-			cmd_usage_error(&cmd_submit_entry, "--wait is for this "
-			    "machine's daemon; follow a cluster job with gmux "
-			    "logs -f ID (an element: ID_N)");
-		return (submit_cluster(req));
+		return (submit_cluster(req, wait));
 	}
 	submit_check(req, path);
 	if (hosts_remote())

@@ -123,6 +123,12 @@ def test_etcd_unreachable_at_start(tmp):
         assert b"still" in r.stdout
         r = d.gmux("cluster", "ls")
         assert r.returncode == 1 and b"unreachable" in r.stderr
+        # gmux ps shows the host's jobs and says the cluster's are not
+        # to be had now (it left them out silently)
+        r = d.gmux("ps", "-a")
+        assert r.returncode == 0 and b"still" in r.stdout, r
+        assert r.stderr.startswith(b"gmux ps: the cluster's jobs: ") and \
+            b"unreachable" in r.stderr, r.stderr
     finally:
         d.stop()
         _kill_keepers(d.home)

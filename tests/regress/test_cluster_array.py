@@ -181,9 +181,16 @@ def test_gmux_submit_of_an_array_from_a_client(members, make_client, tmp):
         r = c.gmux("logs", "%s_%d" % (aid, i))
         assert r.returncode == 0, r.stderr
         assert r.stdout.decode() == "%d/4 arg1 work s42\n" % i, r.stdout
-    # what needs this machine's daemon is refused, naming it
-    r = c.gmux("submit", "--wait", "job.gmux")
-    assert r.returncode == 2 and b"--wait" in r.stderr, r.stderr
+    # --wait waits for every element, then says each (it was refused)
+    r = c.gmux("submit", "--wait", "job.gmux", timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode().splitlines()
+    wid = out[0]
+    assert wid.startswith("a.") and wid != aid, out
+    assert "4/4 done" in r.stdout.decode(), out
+    assert "%s: exited, 4 elements" % wid in out, out
+    assert sorted(x.split()[:3] for x in out if x.startswith(wid + "_")) \
+        == [[wid + "_%d" % i, "exited", "0"] for i in range(4)], out
 
 
 def _array_when(a, aid, token, pred, timeout, what):

@@ -102,9 +102,14 @@ def test_a_job_file_from_a_client_is_the_clusters(members, make_client,
     jid = _cluster_id(c.gmux("submit", "--server", "a", "any.sh"))
     rec = _end(etcd, cid, jid)
     assert rec["member"] == "a" and rec["exit_code"] == 0, rec
-    # --wait is this machine's daemon's: refused, naming what follows one
-    r = c.gmux("submit", "--wait", "any.sh")
-    assert r.returncode == 2 and b"gmux logs -f ID" in r.stderr, r.stderr
+    # --wait waits for its end: 1 if it failed (it was refused)
+    with open(os.path.join(c.work, "bad.sh"), "w") as f:
+        f.write("#!/bin/sh\nexit 5\n")
+    r = c.gmux("submit", "--wait", "bad.sh")
+    out = r.stdout.decode()
+    assert r.returncode == 1 and ": exited, 1 element" in out, (r, out)
+    assert [x.split()[1:3] for x in out.splitlines()
+            if x.startswith(out.split()[0] + " ")] == [["exited", "5"]], out
 
 
 def test_run_with_a_placement_directive_is_a_cluster_job(members,
