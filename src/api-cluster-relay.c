@@ -68,8 +68,8 @@ ac_log_cb(struct etcd_reply *r, const char *err, void *arg)
 	ac_who(a, &who);
 	member = json_string_value(json_object_get(o, "member"));
 	if (kv != NULL && kv->key[strlen(cluster->prefix)] == 'y')
-		api_error(a->req, 409, "%s is an array: the output is its "
-		    "elements' (%s_N)", id, id);
+		api_error(a->req, 400, "%s is an array: the output is its "
+		    "elements' (%s_N)", id, id);	/* never a job's */
 	else if (member == NULL && a->proto != NULL)	/* gmux shell waits */
 		api_error(a->req, 409, "%s is queued: %s in the cluster", id,
 		    json_string_value(json_object_get(o, "state")));

@@ -264,6 +264,7 @@ cluster_members_json(const struct etcd_reply *r)
 		    strcmp(leader, m.name) == 0));
 		json_object_set_new(o, "jobs", json_integer(0));
 		json_object_del(o, "instance");
+		json_object_del(o, "origin");
 		json_array_append_new(out, o);
 		cluster_member_clear(&m);
 	}

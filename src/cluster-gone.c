@@ -79,6 +79,21 @@ cg_record(json_t *rec, int64_t seen)
 }
 
 static void
+cg_txn_free(void *arg)
+{
+	struct cg_txn	*t = arg;
+
+	free(t->name);
+	free(t);
+}
+
+/*
+ * Written: forgotten.  A compare that failed means the member is back
+ * (or this leader is deposed, which its passes learn): written again
+ * only once a pass has seen it live and it has gone again.  An etcd
+ * that did not answer: the next pass tries again.
+ */
+static void
 cg_written_cb(struct etcd_reply *r, const char *err, void *arg)
 {
 	struct cg_txn		*t = arg;
@@ -90,11 +105,10 @@ cg_written_cb(struct etcd_reply *r, const char *err, void *arg)
 			cluster->nwrites++;
 			hmap_del(cg.known, t->name);
 			cg_member_free(g);
-		} else
-			g->writing = 0;		/* the next pass tries again */
+		} else if (err != NULL)
+			g->writing = 0;
 	}
-	free(t->name);
-	free(t);
+	cg_txn_free(t);
 }
 
 /* Member g has gone since the last pass: its record to g/NAME. */
@@ -115,37 +129,38 @@ cg_write(struct cg_member *g)
 	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	/* not if it came back meanwhile: m/NAME must not exist */
-	etcd_txn(cluster->etcd, cluster_fence(json_pack("[o]", etcd_cmp(
-	    cluster_key("m/%s", g->name), "CREATE", 0))), json_pack("[o]",
-	    etcd_op_put(cluster_key("g/%s", g->name), text, 0)), NULL,
-	    cg_written_cb, t);
+	etcd_call_owns(etcd_txn(cluster->etcd, cluster_fence(json_pack("[o]",
+	    etcd_cmp(cluster_key("m/%s", g->name), "CREATE", 0))),
+	    json_pack("[o]", etcd_op_put(cluster_key("g/%s", g->name), text,
+	    0)), NULL, cg_written_cb, t), cg_txn_free);
 	free(text);
 }
 
 /*
- * Each pass, from the mirror of m/: the members live now are known with
- * their record; one known but not live any more has left.
+ * Each pass, from the mirror of m/: the members whose key is there now
+ * are known with their record (however it parses: a record the leader
+ * cannot read is no departure); one known whose key has gone has left.
  */
 void
 cluster_gone_tick(struct mirror *m)
 {
-	struct mirror_entry		*me;
-	const struct cluster_member	*pm;
-	struct cg_member		*g;
-	size_t				 it = 0;
-	const char			*k;
-	void				*v;
-	int64_t				 now = clock_ms();
+	struct mirror_entry	*me;
+	struct cg_member	*g;
+	size_t			 it = 0, plen = strlen(cluster_key("m/"));
+	const char		*k, *name;
+	void			*v;
+	int64_t			 now = clock_ms();
 
 	if (cg.known == NULL)
 		return;
 	cg.pass++;
 	while (mirror_next(m, &it, &me)) {
-		if ((pm = cluster_member_cached(me)) == NULL)
+		if (me->val == NULL)	/* a tombstone */
 			continue;
-		if ((g = hmap_get(cg.known, pm->name)) == NULL) {
+		name = me->key + plen;
+		if ((g = hmap_get(cg.known, name)) == NULL) {
 			g = xcalloc(1, sizeof *g);
-			g->name = xstrdup(pm->name);
+			g->name = xstrdup(name);
 			hmap_put(cg.known, g->name, g);
 		}
 		if (g->rec != me->val) {
@@ -154,6 +169,7 @@ cluster_gone_tick(struct mirror *m)
 		}
 		g->seen = now;
 		g->pass = cg.pass;
+		g->writing = 0;
 	}
 	it = 0;
 	while (hmap_next(cg.known, &it, &k, &v)) {

@@ -348,6 +348,22 @@ cj_gang_port_free(json_t *g, char **cause)
 	return (-1);
 }
 
+/* Takes out of env (in place) the variables whose names start prefix. */
+static void
+cj_env_drop(char **env, const char *prefix)
+{
+	size_t	 i, k, len = strlen(prefix);
+
+	for (i = k = 0; env != NULL && env[i] != NULL; i++) {
+		if (strncmp(env[i], prefix, len) == 0)
+			free(env[i]);
+		else
+			env[k++] = env[i];
+	}
+	if (env != NULL)
+		env[k] = NULL;
+}
+
 static int
 cj_run(struct cj *c, char **cause)
 {
@@ -364,6 +380,9 @@ cj_run(struct cj *c, char **cause)
 	cj_gang_env(json_object_get(c->rec, "gang"), &r);
 	if (cj_gang_port_free(json_object_get(c->rec, "gang"), cause) != 0)
 		goto fail;
+	/* its own array's, not one its submitter ran in */
+	cj_env_drop(r.env, "GMUX_ARRAY_");
+	cj_env_drop(r.env, "SLURM_ARRAY_");
 	cluster_array_env(json_object_get(c->rec, "element"), &r.env);
 	owner = json_string_value(json_object_get(c->rec, "owner"));
 	/* From another machine (docs/cluster.md): jailed, as a remote job. */

@@ -121,6 +121,15 @@ struct cst_txn {
 };
 
 static void
+cst_txn_free(void *arg)
+{
+	struct cst_txn	*t = arg;
+
+	free(t->key);
+	free(t);
+}
+
+static void
 cst_deleted_cb(struct etcd_reply *r, const char *err, void *arg)
 {
 	struct cst_txn		*t = arg;
@@ -132,8 +141,7 @@ cst_deleted_cb(struct etcd_reply *r, const char *err, void *arg)
 		else if ((me = mirror_get(cst.s, t->key)) != NULL)
 			me->held = 0;	/* moved meanwhile: seen again */
 	}
-	free(t->key);
-	free(t);
+	cst_txn_free(t);
 }
 
 /* Stop me of id has had no live job since *since: deleted past the keep. */
@@ -157,9 +165,9 @@ cst_orphan(struct mirror_entry *me, const char *id, int64_t now)
 	t = xmalloc(sizeof *t);
 	t->gen = cst.gen;
 	t->key = xstrdup(me->key);
-	etcd_txn(cluster->etcd, cluster_fence(json_pack("[o]", etcd_cmp(
-	    me->key, "MOD", me->mod_rev))), json_pack("[o]",
-	    etcd_op_delete(me->key)), NULL, cst_deleted_cb, t);
+	etcd_call_owns(etcd_txn(cluster->etcd, cluster_fence(json_pack("[o]",
+	    etcd_cmp(me->key, "MOD", me->mod_rev))), json_pack("[o]",
+	    etcd_op_delete(me->key)), NULL, cst_deleted_cb, t), cst_txn_free);
 }
 
 /*

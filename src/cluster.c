@@ -376,26 +376,39 @@ cluster_keepalive(int64_t now)
 /* Registering and the record. */
 
 /*
- * This daemon's origin: its host's name and its home's path, hashed.  One
- * daemon runs on a home at a time, so a record of the same origin is
- * this member's from an earlier run.
+ * This daemon's origin: random, made once and kept in its home
+ * (cluster-origin), where one daemon runs at a time, so a record of the
+ * same origin is this member's from an earlier run (a host and home's
+ * names would match those of a cloned machine).  Without it (a home that
+ * cannot be written), a restart waits for the old record to lapse.
  */
 static void
 cluster_origin(void)
 {
-	char	 host[256], *home, *s, hex[DIGEST_HEX];
+	char	*path, *text, *cause = NULL;
+	u_char	 r[8];
+	size_t	 len;
 
-	if (gethostname(host, sizeof host) != 0)
-		host[0] = '\0';
-	host[sizeof host - 1] = '\0';
-	if ((home = realpath(path_home(), NULL)) == NULL)
-		home = xstrdup(path_home());
-	xasprintf(&s, "%s:%s", host, home);
-	digest_buf(s, strlen(s), hex);
-	memcpy(cluster->origin, hex, sizeof cluster->origin - 1);
+	xasprintf(&path, "%s/cluster-origin", path_home());
+	if ((text = read_file(path, 64, &len, &cause)) != NULL &&
+	    len == sizeof cluster->origin - 1 && strspn(text,
+	    "0123456789abcdef") == len)
+		memcpy(cluster->origin, text, len);
+	else {
+		random_bytes(r, sizeof r);
+		hex_encode(r, sizeof r, cluster->origin);
+		free(cause);
+		cause = NULL;
+		if (write_file_atomic(path, cluster->origin,
+		    strlen(cluster->origin), 0600, &cause) != 0) {
+			log_warnx("cluster: %s: %s", path, cause);
+			cluster->origin[0] = '\0';
+		}
+	}
 	cluster->origin[sizeof cluster->origin - 1] = '\0';
-	free(s);
-	free(home);
+	free(text);
+	free(cause);
+	free(path);
 }
 
 /* Does record o's field say v? */
@@ -433,12 +446,17 @@ cluster_register_cb(struct etcd_reply *r, const char *err, void *arg)
 	free(text);
 	kv = etcd_reply_find(r, cluster_key("m/%s", cluster->name));
 	o = kv != NULL ? json_loads(kv->value, 0, NULL) : NULL;
-	if (kv != NULL && o != NULL && (cluster_record_is(o, "instance",
-	    cluster->instance) || cluster_record_is(o, "origin",
-	    cluster->origin))) {
+	if (kv == NULL) {	/* gone meanwhile (its lease lapsed) */
+		cluster->reg_mod = 0;
+		cluster->reg_next = 0;
+		return;
+	}
+	if (o != NULL && (cluster_record_is(o, "instance",
+	    cluster->instance) || (cluster->origin[0] != '\0' &&
+	    cluster_record_is(o, "origin", cluster->origin)))) {
 		/*
-		 * Ours under an older lease, or our previous run's (this
-		 * host and home, where one daemon runs at a time): taken over
+		 * Ours under an older lease, or our previous run's (its
+		 * home's origin: one daemon runs there at a time): taken over
 		 * at once, before the leader may think this member gone.
 		 */
 		cluster->reg_mod = kv->mod_rev;

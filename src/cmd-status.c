@@ -14,6 +14,7 @@
 #include "jobspec-int.h"
 
 #define STATUS_POLL_MS	200
+#define STATUS_PATIENCE_MS (120 * 1000)	/* a wait, the cluster away */
 #define STATUS_BAR	20
 
 static int	cmd_status_exec(int, char **);
@@ -95,27 +96,53 @@ status_cluster_row(json_t *o)
 }
 
 /*
+ * GET path of the cluster, its answer; patient (a wait), the cluster not
+ * answering now (etcd away: 5xx, no reply) is asked again each second for
+ * STATUS_PATIENCE_MS.  An error is said, and exits 1.
+ */
+static json_t *
+status_cluster_get(const char *path, int patient)
+{
+	struct client_reply	 r;
+	struct timespec		 ts = { 1, 0 };
+	int64_t			 end = clock_mono_ms() + STATUS_PATIENCE_MS;
+	json_t			*o;
+
+	for (;;) {
+		if (client_call("GET", path, NULL, &r) == 0 && r.status == 200)
+			break;
+		if (!patient || (r.status >= 400 && r.status < 500) ||
+		    clock_mono_ms() > end)
+			client_die(&r, cmd_status_entry.name);
+		client_reply_clear(&r);
+		nanosleep(&ts, NULL);
+	}
+	o = json_incref(r.body);
+	client_reply_clear(&r);
+	return (o);
+}
+
+/*
  * A cluster job's status (gmux status NAME.T), from its records: a job
  * alone, an array's elements made so far, or a gang's parts; no result
  * (the members keep the output: gmux logs ID).
  */
 static json_t *
-status_cluster(const char *id)
+status_cluster(const char *id, int patient)
 {
-	const struct cmd_entry	*c = &cmd_status_entry;
 	json_t			*o, *all, *j, *els, *el;
 	char			*path;
 	size_t			 i;
 
 	xasprintf(&path, "/v1/cluster/jobs/%s", id);
-	o = cmd_call(c, "GET", path, NULL);
+	o = status_cluster_get(path, patient);
 	free(path);
 	els = json_array();
 	if (json_object_get(o, "parts") != NULL) {
 		json_array_foreach(json_object_get(o, "parts"), i, j)
 			json_array_append_new(els, status_cluster_row(j));
 	} else if (json_object_get(o, "elements") != NULL) {
-		all = cmd_call(c, "GET", "/v1/cluster/jobs", NULL);
+		all = status_cluster_get("/v1/cluster/jobs", patient);
 		json_array_foreach(all, i, j) {
 			el = json_object_get(j, "element");
 			if (el != NULL && json_equal(json_object_get(el, "of"),
@@ -219,7 +246,7 @@ status_wait(const char *id)
 	xasprintf(&path, "/v1/jobs/%s", id);
 	for (;;) {
 		if (cluster) {
-			o = status_cluster(id);
+			o = status_cluster(id, 1);
 			status_cluster_count(o, &done, &all);
 		} else {
 			o = cmd_call(c, "GET", path, NULL);
@@ -237,7 +264,7 @@ status_wait(const char *id)
 		printf("\n");
 	free(path);
 	if (cluster)
-		o = status_cluster(id);
+		o = status_cluster(id, 1);
 	else {
 		xasprintf(&path, "/v1/jobs/%s/status", id);
 		o = cmd_call(c, "GET", path, NULL);
@@ -265,7 +292,7 @@ cmd_status_exec(int argc, char **argv)
 	if (optind != argc - 1)
 		cmd_usage_error(c, "one job or array id is needed");
 	if (cmd_cluster_id(argv[optind]))
-		o = status_cluster(argv[optind]);
+		o = status_cluster(argv[optind], 0);
 	else {
 		xasprintf(&path, "/v1/jobs/%s/status", argv[optind]);
 		o = cmd_call(c, "GET", path, NULL);

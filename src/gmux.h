@@ -2141,7 +2141,7 @@ dead void	 client_die(struct client_reply *, const char *);
 #define STREAM_RUN	1	/* Ctrl-C stops the job; again, detaches */
 #define STREAM_ATTACH	2	/* Ctrl-C detaches */
 struct stream {
-	char		 job[64];	/* if empty, from the first frame */
+	char		 job[128];	/* if empty, from the first frame */
 	int		 mode;
 	uint64_t	 offset;	/* output bytes shown so far */
 	int		 ended;		/* the exit frame came */
@@ -2154,7 +2154,7 @@ struct stream {
 	int		 write_failed;	/* errno of a failed write of output */
 	long		 refused;	/* the HTTP status that refused it */
 	int		 cluster;	/* a cluster job: /v1/cluster/jobs */
-	char		 gang[64];	/* job is this gang's part: a Ctrl-C
+	char		 gang[128];	/* job is this gang's part: a Ctrl-C
 					   stops the gang */
 };
 void		 stream_init(struct stream *, const char *, int);

@@ -335,7 +335,7 @@ run_cluster_gang(struct stream *g, int quiet)
 {
 	struct stream	 s;
 	json_t		*o = NULL;
-	char		 followed[64] = "", *path, *who;
+	char		 followed[128] = "", *path, *who;
 	const char	*part, *attempt;
 	int		 rc;
 

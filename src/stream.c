@@ -204,15 +204,16 @@ stream_interrupt(void *arg)
 }
 
 /*
- * The job's state now, into st (of len bytes); "" if the daemon cannot
- * say now.
+ * The job's state now, into st (of len bytes), "" if the daemon cannot
+ * say it; the status of the answer (0: none came).
  */
-static void
+static long
 stream_job_state(struct stream *s, char *st, size_t len)
 {
 	struct client_reply	 r;
 	const char		*state;
 	char			*path;
+	long			 code;
 
 	*st = '\0';
 	xasprintf(&path, "%s/%s", stream_jobs(s), s->job);
@@ -220,8 +221,20 @@ stream_job_state(struct stream *s, char *st, size_t len)
 	    (state = json_string_value(json_object_get(r.body, "state"))) !=
 	    NULL)
 		snprintf(st, len, "%s", state);
+	code = r.status;
 	client_reply_clear(&r);
 	free(path);
+	return (code);
+}
+
+/* Does a job in state st (from stream_job_state's code) go on? */
+static int
+stream_state_goes_on(const char *st, long code)
+{
+	if (*st == '\0')	/* unknown now: yes, unless it is no job */
+		return (code < 400 || code >= 500);
+	return (strcmp(st, "queued") == 0 || strcmp(st, "assigned") == 0 ||
+	    strcmp(st, "running") == 0);
 }
 
 /*
@@ -234,10 +247,10 @@ static int
 stream_job_goes_on(struct stream *s)
 {
 	char	 st[32];
+	long	 code;
 
-	stream_job_state(s, st, sizeof st);
-	return (*st == '\0' || strcmp(st, "queued") == 0 ||
-	    strcmp(st, "assigned") == 0 || strcmp(st, "running") == 0);
+	code = stream_job_state(s, st, sizeof st);
+	return (stream_state_goes_on(st, code));
 }
 
 static void
@@ -260,13 +273,14 @@ stream_wait_start(struct stream *s, struct client_reply *r, int follow,
     int64_t *deadline)
 {
 	char	 st[32];
+	long	 code;
 
 	if (!s->cluster || r->status != 409 || s->job[0] == '\0')
 		return (0);
 	if (*deadline == 0)
 		*deadline = clock_mono_ms() + STREAM_RETRY_MS;
 	stream_sleep(STREAM_START_MS);
-	stream_job_state(s, st, sizeof st);
+	code = stream_job_state(s, st, sizeof st);
 	if (strcmp(st, "queued") == 0) {
 		if (!follow)
 			return (0);	/* no output yet: said so */
@@ -279,8 +293,7 @@ stream_wait_start(struct stream *s, struct client_reply *r, int follow,
 	}
 	if (clock_mono_ms() > *deadline)
 		return (0);
-	return (*st == '\0' || strcmp(st, "queued") == 0 ||
-	    strcmp(st, "assigned") == 0 || strcmp(st, "running") == 0);
+	return (stream_state_goes_on(st, code));
 }
 
 /*
@@ -298,6 +311,7 @@ stream_run(struct stream *s, const char *method, const char *path,
 	char			*next = NULL;
 	int64_t			 deadline = 0, started = 0;
 	int			 rc, told = 0, retried = 0, asked_ended = 0;
+	int			 on;
 
 	if (s->mode != STREAM_LOGS) {
 		client_catch_interrupts();
@@ -329,10 +343,18 @@ stream_run(struct stream *s, const char *method, const char *path,
 		 */
 		if (rc == 0 && r.status >= 500 && s->cluster && follow &&
 		    s->job[0] != '\0') {
-			if (!told++)
-				fprintf(stderr, "gmux: %s; asking again\n",
-				    r.error != NULL ? r.error : "no answer");
-			rc = -1;
+			on = stream_job_goes_on(s);
+			if (!on && s->mode == STREAM_RUN) {
+				client_reply_clear(&r);
+				break;	/* it ended (its member left) */
+			}
+			if (on) {
+				if (!told++)
+					fprintf(stderr, "gmux: %s; asking "
+					    "again\n", r.error != NULL ?
+					    r.error : "no answer");
+				rc = -1;
+			}
 		}
 		if (rc == 0 && r.status >= 400) {
 			s->refused = r.status;

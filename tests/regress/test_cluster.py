@@ -104,6 +104,16 @@ def test_name_taken_and_local_jobs_served(members, tmp):
         assert b"member name dup is taken" in r.stderr and \
             b"stays out of cluster t4" in r.stderr, (args, r.stderr)
     assert jobs(a) == {}
+    # a restarted at once takes its own record over (its home's origin):
+    # a member again before its old lease lapses (it waited the lease and
+    # 5 s, its name "taken" meanwhile), and b is still out
+    a.stop()
+    t0 = time.monotonic()
+    a.start(*VERBOSE, fake=a.fake)
+    st = wait_for(lambda: (lambda o: o if o.get("member") else None)(
+        _status(a)), 15, 0.05, what="a to be a member again")
+    assert time.monotonic() - t0 < 2.5 and st["error"] is None, st
+    assert "member name dup is taken" in _status(b)["error"]
 
 
 def _status(d):
