@@ -174,9 +174,9 @@ cluster_leader(int json)
 	return (0);
 }
 
-/* Has cluster job o (its record) ended? */
-static int
-cluster_ended(json_t *o)
+/* Has cluster job o (its record, or a status of one) ended? */
+int
+cmd_cluster_ended(json_t *o)
 {
 	const char	*st = json_string_value(json_object_get(o, "state"));
 
@@ -201,7 +201,7 @@ cluster_ps_table(json_t *a, int all, const char *heading)
 
 	t = table_create(hdr, nitems(hdr));
 	json_array_foreach(a, i, j) {
-		if (!all && cluster_ended(j))
+		if (!all && cmd_cluster_ended(j))
 			continue;
 		shown++;
 		argv = json_object_get(json_object_get(j, "req"), "argv");

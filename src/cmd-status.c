@@ -165,16 +165,6 @@ status_cluster(const char *id, int patient)
 	return (j);
 }
 
-/* Has a cluster record (or status) in state st ended? */
-static int
-status_cluster_ended(json_t *o)
-{
-	const char	*st = json_string_value(json_object_get(o, "state"));
-
-	return (st != NULL && (strcmp(st, "exited") == 0 ||
-	    strcmp(st, "failed") == 0 || strcmp(st, "stopped") == 0));
-}
-
 /* How many of a cluster job's elements (its status st) are done. */
 static void
 status_cluster_count(json_t *st, json_int_t *done, json_int_t *all)
@@ -185,8 +175,8 @@ status_cluster_count(json_t *st, json_int_t *done, json_int_t *all)
 	*all = json_integer_value(json_object_get(st, "count"));
 	*done = 0;
 	json_array_foreach(json_object_get(st, "elements"), i, el)
-		*done += status_cluster_ended(el);
-	if (status_cluster_ended(st))	/* a stopped array: all it will */
+		*done += cmd_cluster_ended(el);
+	if (cmd_cluster_ended(st))	/* a stopped array: all it will */
 		*done = *all;
 }
 

@@ -2263,6 +2263,7 @@ int		 cmd_cluster_id(const char *);	/* cmd-cluster.c */
 int		 cmd_cluster_job_at(const struct target *, const char *);
 int		 cmd_cluster_member(const struct cmd_entry *);
 void		 cmd_cluster_ps_below(int);
+int		 cmd_cluster_ended(json_t *);
 void		 cmd_cluster_tree(json_t *);
 
 /* cmd-*.c: one command each */
