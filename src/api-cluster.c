@@ -265,6 +265,8 @@ cluster_members_json(const struct etcd_reply *r)
 		json_object_set_new(o, "jobs", json_integer(0));
 		json_object_del(o, "instance");
 		json_object_del(o, "origin");
+		json_object_del(o, "boot");
+		json_object_del(o, "pid");
 		json_array_append_new(out, o);
 		cluster_member_clear(&m);
 	}
@@ -953,6 +955,13 @@ ac_confined_refusal(const struct jobreq *r, json_t **reply, char **cause)
 		xasprintf(cause, "cwd: a cluster job from another machine "
 		    "runs in the tree it synced (manifest) or in an empty "
 		    "directory on its member, not in a directory of a host");
+		return (400);
+	}
+	if (r->spec.output != NULL || r->spec.error != NULL) {
+		/* as one host refuses it (jobspec-host.c), but at once */
+		xasprintf(cause, "%s: a remote job's output streams back; it "
+		    "writes no file on the host (gmux logs ID reads it)",
+		    r->spec.output != NULL ? "output" : "error");
 		return (400);
 	}
 	if (r->manifest != NULL &&

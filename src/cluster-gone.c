@@ -74,6 +74,8 @@ cg_record(json_t *rec, int64_t seen)
 	json_object_del(o, "ports_held");
 	json_object_del(o, "instance");
 	json_object_del(o, "origin");
+	json_object_del(o, "boot");
+	json_object_del(o, "pid");
 	json_object_set_new(o, "last_seen", json_integer(seen));
 	return (o);
 }

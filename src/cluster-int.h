@@ -136,7 +136,8 @@ struct cluster {
 	char		*prefix;	/* "/gmux/ID/" */
 	char		*elect;		/* the election's name */
 	char		*instance;	/* this daemon's, in its record */
-	char		 origin[17];	/* its host and home's, in its record */
+	char		 origin[17];	/* its home's, in its record */
+	char		 boot[40];	/* this boot of the machine's id */
 	u_int		 ttl;		/* seconds */
 	int64_t		 lease;		/* 0: none */
 	int64_t		 last_ok;	/* mono ms of the last keepalive */

@@ -312,6 +312,12 @@ cj_gang_env(json_t *g, struct jobreq *r)
 	job_env_set(&r->env, "GMUX_GANG_ID=%s", gid);
 	job_env_set(&r->env, "GMUX_GANG_RANK=%lld", (long long)rank);
 	job_env_set(&r->env, "GMUX_GANG_SIZE=%lld", (long long)size);
+	/* Slurm's names, one task a node as a part is */
+	job_env_set(&r->env, "SLURM_PROCID=%lld", (long long)rank);
+	job_env_set(&r->env, "SLURM_NODEID=%lld", (long long)rank);
+	job_env_set(&r->env, "SLURM_LOCALID=0");
+	job_env_set(&r->env, "SLURM_NTASKS=%lld", (long long)size);
+	job_env_set(&r->env, "SLURM_NNODES=%lld", (long long)size);
 	r->spec.nodes = 1;
 }
 
@@ -488,6 +494,9 @@ cj_claim(struct mirror_entry *me)
 		return;		/* in flight, ours, or to be stopped */
 	rec = json_deep_copy(me->val);
 	json_object_set_new(rec, "claimed", json_integer(clock_ms()));
+	if (cluster->origin[0] != '\0')	/* which daemon of this name */
+		json_object_set_new(rec, "claimed_by",
+		    json_string(cluster->origin));
 	text = json_dumps(rec, JSON_COMPACT);
 	akey = xstrdup(me->key);
 	hmap_put(cj.claims, akey, rec);
@@ -500,6 +509,21 @@ cj_claim(struct mirror_entry *me)
 
 /* ------------------------------------------------------------------ */
 /* After a start: what r/NAME/ says this member runs. */
+
+/*
+ * Was claim rec made by another daemon that used this member's name (its
+ * home's origin is not ours)?  Such a daemon's keepers may still run the
+ * job: this one neither requeues nor ends it.
+ */
+static int
+cj_claimed_elsewhere(json_t *rec)
+{
+	const char	*by = json_string_value(json_object_get(rec,
+			    "claimed_by"));
+
+	return (by != NULL && cluster->origin[0] != '\0' &&
+	    strcmp(by, cluster->origin) != 0);
+}
 
 static void
 cj_load_cb(struct etcd_reply *r, const char *err, void *arg)
@@ -524,6 +548,14 @@ cj_load_cb(struct etcd_reply *r, const char *err, void *arg)
 			continue;
 		}
 		j = cj_local_find(r->kvs[i].key + plen);
+		if (j == NULL && cj_claimed_elsewhere(rec)) {
+			/* its keeper may run it still: never again here */
+			log_warnx("cluster: %s was claimed by another daemon "
+			    "named %s (another home); left as it is",
+			    r->kvs[i].key + plen, cluster->name);
+			json_decref(rec);
+			continue;
+		}
 		c = cj_add(r->kvs[i].key + plen, j != NULL ? j->id : 0,
 		    r->kvs[i].mod_rev, rec);
 		if (j != NULL) {
@@ -584,6 +616,17 @@ cj_stops(void)
 			    !job_ended(j) && !j->stopping)
 				job_stop(j, j->req.grace_ms, "stopped through "
 				    "the cluster");
+			continue;
+		}
+		/*
+		 * A job of ours the cluster ended meanwhile (a gang's part
+		 * whose member left: this one, back): stopped here too.
+		 */
+		if ((j = cj_local_find(id)) != NULL && !job_ended(j) &&
+		    !j->stopping) {
+			job_stop(j, j->req.grace_ms, "stopped through the "
+			    "cluster (it ended there while this member was "
+			    "away)");
 			continue;
 		}
 		am = mirror_get(cj.a, cluster_key("a/%s/%s", cluster->name,

@@ -8,6 +8,7 @@
 #include <sys/sysinfo.h>
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -295,6 +296,8 @@ cluster_record(void)
 	    "started", (json_int_t)server_started, "version", GMUX_VERSION,
 	    "instance", cluster->instance, "tags", config_get("TAGS"));
 	json_object_set_new(o, "origin", json_string(cluster->origin));
+	json_object_set_new(o, "boot", json_string(cluster->boot));
+	json_object_set_new(o, "pid", json_integer(getpid()));
 	if ((ports = cluster_ports_json()) != NULL)	/* cluster-ports.c */
 		json_object_set_new(o, "ports_held", ports);
 	text = json_dumps(o, JSON_COMPACT|JSON_SORT_KEYS);
@@ -409,6 +412,14 @@ cluster_origin(void)
 	free(text);
 	free(cause);
 	free(path);
+	cause = NULL;
+	if ((text = read_file("/proc/sys/kernel/random/boot_id", 64, &len,
+	    &cause)) != NULL) {
+		text[strcspn(text, "\n")] = '\0';
+		snprintf(cluster->boot, sizeof cluster->boot, "%s", text);
+	}
+	free(text);
+	free(cause);
 }
 
 /* Does record o's field say v? */
@@ -418,6 +429,46 @@ cluster_record_is(json_t *o, const char *field, const char *v)
 	const char	*has = json_string_value(json_object_get(o, field));
 
 	return (has != NULL && strcmp(has, v) == 0);
+}
+
+/*
+ * Has process pid exited: no such process, or a zombie (a daemon's first
+ * thread is one while its others exit; its parent may reap it late)?
+ */
+static int
+cluster_pid_gone(pid_t pid)
+{
+	char	 path[64], *text, *st, *cause = NULL;
+	int	 gone;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	if ((text = read_file(path, 4096, NULL, &cause)) == NULL) {
+		free(cause);
+		return (1);
+	}
+	st = strrchr(text, ')');	/* the name may hold anything */
+	gone = st != NULL && st[1] == ' ' && (st[2] == 'Z' || st[2] == 'X');
+	free(text);
+	return (gone);
+}
+
+/*
+ * Is record o this member's from an earlier run of its daemon: the same
+ * home (its origin), on this machine since its boot, by a process that
+ * is gone?  A copy of the home on another machine (a cloned image), or a
+ * daemon still running, is another daemon: the name is taken.
+ */
+static int
+cluster_record_ours(json_t *o)
+{
+	json_int_t	 pid = json_integer_value(json_object_get(o, "pid"));
+
+	if (cluster->origin[0] == '\0' || cluster->boot[0] == '\0' ||
+	    !cluster_record_is(o, "origin", cluster->origin) ||
+	    !cluster_record_is(o, "boot", cluster->boot) || pid <= 1 ||
+	    pid > INT_MAX || pid == getpid())
+		return (0);
+	return (cluster_pid_gone((pid_t)pid));
 }
 
 static void
@@ -452,12 +503,10 @@ cluster_register_cb(struct etcd_reply *r, const char *err, void *arg)
 		return;
 	}
 	if (o != NULL && (cluster_record_is(o, "instance",
-	    cluster->instance) || (cluster->origin[0] != '\0' &&
-	    cluster_record_is(o, "origin", cluster->origin)))) {
+	    cluster->instance) || cluster_record_ours(o))) {
 		/*
-		 * Ours under an older lease, or our previous run's (its
-		 * home's origin: one daemon runs there at a time): taken over
-		 * at once, before the leader may think this member gone.
+		 * Ours under an older lease, or our previous run's: taken
+		 * over at once, before the leader may think this member gone.
 		 */
 		cluster->reg_mod = kv->mod_rev;
 		cluster->reg_next = 0;

@@ -248,8 +248,13 @@ void
 jobspec_host_env(const struct job *j, char ***envp)
 {
 	const struct jobspec	*s = &j->req.spec;
+	const char		*cid;
 
-	job_env_set(envp, "SLURM_JOB_ID=%u", j->id);
+	/* a cluster job's is its cluster id (jN repeats across members) */
+	if ((cid = jobreq_env(&j->req, "GMUX_CLUSTER_JOB")) != NULL)
+		job_env_set(envp, "SLURM_JOB_ID=%s", cid);
+	else
+		job_env_set(envp, "SLURM_JOB_ID=%u", j->id);
 	if (s->name != NULL) {
 		job_env_set(envp, "GMUX_JOB_NAME=%s", s->name);
 		job_env_set(envp, "SLURM_JOB_NAME=%s", s->name);

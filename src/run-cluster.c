@@ -174,12 +174,17 @@ run_cluster_wait(struct stream *s, json_t **o,
 				rc = 0;
 				goto out;
 			}
-		} else if (r.status >= 400 || (lost != 0 &&
+		} else if ((r.status >= 400 && r.status < 500) || (lost != 0 &&
 		    clock_mono_ms() > lost)) {
 			client_ok(&r, "run");
 			goto out;
-		} else if (lost == 0)
+		} else if (lost == 0) {
+			/* the member or etcd away (no answer, 5xx): asked
+			 * again for RUN_LOST_MS */
 			lost = clock_mono_ms() + RUN_LOST_MS;
+			fprintf(stderr, "gmux: %s; asking again\n", r.error !=
+			    NULL ? r.error : "no answer");
+		}
 		client_reply_clear(&r);
 		run_cluster_sleep();
 	}

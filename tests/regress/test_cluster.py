@@ -158,7 +158,7 @@ def test_bad_settings_are_said_before_an_invite(tmp):
             ("NAME=no.dots\n", "NAME: 'no.dots' is not 1-63"),
             ("CLUSTER_MODE=leader\n", "CLUSTER_MODE: 'leader' is not "
              "member or standalone"))):
-        d = member(tmp, None, "bad%d" % i, "t14", extra=extra)
+        d = member(tmp, None, "bad%d" % i, "t41", extra=extra)
         r = subprocess.run([GMUX, "serve", "-d", "--fake", "1xH100:80G",
                             "--addr", "127.0.0.1:%d" % free_port()],
                            env=d.env, capture_output=True, timeout=30)
@@ -186,8 +186,8 @@ def test_a_member_that_left_is_listed_with_when_it_was_last_seen(
     listed gone, with when the leader last saw it (nothing said where it
     went before); plain ls and its --json list only live members; back,
     it is live again and g/NAME is gone; a corrupt g/ key is skipped."""
-    etcd.put("/gmux/t13/g/x", "not json")
-    a, b = members("a", "t13", "2xH100:80G"), members("b", "t13")
+    etcd.put("/gmux/t40/g/x", "not json")
+    a, b = members("a", "t40", "2xH100:80G"), members("b", "t40")
     wait_for(lambda: len(cluster_state(a)) == 2 and leader(a) == "a", 15,
              0.1, what="2 members, a leading")
     left = time.time() * 1000
@@ -210,7 +210,7 @@ def test_a_member_that_left_is_listed_with_when_it_was_last_seen(
     b.start(*VERBOSE, fake=b.fake)
     wait_for(lambda: not gone() and len(cluster_state(a)) == 2, 20, 0.1,
              what="b live again")
-    assert list(etcd.get_prefix("/gmux/t13/g/")) == ["/gmux/t13/g/x"]
+    assert list(etcd.get_prefix("/gmux/t40/g/")) == ["/gmux/t40/g/x"]
     assert [m["name"] for m in json.loads(a.gmux(
         "cluster", "ls", "-a", "--json").stdout)] == ["a", "b"]
 
@@ -635,3 +635,67 @@ def test_the_dashboard_lists_the_members(members, tmp):
     b.stop()
     wait_for(lambda: [x["name"] for x in session()["members"]] == ["a"],
              20, 0.2, what="b to leave the page")
+
+
+def test_another_daemon_of_the_name_never_runs_its_claims_again(members,
+                                                                 tmp, etcd):
+    """b's daemon killed (its keeper runs its job on); another daemon
+    (another home) configured with NAME=b joins once b's lease lapses: it
+    leaves b's claim alone (it moved it back to the queue, and the job ran
+    twice); b back (its home) takes the job over and ends it, once."""
+    a = members("a", "t42", "1xH100:80G")
+    b = members("b", "t42", "1xA10:24G")
+    wait_for(lambda: len(cluster_state(a)) == 2, 15, 0.1, what="2 members")
+    out = os.path.join(tmp, "ran")
+    gate = os.path.join(tmp, "gate")
+    r = submit(a, tmp, "sh", "-c", "echo run >> %s; while [ ! -e %s ]; do "
+               "sleep 0.1; done" % (out, gate),
+               flags=("--share", "0.5", "--server", "b"))
+    jid = r.stdout.decode().strip()
+    wait_for(lambda: os.path.exists(out), 20, 0.1, what="the job to run")
+    b.kill9()
+    c = members("b", "t42", "1xA10:24G", dirname="b-other")
+    wait_for(lambda: _status(c).get("member"), 30, 0.1,
+             what="the other daemon to join as b")
+    time.sleep(2)               # its first passes over r/b/
+    assert etcd.get_prefix("/gmux/t42/q/%s" % jid) == {}
+    assert [k for k in etcd.get_prefix("/gmux/t42/r/b/")] == \
+        ["/gmux/t42/r/b/%s" % jid]
+    with open(os.path.join(c.home, "gmux.log")) as f:
+        assert "%s was claimed by another daemon named b" % jid in f.read()
+    assert c.json("ps", "-a", "--json") == []
+    c.stop()
+    b.start(*VERBOSE, fake=b.fake)
+    open(gate, "w").close()
+    j = wait_for(lambda: (lambda x: x if x.get("state") == "exited" else
+                          None)((jobs(a) or {}).get(jid, {})), 30, 0.2,
+                 what="its end")
+    assert j["member"] == "b" and j["exit_code"] == 0, j
+    assert open(out).read() == "run\n"      # once
+
+
+def test_a_gang_part_ended_while_its_member_was_away_is_stopped_there(
+        members, tmp, etcd):
+    """A gang's part on b when b's daemon is killed: the leader ends the
+    gang (member b left) and puts the parts' stops; b back finds its part
+    still running under its keeper and stops it (it ran on, holding b's
+    card, while the cluster counted it free)."""
+    a = members("a", "t43", "1xH100:80G")
+    b = members("b", "t43", "1xH100:40G")
+    wait_for(lambda: len(cluster_state(a)) == 2 and leader(a) == "a", 15,
+             0.1, what="2 members, a leading")
+    r = submit(a, tmp, "sleep", "300", flags=("--share", "0.5", "--nodes",
+                                              "2"))
+    gid = r.stdout.decode().strip()
+    wait_for(lambda: [x for x in b.json("ps", "--json")
+                      if x["state"] == "running"], 30, 0.1,
+             what="b's part to run")
+    b.kill9()
+    wait_for(lambda: a.json("status", "--json", gid)["state"] != "running",
+             30, 0.2, what="the gang to end")
+    b.start(*VERBOSE, fake=b.fake)
+    wait_for(lambda: [x for x in b.json("ps", "-a", "--json")
+                      if x["state"] == "stopped"], 30, 0.1,
+             what="b's part stopped")
+    assert [x for x in b.json("ps", "--json") if x["state"] == "running"] \
+        == []

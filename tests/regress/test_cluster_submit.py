@@ -149,6 +149,16 @@ def test_what_a_cluster_run_cannot_do_is_refused(members, make_client,
     r = c.gmux("run", "--nodes", "3", "--", "true")
     assert r.returncode == 125, r.stderr
     assert b"a gang of 3 needs 3 members" in r.stderr, r.stderr
+    # a file the job would write on its member: refused at once (400),
+    # not failed once placed
+    r = c.gmux("cluster", "submit", "--output", "o.txt", "--", "true")
+    assert r.returncode != 0 and b"output: a remote job's output streams " \
+        b"back" in r.stderr, r
+    with open(os.path.join(c.work, "out.sh"), "w") as f:
+        f.write("#!/bin/sh\n#SBATCH --output=slurm-%j.out\ntrue\n")
+    r = c.gmux("submit", "out.sh")
+    assert r.returncode != 0 and b"output: a remote job's output" in \
+        r.stderr, r
     r = c.gmux("run", "--server", "b", "--pull", "*.txt", "--", "true")
     assert r.returncode == 2, r.stderr
     assert b"--pull is not for cluster jobs" in r.stderr, r.stderr
@@ -359,11 +369,12 @@ def test_gmux_run_follows_a_gang(members, make_client, etcd):
     cid = "cs9"
     a, b, c = _cluster(members, make_client, cid)
     r = c.gmux("run", "--nodes", "2", "--share", "0.25", "--", "sh", "-c",
-               "echo rank $RANK of $WORLD_SIZE; [ $RANK = 0 ] || "
-               "{ sleep 0.5; exit 3; }; sleep 30", timeout=60)
+               "echo rank $RANK of $WORLD_SIZE $SLURM_PROCID $SLURM_NTASKS; "
+               "[ $RANK = 0 ] || { sleep 0.5; exit 3; }; sleep 30",
+               timeout=60)
     err = r.stderr.decode()
     assert r.returncode == 3, err
-    assert r.stdout == b"rank 0 of 2\n", (r.stdout, err)
+    assert r.stdout == b"rank 0 of 2 0 2\n", (r.stdout, err)
     gid = err.split("gmux: ", 1)[1].split()[0]
     assert "gmux: %s on " % gid in err and "rank 0's output follows" in err
     first = [x for x in err.splitlines() if " first (exit 3)" in x]
@@ -462,7 +473,8 @@ def test_output_patterns_of_cluster_jobs_are_the_clusters(members, etcd,
     os.makedirs(os.path.join(work, "outs"))
     for m in ("a", "b"):
         r = _on(a, work, "run", "-q", "--server", m, "--output",
-                "outs/slurm-%j.out", "--", "echo", "from-" + m)
+                "outs/slurm-%j.out", "--", "sh", "-c",
+                "echo from-%s $SLURM_JOB_ID" % m)
         assert r.returncode == 0, r.stderr
     for m in ("a", "b"):
         got = {f: open(os.path.join(work, "outs", f)).read()
@@ -472,6 +484,8 @@ def test_output_patterns_of_cluster_jobs_are_the_clusters(members, etcd,
         assert len(got) == 1, got
         name = list(got)[0]
         assert name.startswith("slurm-a.") and name.endswith(".out"), got
+        # SLURM_JOB_ID is the cluster id too (jN repeats across members)
+        assert got[name] == "from-%s %s\n" % (m, name[6:-4]), got
     with open(os.path.join(work, "arr.sh"), "w") as f:
         f.write("#!/bin/sh\n#SBATCH --array=0-2 --output=outs/%A_%a.txt\n"
                 "echo element $SLURM_ARRAY_TASK_ID\n")
