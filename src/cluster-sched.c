@@ -48,6 +48,7 @@ static struct {
 	struct cluster_room *members;
 	u_int		 nmembers;
 	struct hmap	*seen;		/* name -> int64_t * first seen */
+	struct hmap	*leases;	/* name -> int64_t * its lease */
 	struct cs_gone	*gone;
 	u_int		 ngone;
 	struct cs_batch	*flying[CLUSTER_INFLIGHT];	/* Txns in flight */
@@ -316,7 +317,7 @@ cs_members_load(int64_t now)
 	const struct cluster_member	*pm;
 	struct cluster_room		*m;
 	size_t				 it = 0;
-	int64_t				*seen;
+	int64_t				*seen, *lease;
 
 	cs.nmembers = 0;
 	cs.members = xreallocarray(cs.members, mirror_count(cs.m) + 1,
@@ -331,6 +332,15 @@ cs_members_load(int64_t now)
 			seen = xmalloc(sizeof *seen);
 			*seen = now;
 			hmap_put(cs.seen, xstrdup(m->m.name), seen);
+		}
+		/* a daemon restarted took its record over: seen anew */
+		if ((lease = hmap_get(cs.leases, m->m.name)) == NULL) {
+			lease = xmalloc(sizeof *lease);
+			*lease = me->lease;
+			hmap_put(cs.leases, xstrdup(m->m.name), lease);
+		} else if (*lease != me->lease) {
+			*lease = me->lease;
+			*seen = now;
 		}
 		m->seen = *seen;
 	}
@@ -1015,6 +1025,7 @@ void
 cluster_sched_start(void)
 {
 	cs.seen = hmap_create();
+	cs.leases = hmap_create();
 	cs.m = mirror_create(cluster->etcd, cluster_key("m/"), cs_changed,
 	    NULL);
 	mirror_cache_free(cs.m, cluster_member_cache_free);
@@ -1058,6 +1069,13 @@ cluster_sched_stop(void)
 	}
 	hmap_free(cs.seen);
 	cs.seen = NULL;
+	it = 0;
+	while (hmap_next(cs.leases, &it, &k, &v)) {
+		free((char *)k);
+		free(v);
+	}
+	hmap_free(cs.leases);
+	cs.leases = NULL;
 	cs.nflying = 0;		/* their answers find them gone */
 }
 
