@@ -699,3 +699,44 @@ def test_a_gang_part_ended_while_its_member_was_away_is_stopped_there(
              what="b's part stopped")
     assert [x for x in b.json("ps", "--json") if x["state"] == "running"] \
         == []
+
+
+def test_gmux_run_rides_out_its_members_etcd_outage(tmp, etcd):
+    """gmux run of a queued cluster job on b, whose etcd goes away for
+    7 s (b's cluster routes answer 503): it says so and asks again, then
+    follows the job to its exit code (it exited 125 at the first 503, the
+    job running on with no one to follow or stop it)."""
+    from clusterlib import Cut
+    cut = Cut(etcd.clients[0])
+    a = member(tmp, etcd, "a", "t44", "1xH100:80G")
+    b = member(tmp, _Urls(cut.url), "b", "t44", "1xH100:80G")
+    try:
+        a.start(fake="1xH100:80G")
+        b.start(fake="1xH100:80G")
+        wait_for(lambda: len(cluster_state(a)) == 2, 20, 0.1,
+                 what="2 members")
+        blk = submit(b, tmp, "sleep", "120", flags=(
+            "--share", "1", "--server", "b")).stdout.decode().strip()
+        wait_for(lambda: (jobs(a) or {}).get(blk, {}).get("state") ==
+                 "running", 30, 0.1, what="b's card taken")
+        p = b.popen("run", "--server", "b", "--share", "1", "--", "sh",
+                    "-c", "exit 6", cwd=tmp, stdout=-1, stderr=-1)
+        wait_for(lambda: [j for j, o in (jobs(a) or {}).items()
+                          if o.get("state") == "queued"], 30, 0.1,
+                 what="the run queued")
+        cut.set_cut(True)
+        time.sleep(7)
+        cut.set_cut(False)
+        assert p.poll() is None, p.communicate()
+        wait_for(lambda: len(cluster_state(a)) == 2, 30, 0.1,
+                 what="b back")
+        a.gmux("cluster", "stop", blk)
+        out, err = p.communicate(timeout=90)
+        assert p.returncode == 6, err
+        assert b"asking again" in err, err
+    finally:
+        cut.close()
+        for d in (a, b):
+            if d.running is not None:
+                d.stop()
+            _kill_keepers(d.home)
