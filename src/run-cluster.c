@@ -353,10 +353,14 @@ run_cluster_gang(struct stream *g, int quiet)
 		if ((part = run_gang_rank0(o)) == NULL ||
 		    !run_cluster_state(o, "running", NULL))
 			break;		/* it ended */
+		attempt = strchr(part + strlen(g->job), '.');
+		if (!quiet && *followed != '\0')
+			fprintf(stderr, "gmux: %s was requeued (%s ended: gmux "
+			    "status %s); its attempt %s\n", g->job, followed,
+			    g->job, attempt != NULL ? attempt + 1 : "0");
 		snprintf(followed, sizeof followed, "%s", part);
 		if (!quiet) {
 			who = run_gang_members(o);
-			attempt = strchr(part + strlen(g->job), '.');
 			fprintf(stderr, "gmux: %s on %s, rank 0's output "
 			    "follows (gmux logs -f %s-K%s for rank K)\n",
 			    g->job, who, g->job, attempt != NULL ? attempt :
