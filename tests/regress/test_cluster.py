@@ -296,16 +296,24 @@ def test_cut_off_member_stops_requeue_jobs_first(tmp, etcd):
     """A member cut off from etcd past its lease stops its --requeue job
     before the leader places it again (never two copies); its other job
     keeps running and is reconciled when it is back."""
-    from clusterlib import Cut
-    cut = Cut(etcd.clients[0])
-    a = member(tmp, etcd, "a", "t8", "2xH100:80G")
-    b = member(tmp, _Urls(cut.url), "b", "t8", "1xH100:80G")
-    try:
-        a.start(fake="2xH100:80G")
-        b.start(fake="1xH100:80G")
+    with _b_behind_a_cut(tmp, etcd, "t8", "2xH100:80G") as (a, b, cut):
         wait_for(lambda: len(cluster_state(a)) == 2 and leader(a) == "a",
                  20, 0.1, what="a leading 2 members")
         _cut_off_and_back(a, tmp, cut.set_cut, "")
+
+
+@contextlib.contextmanager
+def _b_behind_a_cut(tmp, etcd, cid, a_fake):
+    """Members a (a_fake) on etcd and b (1xH100:80G) through a Cut relay in
+    front of it, started; (a, b, the cut); stopped, keepers and all."""
+    from clusterlib import Cut
+    cut = Cut(etcd.clients[0])
+    a = member(tmp, etcd, "a", cid, a_fake)
+    b = member(tmp, _Urls(cut.url), "b", cid, "1xH100:80G")
+    try:
+        a.start(fake=a_fake)
+        b.start(fake="1xH100:80G")
+        yield a, b, cut
     finally:
         cut.close()
         for d in (a, b):
@@ -706,13 +714,7 @@ def test_gmux_run_rides_out_its_members_etcd_outage(tmp, etcd):
     7 s (b's cluster routes answer 503): it says so and asks again, then
     follows the job to its exit code (it exited 125 at the first 503, the
     job running on with no one to follow or stop it)."""
-    from clusterlib import Cut
-    cut = Cut(etcd.clients[0])
-    a = member(tmp, etcd, "a", "t44", "1xH100:80G")
-    b = member(tmp, _Urls(cut.url), "b", "t44", "1xH100:80G")
-    try:
-        a.start(fake="1xH100:80G")
-        b.start(fake="1xH100:80G")
+    with _b_behind_a_cut(tmp, etcd, "t44", "1xH100:80G") as (a, b, cut):
         wait_for(lambda: len(cluster_state(a)) == 2, 20, 0.1,
                  what="2 members")
         blk = submit(b, tmp, "sleep", "120", flags=(
@@ -734,9 +736,3 @@ def test_gmux_run_rides_out_its_members_etcd_outage(tmp, etcd):
         out, err = p.communicate(timeout=90)
         assert p.returncode == 6, err
         assert b"asking again" in err, err
-    finally:
-        cut.close()
-        for d in (a, b):
-            if d.running is not None:
-                d.stop()
-            _kill_keepers(d.home)
